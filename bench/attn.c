@@ -1,0 +1,315 @@
+/* attn.c: the portable kernel on one device: source assembly (prelude + body), compiled
+ * modules memoised per define set, inputs, launch, verification, timing. */
+#include "attn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_MODULES 128
+
+typedef struct {
+    char key[512];        /* the define set */
+    status_t status;      /* ok, compile_error, resource_limit */
+    char reason[512];
+    rt_module *mod;
+    rt_kernel *fwd, *combine;
+    rt_kernel_attrs attrs;
+    double compile_ms;
+} module_entry;
+
+struct attn_runner {
+    rt_device dev;
+    rt_ctx *ctx;
+    char *source;
+    module_entry mods[MAX_MODULES];
+    int nmods;
+};
+
+void attn_opts_defaults(attn_opts *o)
+{
+    timing_defaults(&o->timing);
+    o->verify_rows = 2048;
+    o->seed = 20250505;
+    o->write_lse = 1;
+    o->verify_only = 0;
+}
+
+int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
+{
+    char root[4096], path[4200];
+    if (fb_root(root, sizeof root) != 0) {
+        snprintf(err, errlen, "cannot find the fabench tree (kernels/, bench/suites/); set FABENCH_ROOT");
+        return -1;
+    }
+    char *prelude = NULL, *body = NULL;
+    size_t lp = 0, lb = 0;
+    snprintf(path, sizeof path, "%s/kernels/prelude_%s.h", root, dev->rt->name);
+    if (fb_read_file(path, &prelude, &lp, err, errlen) != 0) return -1;
+    snprintf(path, sizeof path, "%s/kernels/attn_fwd.k", root);
+    if (fb_read_file(path, &body, &lb, err, errlen) != 0) { free(prelude); return -1; }
+
+    attn_runner *r = calloc(1, sizeof *r);
+    if (!r) { free(prelude); free(body); snprintf(err, errlen, "out of memory"); return -1; }
+    r->dev = *dev;
+    r->source = malloc(lp + lb + 64);
+    if (!r->source) { free(prelude); free(body); free(r); snprintf(err, errlen, "out of memory"); return -1; }
+    snprintf(r->source, lp + lb + 64, "%s\n#line 1 \"attn_fwd.k\"\n%s", prelude, body);
+    free(prelude);
+    free(body);
+    if (dev->rt->open(dev->index, &r->ctx, err, errlen) != 0) {
+        free(r->source);
+        free(r);
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+void attn_close(attn_runner *r)
+{
+    if (!r) return;
+    const rt_runtime *rt = r->dev.rt;
+    for (int i = 0; i < r->nmods; i++) {
+        if (r->mods[i].fwd) rt->kernel_free(r->mods[i].fwd);
+        if (r->mods[i].combine) rt->kernel_free(r->mods[i].combine);
+        if (r->mods[i].mod) rt->module_free(r->mods[i].mod);
+    }
+    rt->close(r->ctx);
+    free(r->source);
+    free(r);
+}
+
+/* First line of a compiler log that mentions an error, for the reason column. */
+static void log_reason(const char *log, const char *fallback, char *out, size_t len)
+{
+    const char *p = log ? strstr(log, "error") : NULL;
+    if (!p) { snprintf(out, len, "%s", fallback); return; }
+    const char *b = p;
+    while (b > log && b[-1] != '\n') b--;
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - b) : strlen(b);
+    if (n >= len) n = len - 1;
+    memcpy(out, b, n);
+    out[n] = 0;
+}
+
+static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *c, int write_lse)
+{
+    char defs[12][48];
+    int nd = 0;
+    snprintf(defs[nd++], 48, "HEAD_DIM=%d", s->d);
+    snprintf(defs[nd++], 48, "DTYPE=%d", (int)dt);
+    snprintf(defs[nd++], 48, "CAUSAL=%d", s->causal ? 1 : 0);
+    snprintf(defs[nd++], 48, "BLOCK_M=%d", c->block_m);
+    snprintf(defs[nd++], 48, "BLOCK_N=%d", c->block_n);
+    snprintf(defs[nd++], 48, "NUM_WARPS=%d", c->num_warps);
+    snprintf(defs[nd++], 48, "SPLIT_KV=%d", c->split_kv);
+    snprintf(defs[nd++], 48, "KPAD=%d", c->kpad);
+    snprintf(defs[nd++], 48, "MMA=%d", (int)c->mma);
+    snprintf(defs[nd++], 48, "WRITE_LSE=%d", write_lse ? 1 : 0);
+    if (c->fault_skip_last_tile) snprintf(defs[nd++], 48, "FAULT_SKIP_LAST_TILE=1");
+
+    char key[512];
+    size_t o = 0;
+    for (int i = 0; i < nd; i++) o += (size_t)snprintf(key + o, sizeof key - o, "%s ", defs[i]);
+    for (int i = 0; i < r->nmods; i++)
+        if (!strcmp(r->mods[i].key, key)) {
+            r->mods[i].compile_ms = 0;
+            return &r->mods[i];
+        }
+    if (r->nmods == MAX_MODULES) { /* forget the oldest */
+        module_entry *old = &r->mods[0];
+        const rt_runtime *rt = r->dev.rt;
+        if (old->fwd) rt->kernel_free(old->fwd);
+        if (old->combine) rt->kernel_free(old->combine);
+        if (old->mod) rt->module_free(old->mod);
+        memmove(&r->mods[0], &r->mods[1], sizeof r->mods[0] * (MAX_MODULES - 1));
+        r->nmods--;
+    }
+    module_entry *m = &r->mods[r->nmods++];
+    memset(m, 0, sizeof *m);
+    snprintf(m->key, sizeof m->key, "%s", key);
+
+    const char *dp[12];
+    for (int i = 0; i < nd; i++) dp[i] = defs[i];
+    char *log = NULL, err[FB_ERRLEN] = "";
+    const rt_runtime *rt = r->dev.rt;
+    double t0 = fb_now();
+    int rc = rt->compile(r->ctx, r->source, dp, nd, &m->mod, &log, err, sizeof err);
+    m->compile_ms = (fb_now() - t0) * 1e3;
+    if (rc != 0) {
+        m->status = rc == RT_ERESOURCE ? ST_RESOURCE_LIMIT : ST_COMPILE_ERROR;
+        log_reason(log, err, m->reason, sizeof m->reason);
+        free(log);
+        return m;
+    }
+    free(log);
+    if (rt->get_kernel(m->mod, "attn_fwd", &m->fwd, &m->attrs, err, sizeof err) != 0 ||
+        (c->split_kv > 1 && rt->get_kernel(m->mod, "attn_combine", &m->combine, NULL, err, sizeof err) != 0)) {
+        m->status = ST_COMPILE_ERROR;
+        snprintf(m->reason, sizeof m->reason, "%.500s", err);
+        return m;
+    }
+    long nt = (long)c->num_warps * 32;
+    if (m->attrs.max_threads > 0 && m->attrs.max_threads < nt) {
+        m->status = ST_RESOURCE_LIMIT;
+        snprintf(m->reason, sizeof m->reason, "compiled kernel allows %ld threads per group, config needs %ld",
+                 m->attrs.max_threads, nt);
+    } else if (m->attrs.shared_bytes > 0 && r->dev.info.shared_bytes &&
+               (size_t)m->attrs.shared_bytes > r->dev.info.shared_bytes) {
+        m->status = ST_RESOURCE_LIMIT;
+        snprintf(m->reason, sizeof m->reason, "kernel uses %ld bytes of shared memory > %zu",
+                 m->attrs.shared_bytes, r->dev.info.shared_bytes);
+    } else {
+        m->status = ST_OK;
+    }
+    return m;
+}
+
+/* Everything one launch sequence needs; the enqueue callback of the timer. */
+typedef struct {
+    attn_runner *r;
+    module_entry *m;
+    size_t grid[3], block[3], cgrid[3];
+    rt_arg args[12], cargs[5];
+    int split;
+} launch_plan;
+
+static int enqueue_plan(void *arg, rt_event **first, rt_event **last, char *err, size_t errlen)
+{
+    launch_plan *p = arg;
+    const rt_runtime *rt = p->r->dev.rt;
+    int rc = rt->launch(p->r->ctx, p->m->fwd, p->grid, p->block, 0, p->args, 12, first, err, errlen);
+    if (rc != 0) return rc;
+    if (p->split > 1) {
+        rc = rt->launch(p->r->ctx, p->m->combine, p->cgrid, p->block, 0, p->cargs, 5, last, err, errlen);
+        if (rc != 0) { rt->event_free(*first); *first = NULL; }
+        return rc;
+    }
+    *last = *first;
+    return 0;
+}
+
+static void set_status(attn_result *res, status_t st, const char *reason)
+{
+    res->status = st;
+    snprintf(res->reason, sizeof res->reason, "%s", reason);
+}
+
+int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, const attn_opts *o,
+             attn_result *res, char *err, size_t errlen)
+{
+    const rt_runtime *rt = r->dev.rt;
+    memset(res, 0, sizeof *res);
+    res->attrs.registers = res->attrs.spill_bytes = -1;
+    res->config = *cfg;
+    kconfig_complete(&res->config, &r->dev.info, s, dt);
+    const kconfig *c = &res->config;
+
+    char reason[512];
+    status_t st = kconfig_check(c, &r->dev.info, s, reason, sizeof reason);
+    if (st != ST_OK) { set_status(res, st, reason); return 0; }
+
+    module_entry *m = get_module(r, s, dt, c, o->write_lse);
+    res->compile_ms = m->compile_ms;
+    res->attrs = m->attrs;
+    if (m->status != ST_OK) { set_status(res, m->status, m->reason); return 0; }
+
+    const size_t es = dtype_size(dt);
+    const size_t nq = (size_t)s->batch * s->hq * s->sq * s->d;
+    const size_t nkv = (size_t)s->batch * s->hkv * s->skv * s->d;
+    const size_t rows = (size_t)s->batch * s->hq * s->sq;
+    const size_t split = (size_t)c->split_kv;
+    const size_t bytes[7] = {nq * es, nkv * es, nkv * es, nq * es, rows * 4,
+                             split > 1 ? rows * split * (size_t)s->d * 4 : 4, split > 1 ? rows * split * 4 : 4};
+    for (int i = 0; i < 7; i++)
+        if (r->dev.info.max_alloc_bytes && bytes[i] > r->dev.info.max_alloc_bytes) {
+            snprintf(reason, sizeof reason, "a %zu-byte buffer exceeds the device's largest allocation (%zu)",
+                     bytes[i], r->dev.info.max_alloc_bytes);
+            set_status(res, ST_RESOURCE_LIMIT, reason);
+            return 0;
+        }
+
+    void *hq = malloc(bytes[0]), *hk = malloc(bytes[1]), *hv = malloc(bytes[2]);
+    void *ho = malloc(bytes[3]), *ho2 = malloc(bytes[3]);
+    float *hl = malloc(bytes[4]);
+    rt_buf *b[7] = {0};
+    int ret = 0;
+    if (!hq || !hk || !hv || !ho || !ho2 || !hl) {
+        set_status(res, ST_RESOURCE_LIMIT, "host memory exhausted for inputs and outputs");
+        goto done;
+    }
+    fb_fill_inputs(s, dt, o->seed, hq, hk, hv);
+    for (int i = 0; i < 7; i++)
+        if (rt->alloc(r->ctx, bytes[i], &b[i], reason, sizeof reason) != 0) {
+            set_status(res, ST_RESOURCE_LIMIT, reason);
+            goto done;
+        }
+    fb_poison(ho, nq, dt);
+    fb_poison_f32(hl, rows);
+    if (rt->upload(r->ctx, b[0], hq, bytes[0], err, errlen) || rt->upload(r->ctx, b[1], hk, bytes[1], err, errlen) ||
+        rt->upload(r->ctx, b[2], hv, bytes[2], err, errlen) || rt->upload(r->ctx, b[3], ho, bytes[3], err, errlen) ||
+        rt->upload(r->ctx, b[4], hl, bytes[4], err, errlen)) {
+        ret = -1;
+        goto done;
+    }
+
+    launch_plan p = {.r = r, .m = m, .split = (int)split};
+    p.grid[0] = (size_t)((s->sq + c->block_m - 1) / c->block_m);
+    p.grid[1] = (size_t)s->batch * (size_t)s->hq;
+    p.grid[2] = split;
+    p.block[0] = (size_t)c->num_warps * 32;
+    p.block[1] = p.block[2] = 1;
+    for (int i = 0; i < 7; i++) { p.args[i].kind = RT_ARG_BUF; p.args[i].v.buf = b[i]; }
+    p.args[7] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = s->hq};
+    p.args[8] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = s->hkv};
+    p.args[9] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = s->sq};
+    p.args[10] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = s->skv};
+    p.args[11] = (rt_arg){.kind = RT_ARG_F32, .v.f32 = (float)(1.0 / sqrt((double)s->d))};
+    p.cgrid[0] = rows;
+    p.cgrid[1] = p.cgrid[2] = 1;
+    p.cargs[0] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[5]};
+    p.cargs[1] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[6]};
+    p.cargs[2] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[3]};
+    p.cargs[3] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[4]};
+    p.cargs[4] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = (int32_t)rows};
+
+    rt_event *e1 = NULL, *e2 = NULL;
+    int rc = enqueue_plan(&p, &e1, &e2, reason, sizeof reason);
+    if (rc == 0) {
+        rc = rt->finish(r->ctx, o->timing.timeout_s, reason, sizeof reason);
+        if (e2 != e1) rt->event_free(e2);
+        rt->event_free(e1);
+    }
+    if (rc != 0) {
+        set_status(res, rc == RT_ETIMEOUT ? ST_TIMEOUT : rc == RT_ERESOURCE ? ST_RESOURCE_LIMIT : ST_LAUNCH_ERROR, reason);
+        goto done;
+    }
+    if (rt->download(r->ctx, ho, b[3], bytes[3], err, errlen) || rt->download(r->ctx, hl, b[4], bytes[4], err, errlen)) {
+        ret = -1;
+        goto done;
+    }
+    attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
+    fb_verify(&prob, hq, hk, hv, ho, o->write_lse ? hl : NULL, o->verify_rows, o->seed, &res->ver);
+    if (!res->ver.pass) { set_status(res, ST_WRONG_RESULT, res->ver.reason); goto done; }
+    if (o->verify_only) { set_status(res, ST_OK, ""); goto done; }
+
+    rc = time_device(rt, r->ctx, enqueue_plan, &p, &o->timing, &res->us, reason, sizeof reason);
+    if (rc != 0) {
+        set_status(res, rc == RT_ETIMEOUT ? ST_TIMEOUT : ST_LAUNCH_ERROR, reason);
+        goto done;
+    }
+    /* The timed runs must have computed the same bits: a race shows up here. */
+    if (rt->download(r->ctx, ho2, b[3], bytes[3], err, errlen)) { ret = -1; goto done; }
+    if (memcmp(ho, ho2, bytes[3]) != 0) {
+        set_status(res, ST_WRONG_RESULT, "output changed between repeated runs (a race?)");
+        goto done;
+    }
+    set_status(res, ST_OK, "");
+done:
+    for (int i = 0; i < 7; i++) if (b[i]) rt->buf_free(b[i]);
+    free(hq); free(hk); free(hv); free(ho); free(ho2); free(hl);
+    return ret;
+}

@@ -1,0 +1,140 @@
+/* config.c: parsing, printing, defaults and static checks of kernel configurations. */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *mma_name(mma_kind m)
+{
+    switch (m) {
+    case MMA_FMA: return "fma";
+    }
+    return "?";
+}
+
+static int parse_int(const char *v, int lo, int hi, int *out)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < lo || x > hi) return -1;
+    *out = (int)x;
+    return 0;
+}
+
+static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
+{
+    char *copy = strdup(s ? s : "");
+    if (!copy) { snprintf(err, errlen, "out of memory"); return FB_EXIT_BADINPUT; }
+    int rc = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",; ", &save); tok; tok = strtok_r(NULL, ",; ", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) { snprintf(err, errlen, "config '%s': expected KEY=VALUE", tok); rc = FB_EXIT_BADINPUT; break; }
+        *eq = 0;
+        const char *k = tok, *v = eq + 1;
+        int bad = 0;
+        if (!strcasecmp(k, "BLOCK_M")) { bad = parse_int(v, 1, 256, &c->block_m) || !is_pow2(c->block_m); c->set |= CFG_BLOCK_M; }
+        else if (!strcasecmp(k, "BLOCK_N")) { bad = parse_int(v, 1, 256, &c->block_n) || !is_pow2(c->block_n); c->set |= CFG_BLOCK_N; }
+        else if (!strcasecmp(k, "NUM_WARPS")) { bad = parse_int(v, 1, 32, &c->num_warps); c->set |= CFG_NUM_WARPS; }
+        else if (!strcasecmp(k, "SPLIT_KV")) { bad = parse_int(v, 1, 256, &c->split_kv); c->set |= CFG_SPLIT_KV; }
+        else if (!strcasecmp(k, "KPAD")) { bad = parse_int(v, 0, 8, &c->kpad); c->set |= CFG_KPAD; }
+        else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); }
+        else if (!strcasecmp(k, "MMA")) {
+            if (!strcasecmp(v, "fma") || !strcmp(v, "0")) c->mma = MMA_FMA;
+            else bad = 1;
+            c->set |= CFG_MMA;
+        } else {
+            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, MMA, FAULT_SKIP_LAST_TILE)", k);
+            rc = FB_EXIT_BADINPUT;
+            break;
+        }
+        if (bad) {
+            snprintf(err, errlen, "config: bad value '%s' for %s%s", v, k,
+                     !strcasecmp(k, "MMA") ? " (known: fma)" :
+                     !strncasecmp(k, "BLOCK_", 6) ? " (a power of two, 1..256)" : "");
+            rc = FB_EXIT_BADINPUT;
+            break;
+        }
+    }
+    free(copy);
+    return rc;
+}
+
+void kconfig_str(const kconfig *c, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;SPLIT_KV=%d;KPAD=%d;MMA=%s%s",
+             c->block_m, c->block_n, c->num_warps, c->split_kv, c->kpad, mma_name(c->mma),
+             c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : "");
+}
+
+size_t kconfig_shared_bytes(const kconfig *c, int d)
+{
+    int nt = c->num_warps * 32;
+    int tpr = nt >= c->block_m ? nt / c->block_m : 1;
+    size_t floats = (size_t)c->block_m * (size_t)(d + c->kpad) + (size_t)c->block_n * (size_t)(d + c->kpad) +
+                    (size_t)c->block_m * (size_t)c->block_n + (size_t)c->block_m * (size_t)tpr;
+    return 4 * floats;
+}
+
+void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, dtype_t dt)
+{
+    (void)dt;
+    if (!(c->set & CFG_NUM_WARPS)) c->num_warps = 4;
+    if (!(c->set & CFG_KPAD)) c->kpad = 1;
+    if (!(c->set & CFG_MMA)) c->mma = MMA_FMA;
+    static const int tiles[][2] = {{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}, {16, 8}};
+    size_t limit = dev->shared_bytes ? dev->shared_bytes : 48 * 1024;
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+        kconfig t = *c;
+        if (!(c->set & CFG_BLOCK_M)) t.block_m = tiles[i][0];
+        if (!(c->set & CFG_BLOCK_N)) t.block_n = tiles[i][1];
+        /* short query ranges (decode) waste a large BLOCK_M */
+        if (!(c->set & CFG_BLOCK_M) && s->sq <= 16) t.block_m = 16;
+        if (kconfig_shared_bytes(&t, s->d) <= limit || i + 1 == sizeof tiles / sizeof tiles[0]) {
+            c->block_m = t.block_m;
+            c->block_n = t.block_n;
+            break;
+        }
+    }
+    if (!(c->set & CFG_SPLIT_KV)) {
+        /* flash-decoding: enough work-groups to fill the device twice over */
+        long groups = (long)((s->sq + c->block_m - 1) / c->block_m) * s->batch * s->hq;
+        long want = 2L * (dev->compute_units > 0 ? dev->compute_units : 1);
+        long tiles_kv = (s->skv + c->block_n - 1) / c->block_n;
+        long split = 1;
+        if (groups < want) split = (want + groups - 1) / groups;
+        if (split > tiles_kv) split = tiles_kv;
+        if (split > 32) split = 32;
+        if (split < 1) split = 1;
+        c->split_kv = (int)split;
+    }
+}
+
+status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_t *s, char *reason, size_t len)
+{
+    int nt = c->num_warps * 32;
+    if (!(nt % c->block_m == 0 || c->block_m % nt == 0)) {
+        snprintf(reason, len, "NUM_WARPS*32=%d and BLOCK_M=%d: one must divide the other", nt, c->block_m);
+        return ST_UNSUPPORTED;
+    }
+    if (dev->max_group_size && (size_t)nt > dev->max_group_size) {
+        snprintf(reason, len, "%d threads per group > device limit %zu", nt, dev->max_group_size);
+        return ST_RESOURCE_LIMIT;
+    }
+    size_t sh = kconfig_shared_bytes(c, s->d);
+    if (dev->shared_bytes && sh > dev->shared_bytes) {
+        snprintf(reason, len, "needs %zu bytes of shared memory > device limit %zu", sh, dev->shared_bytes);
+        return ST_RESOURCE_LIMIT;
+    }
+    long tiles_kv = (s->skv + c->block_n - 1) / c->block_n;
+    if (c->split_kv > 1 && c->split_kv > tiles_kv) {
+        snprintf(reason, len, "SPLIT_KV=%d > %ld key tiles", c->split_kv, tiles_kv);
+        return ST_UNSUPPORTED;
+    }
+    return ST_OK;
+}

@@ -1,0 +1,293 @@
+/* main.c: the fabench command line: `devices`, `run`, and help for each subcommand. */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn.h"
+#include "common.h"
+#include "config.h"
+#include "csvio.h"
+#include "manifest.h"
+#include "rt.h"
+#include "shapes.h"
+
+static const char *const perf_header[] = {
+    "gpu", "backend", "impl", "config", "name", "dtype", "batch", "hq", "hkv", "sq", "skv", "d",
+    "causal", "median_us", "p20_us", "p80_us", "min_us", "reps", "tflops", "gbps", "max_abs_err",
+    "rel_l2_err", "status", "reason"};
+#define PERF_NCOLS (sizeof perf_header / sizeof perf_header[0])
+
+static void usage_main(FILE *f)
+{
+    fprintf(f,
+            "fabench: one portable flash-attention kernel, JIT-compiled per GPU runtime, measured\n"
+            "against the vendors' attention libraries.\n\n"
+            "usage: fabench COMMAND [options]   (fabench COMMAND --help for each)\n\n"
+            "  devices   list runtimes and devices, and why an absent runtime is absent\n"
+            "  run       verify and time the portable kernel on shapes; write perf.csv rows\n"
+            "  help      this text\n");
+}
+
+static void usage_devices(FILE *f)
+{
+    fprintf(f, "usage: fabench devices\n\n"
+               "Lists every runtime compiled in (opencl), its devices as RUNTIME:INDEX selectors,\n"
+               "and for an absent runtime the reason (library missing, no driver).\n");
+}
+
+static void usage_run(FILE *f)
+{
+    char suites[512];
+    shapes_list_suites(suites, sizeof suites);
+    fprintf(f,
+            "usage: fabench run --device SEL (--shapes FILE.csv | --suite NAME) --out FILE.csv [options]\n\n"
+            "Runs the portable kernel on each shape: compile, verify against the CPU reference\n"
+            "(double precision), then time with device events. One perf.csv row per shape.\n\n"
+            "  --device SEL       RUNTIME:INDEX as `fabench devices` lists it (opencl:0), or a\n"
+            "                     case-insensitive part of the device name\n"
+            "  --shapes FILE      CSV: name,batch,hq,hkv,sq,skv,d,causal[,dtype]\n"
+            "  --suite NAME       a suite in bench/suites/ (%s)\n"
+            "  --out FILE         perf.csv to write (atomically, rewritten after every shape)\n"
+            "  --append           add rows to an existing --out file instead of replacing it\n"
+            "  --config K=V,...   kernel parameters: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD,\n"
+            "                     MMA (fma); unset ones get per-device, per-shape defaults\n"
+            "  --dtype T          fp32, fp16 or bf16: overrides the shapes' dtype (default bf16)\n"
+            "  --manifest FILE    also write the run's manifest.csv (device, versions, commit)\n"
+            "  --verify-only      check correctness, do not time\n"
+            "  --budget S         seconds of timed repetitions per shape (default 0.3)\n"
+            "  --warmup S         seconds of warm-up per shape (default 0.05)\n"
+            "  --min-reps N       at least N timed repetitions (default 5)\n"
+            "  --verify-rows N    reference rows checked per shape at most (default 2048)\n"
+            "  --seed N           input seed (default 20250505)\n"
+            "  --timeout S        a launch running longer is recorded as a timeout (default 60)\n"
+            "  --quiet            no progress lines on stderr\n\n"
+            "Exit status: 0 all rows ok; 1 some row failed (see status, reason); 2 bad input.\n",
+            suites);
+}
+
+static int cmd_devices(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage_devices(stdout); return 0; }
+        fprintf(stderr, "fabench devices: unknown argument '%s'\n", argv[i]);
+        usage_devices(stderr);
+        return FB_EXIT_BADINPUT;
+    }
+    rt_print_devices(stdout);
+    return 0;
+}
+
+static int parse_double(const char *opt, const char *v, double lo, double *out)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x >= lo) || !isfinite(x)) {
+        fprintf(stderr, "fabench run: %s: bad number '%s'\n", opt, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) { (void)sig; interrupted = 1; }
+
+static void fmt_num(char *out, size_t len, double v, const char *fmt)
+{
+    if (isnan(v)) out[0] = 0;
+    else snprintf(out, len, fmt, v);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    enum { O_DEVICE = 1, O_SHAPES, O_SUITE, O_OUT, O_APPEND, O_CONFIG, O_DTYPE, O_MANIFEST, O_VERIFY_ONLY,
+           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP };
+    static const struct option opts[] = {
+        {"device", required_argument, 0, O_DEVICE}, {"shapes", required_argument, 0, O_SHAPES},
+        {"suite", required_argument, 0, O_SUITE}, {"out", required_argument, 0, O_OUT},
+        {"append", no_argument, 0, O_APPEND}, {"config", required_argument, 0, O_CONFIG},
+        {"dtype", required_argument, 0, O_DTYPE}, {"manifest", required_argument, 0, O_MANIFEST},
+        {"verify-only", no_argument, 0, O_VERIFY_ONLY}, {"budget", required_argument, 0, O_BUDGET},
+        {"warmup", required_argument, 0, O_WARMUP}, {"min-reps", required_argument, 0, O_MINREPS},
+        {"verify-rows", required_argument, 0, O_VROWS}, {"seed", required_argument, 0, O_SEED},
+        {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
+        {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+    const char *device = NULL, *shapes_file = NULL, *suite = NULL, *out = NULL, *manifest_path = NULL;
+    int append = 0, quiet = 0, have_dtype = 0;
+    dtype_t dtype = DT_BF16;
+    kconfig cfg = {0};
+    attn_opts ao;
+    attn_opts_defaults(&ao);
+    char err[FB_ERRLEN];
+    double x;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_DEVICE: device = optarg; break;
+        case O_SHAPES: shapes_file = optarg; break;
+        case O_SUITE: suite = optarg; break;
+        case O_OUT: out = optarg; break;
+        case O_APPEND: append = 1; break;
+        case O_MANIFEST: manifest_path = optarg; break;
+        case O_CONFIG:
+            if (kconfig_parse(optarg, &cfg, err, sizeof err) != 0) {
+                fprintf(stderr, "fabench run: --config: %s\n", err);
+                return FB_EXIT_BADINPUT;
+            }
+            break;
+        case O_DTYPE:
+            if (dtype_parse(optarg, &dtype) != 0) {
+                fprintf(stderr, "fabench run: --dtype: unknown '%s' (known: fp32, fp16, bf16)\n", optarg);
+                return FB_EXIT_BADINPUT;
+            }
+            have_dtype = 1;
+            break;
+        case O_VERIFY_ONLY: ao.verify_only = 1; break;
+        case O_BUDGET: if (parse_double("--budget", optarg, 0, &ao.timing.budget_s)) return FB_EXIT_BADINPUT; break;
+        case O_WARMUP: if (parse_double("--warmup", optarg, 0, &ao.timing.warmup_s)) return FB_EXIT_BADINPUT; break;
+        case O_TIMEOUT: if (parse_double("--timeout", optarg, 0.001, &ao.timing.timeout_s)) return FB_EXIT_BADINPUT; break;
+        case O_MINREPS:
+            if (parse_double("--min-reps", optarg, 1, &x) || x > 100000) return FB_EXIT_BADINPUT;
+            ao.timing.min_reps = (int)x;
+            if (ao.timing.max_reps < ao.timing.min_reps) ao.timing.max_reps = ao.timing.min_reps;
+            break;
+        case O_VROWS: if (parse_double("--verify-rows", optarg, 1, &x)) return FB_EXIT_BADINPUT; ao.verify_rows = (size_t)x; break;
+        case O_SEED: if (parse_double("--seed", optarg, 0, &x)) return FB_EXIT_BADINPUT; ao.seed = (uint64_t)x; break;
+        case O_QUIET: quiet = 1; break;
+        case 'h':
+        case O_HELP: usage_run(stdout); return 0;
+        case ':': fprintf(stderr, "fabench run: %s needs a value\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
+        default: fprintf(stderr, "fabench run: unknown option '%s' (fabench run --help)\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
+        }
+    }
+    if (optind < argc) { fprintf(stderr, "fabench run: unexpected argument '%s'\n", argv[optind]); return FB_EXIT_BADINPUT; }
+    if (!device || !out || (!shapes_file == !suite)) {
+        fprintf(stderr, "fabench run: needs --device, --out and one of --shapes or --suite\n\n");
+        usage_run(stderr);
+        return FB_EXIT_BADINPUT;
+    }
+
+    shape_list_t shapes = {0};
+    int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err)
+                         : shapes_load_suite(suite, &shapes, err, sizeof err);
+    if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); return FB_EXIT_BADINPUT; }
+
+    csv_table *table = NULL;
+    if (append) rc = csvt_open_append(out, perf_header, PERF_NCOLS, &table, err, sizeof err);
+    else { table = csvt_new(perf_header, PERF_NCOLS); rc = table ? 0 : -1; snprintf(err, sizeof err, "out of memory"); }
+    if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); shapes_free(&shapes); return FB_EXIT_BADINPUT; }
+
+    rt_device dev;
+    if (rt_select(device, &dev, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: %s\n", err);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
+    /* nothing half-written: prove the output can be written before any work */
+    if (csvt_write_atomic(table, out, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: %s\n", err);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
+    if (manifest_path) {
+        csv_table *man = manifest_new(&dev, argc + 1, argv - 1);
+        if (!man || csvt_write_atomic(man, manifest_path, err, sizeof err) != 0) {
+            fprintf(stderr, "fabench run: manifest: %s\n", man ? err : "out of memory");
+            csvt_free(man);
+            csvt_free(table);
+            shapes_free(&shapes);
+            return FB_EXIT_BADINPUT;
+        }
+        csvt_free(man);
+    }
+
+    attn_runner *runner;
+    if (attn_open(&dev, &runner, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: %s\n", err);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return 1;
+    }
+    if (!quiet) fprintf(stderr, "fabench run: %zu shapes on %s:%d (%s)\n", shapes.n, dev.rt->name, dev.index, dev.info.name);
+    signal(SIGINT, on_sigint);
+    int failures = 0, fatal = 0;
+    for (size_t i = 0; i < shapes.n && !interrupted; i++) {
+        const shape_t *s = &shapes.v[i];
+        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        attn_result res;
+        if (attn_run(runner, s, dt, &cfg, &ao, &res, err, sizeof err) != 0) {
+            fprintf(stderr, "fabench run: %s: %s\n", s->name, err);
+            fatal = 1;
+            break;
+        }
+        int ok = res.status == ST_OK;
+        int timed = ok && !ao.verify_only;
+        double us = timed ? res.us.median : NAN;
+        double tflops = timed ? shape_flops(s) / (us * 1e-6) / 1e12 : NAN;
+        double gbps = timed ? shape_bytes(s, dt) / (us * 1e-6) / 1e9 : NAN;
+        int verified = res.ver.rows_checked > 0;
+        char f[PERF_NCOLS][96], cfgs[256];
+        kconfig_str(&res.config, cfgs, sizeof cfgs);
+        snprintf(f[5], 96, "%s", dtype_name(dt));
+        snprintf(f[6], 96, "%d", s->batch);
+        snprintf(f[7], 96, "%d", s->hq);
+        snprintf(f[8], 96, "%d", s->hkv);
+        snprintf(f[9], 96, "%d", s->sq);
+        snprintf(f[10], 96, "%d", s->skv);
+        snprintf(f[11], 96, "%d", s->d);
+        snprintf(f[12], 96, "%d", s->causal);
+        fmt_num(f[13], 96, us, "%.3f");
+        fmt_num(f[14], 96, timed ? res.us.p20 : NAN, "%.3f");
+        fmt_num(f[15], 96, timed ? res.us.p80 : NAN, "%.3f");
+        fmt_num(f[16], 96, timed ? res.us.min : NAN, "%.3f");
+        if (timed) snprintf(f[17], 96, "%zu", res.us.n); else f[17][0] = 0;
+        fmt_num(f[18], 96, tflops, "%.4f");
+        fmt_num(f[19], 96, gbps, "%.2f");
+        fmt_num(f[20], 96, verified ? res.ver.max_abs_err : NAN, "%.3g");
+        fmt_num(f[21], 96, verified ? res.ver.rel_l2_err : NAN, "%.3g");
+        const char *row[PERF_NCOLS] = {dev.info.name, dev.rt->name, "portable", cfgs, s->name, f[5], f[6], f[7],
+                                       f[8], f[9], f[10], f[11], f[12], f[13], f[14], f[15], f[16], f[17], f[18],
+                                       f[19], f[20], f[21], status_name(res.status), res.reason};
+        if (csvt_add(table, row) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
+            fprintf(stderr, "fabench run: %s\n", err);
+            fatal = 1;
+            break;
+        }
+        if (!ok) failures++;
+        if (!quiet) {
+            if (timed)
+                fprintf(stderr, "[%zu/%zu] %-34s %s %10.1f us  %8.3f TFLOP/s  %8.1f GB/s  err %.2g  %s\n", i + 1, shapes.n,
+                        s->name, dtype_name(dt), us, tflops, gbps, res.ver.max_abs_err, cfgs);
+            else
+                fprintf(stderr, "[%zu/%zu] %-34s %s %s%s%s\n", i + 1, shapes.n, s->name, dtype_name(dt),
+                        status_name(res.status), res.reason[0] ? ": " : "", res.reason);
+        }
+    }
+    if (interrupted && !quiet) fprintf(stderr, "fabench run: interrupted; %zu finished rows are in %s\n", table->nrows, out);
+    attn_close(runner);
+    csvt_free(table);
+    shapes_free(&shapes);
+    if (fatal) return 1;
+    if (interrupted) return 130;
+    return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { usage_main(stderr); return FB_EXIT_BADINPUT; }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "devices")) return cmd_devices(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage_main(stdout); return 0; }
+    fprintf(stderr, "fabench: unknown command '%s'\n\n", cmd);
+    usage_main(stderr);
+    return FB_EXIT_BADINPUT;
+}

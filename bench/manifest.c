@@ -1,0 +1,90 @@
+/* manifest.c: builds the manifest table: device facts, software versions, provenance. */
+#define _GNU_SOURCE
+#include "manifest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+int manifest_set(csv_table *t, const char *key, const char *value)
+{
+    for (size_t i = 0; i < t->nrows; i++)
+        if (!strcmp(t->rows[i][0], key)) {
+            char *v = strdup(value ? value : "");
+            if (!v) return -1;
+            free(t->rows[i][1]);
+            t->rows[i][1] = v;
+            return 0;
+        }
+    const char *row[2] = {key, value ? value : ""};
+    return csvt_add(t, row);
+}
+
+/* First line printed by a command, or "" (used for git and uname). */
+static void first_line(const char *cmd, char *out, size_t len)
+{
+    out[0] = 0;
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    if (fgets(out, (int)len, p)) out[strcspn(out, "\r\n")] = 0;
+    else out[0] = 0;
+    pclose(p);
+}
+
+csv_table *manifest_new(const rt_device *dev, int argc, char **argv)
+{
+    static const char *const header[2] = {"key", "value"};
+    csv_table *t = csvt_new(header, 2);
+    if (!t) return NULL;
+    char buf[4096];
+    if (dev) {
+        char slug[256];
+        fb_slug(dev->info.name, slug, sizeof slug);
+        manifest_set(t, "gpu", dev->info.name);
+        manifest_set(t, "gpu_slug", slug);
+        manifest_set(t, "backend", dev->rt->name);
+        snprintf(buf, sizeof buf, "%s:%d", dev->rt->name, dev->index);
+        manifest_set(t, "device", buf);
+        manifest_set(t, "vendor", dev->info.vendor);
+        manifest_set(t, "arch", dev->info.arch);
+        manifest_set(t, "platform", dev->info.platform);
+        manifest_set(t, "driver", dev->info.driver);
+        manifest_set(t, "runtime_version", dev->info.runtime_version);
+        manifest_set(t, "compiler", dev->info.compiler);
+        snprintf(buf, sizeof buf, "%d", dev->info.compute_units);
+        manifest_set(t, "compute_units", buf);
+        snprintf(buf, sizeof buf, "%d", dev->info.clock_mhz);
+        manifest_set(t, "clock_mhz", buf);
+        snprintf(buf, sizeof buf, "%zu", dev->info.global_bytes);
+        manifest_set(t, "memory_bytes", buf);
+    }
+    char root[4096];
+    if (fb_root(root, sizeof root) == 0) {
+        char cmd[4300];
+        snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse HEAD 2>/dev/null", root);
+        first_line(cmd, buf, sizeof buf);
+        manifest_set(t, "git_commit", buf[0] ? buf : "unknown");
+        snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null | head -1", root);
+        first_line(cmd, buf, sizeof buf);
+        manifest_set(t, "git_dirty", buf[0] ? "yes" : "no");
+    }
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    manifest_set(t, "date", buf);
+    if (gethostname(buf, sizeof buf) == 0) { buf[sizeof buf - 1] = 0; manifest_set(t, "host", buf); }
+    first_line("uname -srm 2>/dev/null", buf, sizeof buf);
+    manifest_set(t, "os", buf);
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < argc && o + 2 < sizeof buf; i++)
+        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", argv[i]);
+    manifest_set(t, "command", buf);
+    manifest_set(t, "fabench_version", "0.1");
+    return t;
+}

@@ -1,0 +1,75 @@
+/* refcheck.h: the CPU reference (double precision) and the one verification routine that
+ * every implementation, ours and the vendors', goes through; input generation and the
+ * 16-bit float conversions used on the host. */
+#ifndef FABENCH_REFCHECK_H
+#define FABENCH_REFCHECK_H
+
+#include "common.h"
+
+/* Host-side conversions. float->16 bit rounds to nearest even; NaN stays NaN; fp16
+ * overflows to inf; subnormals handled. */
+uint16_t fb_f32_to_f16(float f);
+float fb_f16_to_f32(uint16_t h);
+uint16_t fb_f32_to_bf16(float f);
+float fb_bf16_to_f32(uint16_t h);
+
+/* Element i of a buffer of dtype dt, widened. */
+double fb_load(const void *buf, size_t i, dtype_t dt);
+void fb_store(void *buf, size_t i, dtype_t dt, double v);
+
+/* Fills n elements with reproducible pseudo-random values (normal, mean 0, sd 1, clipped
+ * to [-4, 4]) from seed, rounded to dt. Same seed, n and dt: same bits on every machine. */
+void fb_fill_random(void *buf, size_t n, dtype_t dt, uint64_t seed);
+
+/* The inputs of a shape, the same for every implementation: Q, K, V filled with
+ * fb_fill_random from seeds derived from `seed` (inputs.c). */
+void fb_fill_inputs(const shape_t *s, dtype_t dt, uint64_t seed, void *q, void *k, void *v);
+
+/* The problem the reference solves: shape, element type, softmax scale. */
+typedef struct {
+    shape_t s;
+    dtype_t dt;
+    double scale; /* usually 1/sqrt(d) */
+} attn_problem;
+
+/* Reference for one output row (batch b, query head h, query i): o[d] and the natural-log
+ * log-sum-exp of the scaled, masked scores. Query head h reads KV head h / (hq / hkv).
+ * Causal is bottom-right aligned: key j is visible iff j <= i + (skv - sq). A row that
+ * sees no key gets o = 0 and lse = -inf. q, k, v are in p->dt, laid out [B, H, S, D]. */
+void fb_ref_row(const attn_problem *p, const void *q, const void *k, const void *v,
+                int b, int h, int i, double *o, double *lse);
+
+/* Poison: a bit pattern no kernel produces (a NaN with a distinctive payload), written
+ * over an output before the run, so unwritten elements can be told from computed NaNs. */
+void fb_poison(void *buf, size_t n, dtype_t dt);
+void fb_poison_f32(float *buf, size_t n);
+
+typedef struct {
+    int pass;
+    double max_abs_err;   /* over checked elements */
+    double max_rel_err;   /* max |o - ref| / (|ref| + atol) over checked elements */
+    double rel_l2_err;    /* ||o - ref|| / ||ref|| over checked elements */
+    double lse_max_err;   /* max abs error of lse over checked rows (0 when not checked) */
+    size_t nan_count;     /* NaN/inf outputs (not poison) over the whole output */
+    size_t unwritten;     /* elements still holding poison, over the whole output */
+    size_t bad_elems;     /* checked elements beyond atol + rtol*|ref| */
+    size_t rows_checked, rows_total;
+    double atol, rtol, l2_tol;
+    char reason[256];     /* why it failed, empty when pass */
+} verify_result;
+
+/* Tolerances for a dtype (the same for every implementation). */
+void fb_tolerances(dtype_t dt, double *atol, double *rtol, double *l2_tol);
+
+/* Checks O (dtype p->dt, [B, Hq, Sq, D]) and optionally LSE (float [B, Hq, Sq], may be
+ * NULL) against the reference. The whole output is scanned for poison and NaN/inf; the
+ * reference is computed for every row when rows_total <= max_rows, else for max_rows
+ * rows chosen reproducibly from seed, always including, for the first and the last (b, h),
+ * row 0 and the last min(sq, 64) rows (tails are where indexing bugs live). Passes when nothing is
+ * unwritten, nothing is NaN, every checked element is within atol + rtol*|ref| and the
+ * relative L2 error is within l2_tol. Returns 0 (see res->pass). */
+int fb_verify(const attn_problem *p, const void *q, const void *k, const void *v,
+              const void *o, const float *lse, size_t max_rows, uint64_t seed,
+              verify_result *res);
+
+#endif

@@ -1,0 +1,115 @@
+/* rt.h: the one interface every GPU runtime (OpenCL, CUDA, HIP) implements, and the
+ * registry that finds runtimes and devices. Nothing outside bench/rt/ asks which runtime it is. */
+#ifndef FABENCH_RT_H
+#define FABENCH_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct rt_ctx rt_ctx;       /* an opened device: context + queue/stream */
+typedef struct rt_buf rt_buf;       /* device memory */
+typedef struct rt_module rt_module; /* a compiled program */
+typedef struct rt_kernel rt_kernel; /* one entry point of a module */
+typedef struct rt_event rt_event;   /* marks one launch, for timing */
+
+typedef struct {
+    char name[256];          /* device name as the runtime reports it */
+    char vendor[128];
+    char arch[64];           /* sm_90, gfx90a; "cpu"/"gpu" where the runtime has no arch */
+    char platform[256];      /* OpenCL platform; the runtime's name otherwise */
+    char driver[128];        /* driver version */
+    char runtime_version[128];
+    char compiler[128];      /* JIT compiler and version */
+    int is_gpu;
+    int compute_units;
+    int warp_size;           /* SIMD width the kernel may assume for warps (1 if none) */
+    size_t max_group_size;   /* threads per work-group / block */
+    size_t shared_bytes;     /* shared (local) memory per work-group / block */
+    size_t global_bytes;
+    size_t max_alloc_bytes;  /* largest single buffer */
+    int clock_mhz;           /* 0 when unknown */
+} rt_device_info;
+
+/* What the compiler and runtime report for one kernel; -1 where a runtime cannot tell. */
+typedef struct {
+    long registers;
+    long spill_bytes;
+    long shared_bytes;       /* static shared/local memory */
+    long private_bytes;      /* private/local (stack) memory per thread */
+    long max_threads;        /* largest work-group this kernel can be launched with */
+    long binary_bytes;       /* size of the module's binary */
+} rt_kernel_attrs;
+
+typedef enum { RT_ARG_BUF, RT_ARG_I32, RT_ARG_I64, RT_ARG_F32 } rt_arg_kind;
+typedef struct {
+    rt_arg_kind kind;
+    union { rt_buf *buf; int32_t i32; int64_t i64; float f32; } v;
+} rt_arg;
+
+/* Return codes of compile and launch besides 0. */
+#define RT_ERR (-1)        /* generic failure; err says why */
+#define RT_ECOMPILE (-2)   /* compiler rejected the source; log holds the compiler output */
+#define RT_ERESOURCE (-3)  /* valid code that exceeds the device (shared memory, threads) */
+#define RT_ETIMEOUT (-4)   /* device work did not finish in time */
+
+typedef struct rt_runtime {
+    const char *name;      /* "opencl", "cuda", "hip": also picks kernels/prelude_<name>.h */
+    /* Loads the libraries (dlopen) and enumerates devices. 0, or -1 with the reason the
+     * runtime is absent in err (library missing, no platform, driver failed to start). */
+    int (*init)(char *err, size_t errlen);
+    int (*device_count)(void);
+    int (*device_info)(int index, rt_device_info *out);
+    int (*open)(int index, rt_ctx **out, char *err, size_t errlen);
+    void (*close)(rt_ctx *ctx);
+
+    /* Compiles source with -D defines ("NAME=VALUE"). On RT_ECOMPILE *log holds the
+     * compiler output (malloc'd; caller frees; may be set on success too). */
+    int (*compile)(rt_ctx *ctx, const char *source, const char *const *defines, int ndefines,
+                   rt_module **out, char **log, char *err, size_t errlen);
+    int (*get_kernel)(rt_module *mod, const char *name, rt_kernel **out, rt_kernel_attrs *attrs,
+                      char *err, size_t errlen);
+    void (*kernel_free)(rt_kernel *k);
+    /* The module's binary (PTX, cubin, code object...) as the runtime holds it; malloc'd. */
+    int (*binary)(rt_module *mod, void **data, size_t *len);
+    void (*module_free)(rt_module *mod);
+
+    int (*alloc)(rt_ctx *ctx, size_t bytes, rt_buf **out, char *err, size_t errlen);
+    void (*buf_free)(rt_buf *buf);
+    int (*upload)(rt_ctx *ctx, rt_buf *dst, const void *src, size_t bytes, char *err, size_t errlen);
+    int (*download)(rt_ctx *ctx, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen);
+
+    /* Enqueues a launch of grid[i] work-groups of block[i] threads. With ev != NULL,
+     * *ev marks this launch for elapsed(). Asynchronous. */
+    int (*launch)(rt_ctx *ctx, rt_kernel *k, const size_t grid[3], const size_t block[3],
+                  size_t dyn_shared, const rt_arg *args, int nargs, rt_event **ev,
+                  char *err, size_t errlen);
+    /* Waits for all queued work, at most timeout_s seconds: 0, RT_ETIMEOUT or RT_ERR. */
+    int (*finish)(rt_ctx *ctx, double timeout_s, char *err, size_t errlen);
+    /* Device time from the start of the launch `first` to the end of `last`, in ms. */
+    int (*elapsed_ms)(rt_ctx *ctx, rt_event *first, rt_event *last, double *ms);
+    void (*event_free)(rt_event *ev);
+} rt_runtime;
+
+/* ---- registry ---- */
+
+/* Every runtime compiled into this binary, initialised on first use. */
+int rt_count(void);
+const rt_runtime *rt_get(int i);
+/* 0 when runtime i is present; else -1 and *why says why it is absent. */
+int rt_status(int i, const char **why);
+
+/* A device picked by selector: "RUNTIME:INDEX" (opencl:0) or a case-insensitive part of
+ * the device name ("h200", "pthread"). */
+typedef struct {
+    const rt_runtime *rt;
+    int index;
+    rt_device_info info;
+} rt_device;
+
+/* 0 and out filled; -1 with err listing the available devices. */
+int rt_select(const char *sel, rt_device *out, char *err, size_t errlen);
+/* Writes the table printed by `fabench devices` (present devices and absent runtimes). */
+void rt_print_devices(FILE *f);
+
+#endif

@@ -1,0 +1,26 @@
+/* shapes.h: shape files (CSV: name,batch,hq,hkv,sq,skv,d,causal[,dtype]) and the named
+ * suites in bench/suites/. Everything is validated before any work starts. */
+#ifndef FABENCH_SHAPES_H
+#define FABENCH_SHAPES_H
+
+#include "common.h"
+
+/* Loads and validates a shape file. Required columns, in any order: name, batch, hq,
+ * hkv, sq, skv, d, causal; optional: dtype. Unknown extra columns are an error too
+ * (a typo must not be silently ignored). Checks: integers in range (1 .. 2^31-1; batch,
+ * heads and lengths >= 1), d in fb_supported_d, hq a multiple of hkv, causal in
+ * {0,1,true,false}, dtype known, name non-empty, at least one row.
+ * Errors read "PATH:LINE: field 'hq': 12 is not a multiple of hkv=5" (the header's line
+ * for a missing column). Returns 0, 2 (bad input) or -1 (I/O); err filled on failure. */
+int shapes_load(const char *path, shape_list_t *out, char *err, size_t errlen);
+
+/* Loads bench/suites/NAME.csv under the project root (fb_root). An unknown name is an
+ * error listing the suites that exist. Returns as shapes_load. */
+int shapes_load_suite(const char *name, shape_list_t *out, char *err, size_t errlen);
+
+/* Writes the names of the available suites, comma separated, into out. */
+void shapes_list_suites(char *out, size_t outlen);
+
+void shapes_free(shape_list_t *l);
+
+#endif

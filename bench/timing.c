@@ -1,0 +1,62 @@
+/* timing.c: warm-up and event-timed repetitions of one piece of device work. */
+#include "timing.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common.h"
+
+void timing_defaults(timing_opts *o)
+{
+    o->warmup_s = 0.05;
+    o->budget_s = 0.3;
+    o->min_reps = 5;
+    o->max_reps = 1000;
+    o->timeout_s = 60;
+}
+
+#define BATCH 8
+
+int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, const timing_opts *o,
+                stats_t *st, char *err, size_t errlen)
+{
+    int rc;
+    double t0 = fb_now();
+    do { /* warm-up: clocks up, caches and lazy module loading out of the way */
+        rt_event *a = NULL, *b = NULL;
+        if ((rc = fn(arg, &a, &b, err, errlen)) != 0) return rc;
+        rc = rt->finish(ctx, o->timeout_s, err, errlen);
+        if (a != b) rt->event_free(b);
+        rt->event_free(a);
+        if (rc != 0) return rc;
+    } while (fb_now() - t0 < o->warmup_s);
+
+    int cap = o->max_reps > 0 ? o->max_reps : 1;
+    double *us = malloc(sizeof(double) * (size_t)cap);
+    if (!us) { snprintf(err, errlen, "out of memory"); return RT_ERR; }
+    int n = 0;
+    t0 = fb_now();
+    while (n < cap && (n < o->min_reps || fb_now() - t0 < o->budget_s)) {
+        rt_event *first[BATCH] = {0}, *last[BATCH] = {0};
+        int k = 0;
+        rc = 0;
+        for (; k < BATCH && n + k < cap; k++)
+            if ((rc = fn(arg, &first[k], &last[k], err, errlen)) != 0) break;
+        if (rc == 0) rc = rt->finish(ctx, o->timeout_s, err, errlen);
+        for (int i = 0; i < k; i++) {
+            double ms;
+            if (rc == 0 && rt->elapsed_ms(ctx, first[i], last[i], &ms) != 0) {
+                snprintf(err, errlen, "reading event times failed");
+                rc = RT_ERR;
+            }
+            if (rc == 0) us[n++] = ms * 1e3;
+            if (last[i] != first[i]) rt->event_free(last[i]);
+            rt->event_free(first[i]);
+        }
+        if (rc != 0) { free(us); return rc; }
+    }
+    rc = stats_compute(us, (size_t)n, st) == 0 ? 0 : RT_ERR;
+    if (rc) snprintf(err, errlen, "no valid timing samples");
+    free(us);
+    return rc;
+}

@@ -1,0 +1,26 @@
+/* timing.h: the one timing protocol for device work: warm-up, then repetitions timed with
+ * device events until a time budget (and a minimum count) is met; median/p20/p80/min. */
+#ifndef FABENCH_TIMING_H
+#define FABENCH_TIMING_H
+
+#include "rt.h"
+#include "stats.h"
+
+typedef struct {
+    double warmup_s;  /* wall time spent warming up (at least one run) */
+    double budget_s;  /* wall time for timed repetitions */
+    int min_reps, max_reps;
+    double timeout_s; /* one batch of runs longer than this is a hang */
+} timing_opts;
+
+void timing_defaults(timing_opts *o);
+
+/* Enqueues one run of the work being timed; sets *first and *last to the events of its
+ * first and last launch (the same event for one launch). */
+typedef int (*enqueue_fn)(void *arg, rt_event **first, rt_event **last, char *err, size_t errlen);
+
+/* Times fn. Samples are in microseconds. Returns 0, RT_ETIMEOUT or RT_ERR (err filled). */
+int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, const timing_opts *o,
+                stats_t *st, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,174 @@
+/* util.c: the small shared helpers declared in common.h: dtype and status names,
+ * FLOP and byte accounting, locating the project root, reading files, slugs. */
+#define _GNU_SOURCE
+#include "common.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const int fb_supported_d[] = {32, 64, 80, 96, 128, 192, 256};
+const size_t fb_n_supported_d = sizeof fb_supported_d / sizeof fb_supported_d[0];
+
+int fb_d_supported(int d)
+{
+    for (size_t i = 0; i < fb_n_supported_d; i++)
+        if (fb_supported_d[i] == d) return 1;
+    return 0;
+}
+
+const char *dtype_name(dtype_t dt)
+{
+    switch (dt) {
+    case DT_FP32: return "fp32";
+    case DT_FP16: return "fp16";
+    case DT_BF16: return "bf16";
+    }
+    return "?";
+}
+
+int dtype_parse(const char *s, dtype_t *out)
+{
+    static const struct { const char *name; dtype_t dt; } names[] = {
+        {"fp32", DT_FP32}, {"float32", DT_FP32}, {"f32", DT_FP32}, {"float", DT_FP32},
+        {"fp16", DT_FP16}, {"float16", DT_FP16}, {"f16", DT_FP16}, {"half", DT_FP16},
+        {"bf16", DT_BF16}, {"bfloat16", DT_BF16},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcasecmp(s, names[i].name) == 0) { *out = names[i].dt; return 0; }
+    return -1;
+}
+
+size_t dtype_size(dtype_t dt) { return dt == DT_FP32 ? 4 : 2; }
+
+const char *status_name(status_t st)
+{
+    static const char *names[ST__COUNT] = {
+        "ok", "compile_error", "resource_limit", "launch_error",
+        "wrong_result", "timeout", "unsupported", "absent",
+    };
+    return (st >= 0 && st < ST__COUNT) ? names[st] : "?";
+}
+
+double shape_pairs(const shape_t *s)
+{
+    if (!s->causal) return (double)s->sq * (double)s->skv;
+    /* query i (0-based) sees keys j <= i + (skv - sq), clipped to [0, skv). */
+    double pairs = 0;
+    long off = (long)s->skv - (long)s->sq;
+    for (long i = 0; i < s->sq; i++) {
+        long n = i + off + 1;
+        if (n > s->skv) n = s->skv;
+        if (n > 0) pairs += (double)n;
+    }
+    return pairs;
+}
+
+double shape_flops(const shape_t *s)
+{
+    return 4.0 * s->d * shape_pairs(s) * s->batch * s->hq;
+}
+
+double shape_bytes(const shape_t *s, dtype_t dt)
+{
+    double e = (double)dtype_size(dt);
+    double q = (double)s->batch * s->hq * s->sq * s->d;
+    double kv = (double)s->batch * s->hkv * s->skv * s->d;
+    return e * (2 * q + 2 * kv);
+}
+
+static int is_root(const char *dir)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/kernels/attn_fwd.k", dir);
+    if (stat(p, &st) != 0) return 0;
+    snprintf(p, sizeof p, "%s/bench/suites", dir);
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int fb_root(char *out, size_t outlen)
+{
+    const char *env = getenv("FABENCH_ROOT");
+    if (env && *env) {
+        if (!is_root(env)) return -1;
+        snprintf(out, outlen, "%s", env);
+        return 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return -1;
+    exe[n] = 0;
+    for (int up = 0; up < 4; up++) {
+        char *slash = strrchr(exe, '/');
+        if (!slash) break;
+        *slash = 0;
+        if (exe[0] && is_root(exe)) {
+            snprintf(out, outlen, "%s", exe);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int fb_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) { fclose(f); snprintf(err, errlen, "%s: out of memory", path); return -1; }
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); fclose(f); snprintf(err, errlen, "%s: out of memory", path); return -1; }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) { free(buf); snprintf(err, errlen, "%s: read error", path); return -1; }
+    buf[n] = 0;
+    *data = buf;
+    if (len) *len = n;
+    return 0;
+}
+
+void fb_slug(const char *in, char *out, size_t outlen)
+{
+    size_t o = 0;
+    int dash = 0;
+    for (const char *p = in; *p && o + 1 < outlen; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (isalnum(c)) {
+            if (dash && o > 0 && o + 2 < outlen) out[o++] = '-';
+            dash = 0;
+            out[o++] = (char)tolower(c);
+        } else {
+            dash = 1;
+        }
+    }
+    out[o] = 0;
+    if (o == 0) snprintf(out, outlen, "unknown");
+}
+
+double fb_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

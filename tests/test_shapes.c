@@ -1,0 +1,454 @@
+/* test_shapes.c: shape-file validation (every error names file, line and field) and the
+ * suites shipped in bench/suites/. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "shapes.h"
+
+#define HDR "name,batch,hq,hkv,sq,skv,d,causal\n"
+
+static char tmpdir[512];
+static char last_path[600];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "%s/fabench-shapes-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Writes content to a fresh file in tmpdir; its path is left in last_path. */
+static const char *write_tmp(const char *content)
+{
+    snprintf(last_path, sizeof last_path, "%s/shapes-XXXXXX", tmpdir);
+    int fd = mkstemp(last_path);
+    assert_true(fd >= 0);
+    size_t n = strlen(content);
+    assert_int_equal(write(fd, content, n), (ssize_t)n);
+    assert_int_equal(close(fd), 0);
+    return last_path;
+}
+
+/* Loads content and expects rc, with err holding "PATH:LINE:" (LINE 0: "PATH: ") and every
+ * further string given (NULL-terminated). */
+static void expect_err(const char *content, int rc, int line, ...)
+{
+    const char *path = write_tmp(content);
+    shape_list_t l;
+    char err[FB_ERRLEN] = "";
+    int got = shapes_load(path, &l, err, sizeof err);
+    if (got != rc) print_error("unexpected rc %d (err: %s)\n", got, err);
+    assert_int_equal(got, rc);
+    assert_null(l.v);
+    assert_int_equal(l.n, 0);
+    char want[700];
+    if (line) snprintf(want, sizeof want, "%s:%d: ", path, line);
+    else snprintf(want, sizeof want, "%s: ", path);
+    if (strncmp(err, want, strlen(want)) != 0) print_error("err '%s' lacks '%s'\n", err, want);
+    assert_true(strncmp(err, want, strlen(want)) == 0);
+    va_list ap;
+    va_start(ap, line);
+    for (const char *s; (s = va_arg(ap, const char *));) {
+        if (!strstr(err, s)) print_error("err '%s' lacks '%s'\n", err, s);
+        assert_non_null(strstr(err, s));
+    }
+    va_end(ap);
+}
+
+static void test_valid(void **state)
+{
+    (void)state;
+    const char *path = write_tmp(
+        "causal,name,d,batch,dtype,hq,hkv,sq,skv\n"
+        "1,a,64,2,fp16,8,2,33,129\n"
+        "\n"
+        "false,b,128,1,BF16,4,4,1,4096\n"
+        "TRUE,c,80,1,half,4,1,7,7\n"
+        "0,\"quoted, name\",256,3,fp32,2,1,5,9\n");
+    shape_list_t l;
+    char err[FB_ERRLEN] = "";
+    assert_int_equal(shapes_load(path, &l, err, sizeof err), 0);
+    assert_int_equal(l.n, 4);
+    assert_string_equal(l.source, path);
+    const shape_t *s = &l.v[0];
+    assert_string_equal(s->name, "a");
+    assert_int_equal(s->batch, 2);
+    assert_int_equal(s->hq, 8);
+    assert_int_equal(s->hkv, 2);
+    assert_int_equal(s->sq, 33);
+    assert_int_equal(s->skv, 129);
+    assert_int_equal(s->d, 64);
+    assert_int_equal(s->causal, 1);
+    assert_int_equal(s->has_dtype, 1);
+    assert_int_equal(s->dtype, DT_FP16);
+    assert_int_equal(s->line, 2);
+    assert_int_equal(l.v[1].line, 4);
+    assert_int_equal(l.v[1].causal, 0);
+    assert_int_equal(l.v[1].dtype, DT_BF16);
+    assert_int_equal(l.v[2].causal, 1);
+    assert_int_equal(l.v[2].dtype, DT_FP16);
+    assert_int_equal(l.v[2].line, 5);
+    assert_string_equal(l.v[3].name, "quoted, name");
+    assert_int_equal(l.v[3].dtype, DT_FP32);
+    shapes_free(&l);
+    assert_null(l.v);
+    assert_int_equal(l.n, 0);
+
+    /* no dtype column: has_dtype 0; a 63-character name; exactly 2^40 elements */
+    path = write_tmp(HDR
+        "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk,1024,16,16,524288,524288,128,1\n");
+    assert_int_equal(shapes_load(path, &l, err, sizeof err), 0);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.v[0].has_dtype, 0);
+    assert_int_equal(strlen(l.v[0].name), 63);
+    shapes_free(&l);
+}
+
+static void test_bad_head_dim(void **state)
+{
+    (void)state;
+    expect_err(HDR "a,1,2,2,8,8,64,0\nb,1,2,2,8,8,128,1\n\nc,1,2,2,8,8,100,0\n", 2, 5,
+               "field 'd'", "unsupported head dim 100", "(supported: 32, 64, 80, 96, 128, 192, 256)",
+               NULL);
+}
+
+static void test_missing_column(void **state)
+{
+    (void)state;
+    expect_err("name,batch,hq,sq,skv,d,causal\na,1,2,8,8,64,0\n", 2, 1, "missing column 'hkv'",
+               "(header has: name,batch,hq,sq,skv,d,causal)", NULL);
+    expect_err("name,batch,hq,hkv,sq,skv,d\na,1,2,2,8,8,64\n", 2, 1, "missing column 'causal'", NULL);
+}
+
+static void test_unknown_and_duplicate_column(void **state)
+{
+    (void)state;
+    expect_err("name,batch,hq,hkv,sq,skv,d,causal,dtpye\na,1,2,2,8,8,64,0,fp16\n", 2, 1,
+               "unknown column 'dtpye'", NULL);
+    expect_err("name,batch,hq,hkv,sq,skv,d,causal,hq\na,1,2,2,8,8,64,0,2\n", 2, 1,
+               "duplicate column 'hq'", NULL);
+}
+
+static void test_not_multiple(void **state)
+{
+    (void)state;
+    expect_err(HDR "a,1,4,2,8,8,64,0\nb,1,12,5,8,8,64,0\n", 2, 3,
+               "field 'hq': 12 is not a multiple of hkv=5", NULL);
+}
+
+static void test_range(void **state)
+{
+    (void)state;
+    expect_err(HDR "a,1,2,2,8,8,64,0\n\n\nb,0,2,2,8,8,64,0\n", 2, 5,
+               "field 'batch': must be >= 1, got 0", NULL);
+    expect_err(HDR "a,1,2,2,8,-3,64,0\n", 2, 2, "field 'skv': must be >= 1, got -3", NULL);
+    expect_err(HDR "a,1,2,0,8,8,64,0\n", 2, 2, "field 'hkv'", NULL);
+    expect_err(HDR "a,1,2,2,0,8,64,0\n", 2, 2, "field 'sq'", NULL);
+    expect_err(HDR "a,1,2,2,8,8,0,0\n", 2, 2, "field 'd'", NULL);
+    expect_err(HDR "a,1,2147483648,2,8,8,64,0\n", 2, 2, "field 'hq'", "out of range", NULL);
+    expect_err(HDR "a,1,2,2,99999999999999999999,8,64,0\n", 2, 2, "field 'sq'", "out of range", NULL);
+}
+
+static void test_not_integers(void **state)
+{
+    (void)state;
+    expect_err(HDR "a,12x,2,2,8,8,64,0\n", 2, 2, "field 'batch'", "'12x' is not an integer", NULL);
+    expect_err(HDR "a,1,2,2,1.5,8,64,0\n", 2, 2, "field 'sq'", "'1.5' is not an integer", NULL);
+    expect_err(HDR "a,1,2,2,8,,64,0\n", 2, 2, "field 'skv'", "empty", NULL);
+    expect_err(HDR "a,1,\" 2\",2,8,8,64,0\n", 2, 2, "field 'hq'", "not an integer", NULL);
+    expect_err(HDR "a,1,2,2,8,8,0x40,0\n", 2, 2, "field 'd'", "not an integer", NULL);
+}
+
+static void test_too_many_elements(void **state)
+{
+    (void)state;
+    /* 1024*64*2^20*256 = 2^44 query elements */
+    expect_err(HDR "a,1024,64,8,1048576,1,256,0\n", 2, 2, "field 'sq'", "2^40", NULL);
+    /* 2^40 + a bit of K/V: 1025*16*524288*128 */
+    expect_err(HDR "a,1025,16,16,1,524288,128,1\n", 2, 2, "field 'skv'", "2^40", NULL);
+    /* products that overflow 64 bits */
+    expect_err(HDR "a,2147483647,2147483647,1,2147483647,1,256,0\n", 2, 2, "field 'sq'", NULL);
+}
+
+#define HDRD "name,batch,hq,hkv,sq,skv,d,causal,dtype\n"
+
+static void test_causal_and_dtype(void **state)
+{
+    (void)state;
+    expect_err(HDR "a,1,2,2,8,8,64,2\n", 2, 2, "field 'causal'", "'2'", NULL);
+    expect_err(HDR "a,1,2,2,8,8,64,yes\n", 2, 2, "field 'causal'", NULL);
+    expect_err(HDR "a,1,2,2,8,8,64,\n", 2, 2, "field 'causal'", NULL);
+    expect_err(HDRD "a,1,2,2,8,8,64,1,fp16\nb,1,2,2,8,8,64,1,fp8\n", 2, 3,
+               "field 'dtype': unknown 'fp8' (known: fp32, fp16, bf16)", NULL);
+    expect_err(HDRD "a,1,2,2,8,8,64,1,fp16\nb,1,2,2,8,8,64,1,\n", 2, 3, "field 'dtype'", "empty",
+               NULL);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    expect_err(HDR "a,1,2,2,8,8,64,0\n,1,2,2,8,8,64,0\n", 2, 3, "field 'name'", "empty", NULL);
+    expect_err(HDR "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijkl,1,2,2,8,8,64,0\n",
+               2, 2, "field 'name'", "64 characters", NULL);
+    expect_err(HDR "a,1,2,2,8,8,64,0\nb,1,2,2,8,8,64,0\na,1,4,2,8,8,64,0\n", 2, 4, "field 'name'",
+               "duplicate name 'a'", "line 2", NULL);
+}
+
+static void test_no_shapes(void **state)
+{
+    (void)state;
+    expect_err("", 2, 0, "no shapes", NULL);
+    expect_err("\n\n", 2, 0, "no shapes", NULL);
+    expect_err(HDR, 2, 0, "no shapes", NULL);
+    expect_err(HDR "\n\n", 2, 0, "no shapes", NULL);
+}
+
+static void test_csv_errors_pass_through(void **state)
+{
+    (void)state;
+    expect_err(HDR "a,1,2,2,8,8,64,0\nb,1,2,2,8,8,64\n", 2, 3, "expected 8 fields, found 7", NULL);
+    expect_err(HDR "a,1,2,2,8,8,64,0\nb\"x,1,2,2,8,8,64,0\n", 2, 3, NULL);
+
+    shape_list_t l;
+    char err[FB_ERRLEN] = "", path[600];
+    snprintf(path, sizeof path, "%s/does-not-exist.csv", tmpdir);
+    assert_int_equal(shapes_load(path, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, path));
+    assert_null(l.v);
+}
+
+/* ---------- the shipped suites ---------- */
+
+static int root_or_fail(char *root, size_t len)
+{
+    if (fb_root(root, len) != 0) {
+        print_error("fb_root failed: run from build/tests/ under the project or set FABENCH_ROOT\n");
+        fail();
+    }
+    return 0;
+}
+
+static shape_list_t load_suite(const char *name)
+{
+    shape_list_t l;
+    char err[FB_ERRLEN] = "";
+    int rc = shapes_load_suite(name, &l, err, sizeof err);
+    if (rc != 0) print_error("suite %s: %s\n", name, err);
+    assert_int_equal(rc, 0);
+    assert_true(l.n > 0);
+    assert_non_null(strstr(l.source, "/bench/suites/"));
+    return l;
+}
+
+static void test_list_and_load_all_suites(void **state)
+{
+    (void)state;
+    char root[PATH_MAX];
+    root_or_fail(root, sizeof root);
+    char list[1024];
+    shapes_list_suites(list, sizeof list);
+    /* sorted, comma separated, without .csv */
+    const char *want[] = {"decode", "llm", "paper", "smoke"};
+    const char *prev = list;
+    for (size_t i = 0; i < 4; i++) {
+        const char *p = strstr(list, want[i]);
+        if (!p) print_error("suite list '%s' lacks %s\n", list, want[i]);
+        assert_non_null(p);
+        assert_true(p >= prev);
+        prev = p;
+    }
+    assert_null(strstr(list, ".csv"));
+
+    /* every listed suite loads and validates */
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", list);
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+        shape_list_t l = load_suite(tok);
+        for (size_t i = 0; i < l.n; i++) assert_true(l.v[i].line >= 2);
+        shapes_free(&l);
+        n++;
+    }
+    assert_true(n >= 4);
+}
+
+static void test_smoke_suite(void **state)
+{
+    (void)state;
+    char root[PATH_MAX];
+    root_or_fail(root, sizeof root);
+    shape_list_t l = load_suite("smoke");
+    assert_true(l.n >= 6 && l.n <= 8);
+    int causal = 0, noncausal = 0, sq_lt = 0, sq_gt = 0, gqa41 = 0, gqa42 = 0, dec = 0, odd = 0;
+    int d64 = 0, d128 = 0, d80_96 = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        const shape_t *s = &l.v[i];
+        assert_true(shape_flops(s) <= 2e8);
+        assert_int_equal(s->has_dtype, 0);
+        causal += s->causal;
+        noncausal += !s->causal;
+        sq_lt += s->sq < s->skv;
+        sq_gt += s->sq > s->skv;
+        gqa41 += s->hq == 4 && s->hkv == 1;
+        gqa42 += s->hq == 4 && s->hkv == 2;
+        dec += s->sq == 1;
+        odd += (s->sq % 2) || (s->skv % 2);
+        d64 += s->d == 64;
+        d128 += s->d == 128;
+        d80_96 += s->d == 80 || s->d == 96;
+    }
+    assert_true(causal && noncausal && sq_lt && sq_gt && gqa41 && gqa42 && dec && odd);
+    assert_true(d64 && d128 && d80_96);
+    shapes_free(&l);
+}
+
+static void test_paper_suite(void **state)
+{
+    (void)state;
+    char root[PATH_MAX];
+    root_or_fail(root, sizeof root);
+    shape_list_t l = load_suite("paper");
+    /* (32,32) and (32,8) x the (batch, seqlen) pairs with batch*seqlen <= 131072 */
+    size_t want = 0;
+    const int batches[] = {1, 4, 16, 64, 128};
+    for (int b = 0; b < 5; b++)
+        for (int s = 16; s <= 4096; s *= 2) want += batches[b] * s <= 131072;
+    assert_int_equal(l.n, 2 * want);
+    int kv8 = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        const shape_t *s = &l.v[i];
+        assert_int_equal(s->has_dtype, 1);
+        assert_int_equal(s->dtype, DT_FP16);
+        assert_int_equal(s->causal, 1);
+        assert_int_equal(s->d, 128);
+        assert_int_equal(s->hq, 32);
+        assert_true(s->hkv == 32 || s->hkv == 8);
+        assert_int_equal(s->sq, s->skv);
+        assert_true((long)s->batch * s->sq <= 131072);
+        char name[64];
+        snprintf(name, sizeof name, "paper-h%dkv%d-b%d-s%d", s->hq, s->hkv, s->batch, s->sq);
+        assert_string_equal(s->name, name);
+        kv8 += s->hkv == 8;
+    }
+    assert_int_equal(kv8, (int)want);
+    shapes_free(&l);
+}
+
+static const shape_t *find(const shape_list_t *l, const char *name)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].name, name) == 0) return &l->v[i];
+    return NULL;
+}
+
+static void test_llm_suite(void **state)
+{
+    (void)state;
+    char root[PATH_MAX];
+    root_or_fail(root, sizeof root);
+    shape_list_t l = load_suite("llm");
+    assert_true(l.n >= 40 && l.n <= 60);
+    const shape_t *r = find(&l, "ref-b4-h32-s4096-d128");
+    assert_non_null(r);
+    assert_true(r->batch == 4 && r->hq == 32 && r->hkv == 32 && r->sq == 4096 && r->skv == 4096 &&
+                r->d == 128 && r->causal == 0);
+    r = find(&l, "ref-b4-h32-s4096-d128-causal");
+    assert_non_null(r);
+    assert_true(r->batch == 4 && r->hq == 32 && r->sq == 4096 && r->d == 128 && r->causal == 1);
+    r = find(&l, "ref-decode-b64-h32kv8-s4096");
+    assert_non_null(r);
+    assert_true(r->batch == 64 && r->hq == 32 && r->hkv == 8 && r->sq == 1 && r->skv == 4096 &&
+                r->d == 128 && r->causal == 1);
+    int decode = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        assert_int_equal(l.v[i].has_dtype, 0);
+        decode += l.v[i].sq == 1;
+    }
+    assert_true(decode >= 10);
+    shapes_free(&l);
+}
+
+static void test_decode_suite(void **state)
+{
+    (void)state;
+    char root[PATH_MAX];
+    root_or_fail(root, sizeof root);
+    shape_list_t l = load_suite("decode");
+    int mqa = 0, mha = 0, gqa = 0, spec = 0, d64 = 0, d256 = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        const shape_t *s = &l.v[i];
+        assert_true(s->sq == 1 || s->sq == 4);
+        assert_int_equal(s->causal, 1);
+        assert_true((double)s->batch * s->hkv * s->skv * s->d * 2 * 2 <= 4.3e9);
+        mqa += s->hkv == 1;
+        mha += s->hkv == s->hq;
+        gqa += s->hq == 32 && s->hkv == 8;
+        spec += s->sq == 4;
+        d64 += s->d == 64;
+        d256 += s->d == 256;
+    }
+    assert_true(mqa && mha && gqa && spec && d64 && d256);
+    shapes_free(&l);
+}
+
+static void test_unknown_suite(void **state)
+{
+    (void)state;
+    char root[PATH_MAX];
+    root_or_fail(root, sizeof root);
+    const char *bad[] = {"nope", "smoke.csv", "../suites/smoke", "", "/etc/passwd"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        shape_list_t l;
+        char err[FB_ERRLEN] = "";
+        assert_int_equal(shapes_load_suite(bad[i], &l, err, sizeof err), 2);
+        assert_null(l.v);
+        char want[128];
+        snprintf(want, sizeof want, "unknown suite '%s'", bad[i]);
+        assert_non_null(strstr(err, want));
+        assert_non_null(strstr(err, "decode, llm, paper, smoke"));
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid),
+        cmocka_unit_test(test_bad_head_dim),
+        cmocka_unit_test(test_missing_column),
+        cmocka_unit_test(test_unknown_and_duplicate_column),
+        cmocka_unit_test(test_not_multiple),
+        cmocka_unit_test(test_range),
+        cmocka_unit_test(test_not_integers),
+        cmocka_unit_test(test_too_many_elements),
+        cmocka_unit_test(test_causal_and_dtype),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_no_shapes),
+        cmocka_unit_test(test_csv_errors_pass_through),
+        cmocka_unit_test(test_list_and_load_all_suites),
+        cmocka_unit_test(test_smoke_suite),
+        cmocka_unit_test(test_paper_suite),
+        cmocka_unit_test(test_llm_suite),
+        cmocka_unit_test(test_decode_suite),
+        cmocka_unit_test(test_unknown_suite),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
