@@ -1,5 +1,5 @@
 # fabench: `make` builds build/fabench; `make test` builds and runs the tests;
-# `make plots` renders figures for every results/<gpu>/; `make clean`.
+# `make clean`.
 CC      ?= cc
 OPT     ?= -O2 -g
 CFLAGS  += $(OPT) -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -D_POSIX_C_SOURCE=200809L \
@@ -12,7 +12,7 @@ LIBOBJ  := $(filter-out build/obj/bench/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTS   := $(TESTSRC:tests/%.c=build/tests/%)
 
-.PHONY: all test unit-test plots clean
+.PHONY: all test clean
 all: build/fabench
 
 build/fabench: $(OBJ)
@@ -26,13 +26,10 @@ build/tests/%: tests/%.c $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIBOBJ) $(LDLIBS) -lcmocka
 
-# Every tests/test_*.c is one cmocka program; all of them run, and the summary line
-# counts programs, so one failure does not hide the others.
+# Every tests/test_*.c is one cmocka program, tests/cli.sh checks the command line; all
+# of them run, and the summary line counts programs, so one failure hides no other.
 test: build/fabench $(TESTS)
-	@bash tests/run-all.sh $(TESTS)
-
-plots:
-	@bash plots/render.sh
+	@bash tests/run-all.sh $(TESTS) tests/cli.sh
 
 clean:
 	rm -rf build

@@ -34,9 +34,10 @@ static void usage_main(FILE *f)
 
 static void usage_devices(FILE *f)
 {
-    fprintf(f, "usage: fabench devices\n\n"
+    fprintf(f, "usage: fabench devices [--list]\n\n"
                "Lists every runtime compiled in (opencl), its devices as RUNTIME:INDEX selectors,\n"
-               "and for an absent runtime the reason (library missing, no driver).\n");
+               "and for an absent runtime the reason (library missing, no driver).\n"
+               "  --list   one line per present device, tab separated: selector, gpu|cpu, name\n");
 }
 
 static void usage_run(FILE *f)
@@ -71,13 +72,27 @@ static void usage_run(FILE *f)
 
 static int cmd_devices(int argc, char **argv)
 {
+    int list = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage_devices(stdout); return 0; }
+        if (!strcmp(argv[i], "--list")) { list = 1; continue; }
         fprintf(stderr, "fabench devices: unknown argument '%s'\n", argv[i]);
         usage_devices(stderr);
         return FB_EXIT_BADINPUT;
     }
-    rt_print_devices(stdout);
+    if (!list) {
+        rt_print_devices(stdout);
+        return 0;
+    }
+    for (int r = 0; r < rt_count(); r++) {
+        const rt_runtime *rt = rt_get(r);
+        if (rt_status(r, NULL) != 0) continue;
+        for (int d = 0; d < rt->device_count(); d++) {
+            rt_device_info info;
+            if (rt->device_info(d, &info) == 0)
+                printf("%s:%d\t%s\t%s\n", rt->name, d, info.is_gpu ? "gpu" : "cpu", info.name);
+        }
+    }
     return 0;
 }
 
@@ -197,16 +212,11 @@ static int cmd_run(int argc, char **argv)
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
-    if (manifest_path) {
-        csv_table *man = manifest_new(&dev, argc + 1, argv - 1);
-        if (!man || csvt_write_atomic(man, manifest_path, err, sizeof err) != 0) {
-            fprintf(stderr, "fabench run: manifest: %s\n", man ? err : "out of memory");
-            csvt_free(man);
-            csvt_free(table);
-            shapes_free(&shapes);
-            return FB_EXIT_BADINPUT;
-        }
-        csvt_free(man);
+    if (manifest_path && manifest_update(manifest_path, &dev, argc + 1, argv - 1, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: manifest: %s\n", err);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
     }
 
     attn_runner *runner;

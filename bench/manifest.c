@@ -35,32 +35,35 @@ static void first_line(const char *cmd, char *out, size_t len)
     pclose(p);
 }
 
-csv_table *manifest_new(const rt_device *dev, int argc, char **argv)
+static void set_rt(csv_table *t, const rt_device *dev, const char *key, const char *value)
 {
-    static const char *const header[2] = {"key", "value"};
-    csv_table *t = csvt_new(header, 2);
-    if (!t) return NULL;
+    char k[128];
+    snprintf(k, sizeof k, "%s.%s", dev->rt->name, key);
+    manifest_set(t, k, value);
+}
+
+int manifest_fill(csv_table *t, const rt_device *dev, int argc, char **argv)
+{
     char buf[4096];
-    if (dev) {
+    {
         char slug[256];
         fb_slug(dev->info.name, slug, sizeof slug);
         manifest_set(t, "gpu", dev->info.name);
         manifest_set(t, "gpu_slug", slug);
-        manifest_set(t, "backend", dev->rt->name);
         snprintf(buf, sizeof buf, "%s:%d", dev->rt->name, dev->index);
-        manifest_set(t, "device", buf);
-        manifest_set(t, "vendor", dev->info.vendor);
-        manifest_set(t, "arch", dev->info.arch);
-        manifest_set(t, "platform", dev->info.platform);
-        manifest_set(t, "driver", dev->info.driver);
-        manifest_set(t, "runtime_version", dev->info.runtime_version);
-        manifest_set(t, "compiler", dev->info.compiler);
+        set_rt(t, dev, "device", buf);
+        set_rt(t, dev, "vendor", dev->info.vendor);
+        set_rt(t, dev, "arch", dev->info.arch);
+        set_rt(t, dev, "platform", dev->info.platform);
+        set_rt(t, dev, "driver", dev->info.driver);
+        set_rt(t, dev, "runtime_version", dev->info.runtime_version);
+        set_rt(t, dev, "compiler", dev->info.compiler);
         snprintf(buf, sizeof buf, "%d", dev->info.compute_units);
-        manifest_set(t, "compute_units", buf);
+        set_rt(t, dev, "compute_units", buf);
         snprintf(buf, sizeof buf, "%d", dev->info.clock_mhz);
-        manifest_set(t, "clock_mhz", buf);
+        set_rt(t, dev, "clock_mhz", buf);
         snprintf(buf, sizeof buf, "%zu", dev->info.global_bytes);
-        manifest_set(t, "memory_bytes", buf);
+        set_rt(t, dev, "memory_bytes", buf);
     }
     char root[4096];
     if (fb_root(root, sizeof root) == 0) {
@@ -84,7 +87,18 @@ csv_table *manifest_new(const rt_device *dev, int argc, char **argv)
     buf[0] = 0;
     for (int i = 0; i < argc && o + 2 < sizeof buf; i++)
         o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", argv[i]);
-    manifest_set(t, "command", buf);
+    set_rt(t, dev, "command", buf);
     manifest_set(t, "fabench_version", "0.1");
-    return t;
+    return 0;
+}
+
+int manifest_update(const char *path, const rt_device *dev, int argc, char **argv, char *err, size_t errlen)
+{
+    static const char *const header[2] = {"key", "value"};
+    csv_table *t;
+    int rc = csvt_open_append(path, header, 2, &t, err, errlen);
+    if (rc != 0) return rc;
+    rc = manifest_fill(t, dev, argc, argv) == 0 ? csvt_write_atomic(t, path, err, errlen) : -1;
+    csvt_free(t);
+    return rc;
 }

@@ -6,8 +6,13 @@
 #include "csvio.h"
 #include "rt.h"
 
-/* A new key,value table describing this run on dev (dev may be NULL). */
-csv_table *manifest_new(const rt_device *dev, int argc, char **argv);
+/* Adds this run's facts to t (key,value): the GPU and provenance under plain keys
+ * (gpu, gpu_slug, date, git_commit, host, ...), the runtime's own facts and the command
+ * line under "<backend>." keys, so runs of several runtimes on one GPU share one file. */
+int manifest_fill(csv_table *t, const rt_device *dev, int argc, char **argv);
+/* Loads PATH (or starts an empty manifest), fills it, writes it back atomically.
+ * Returns 0, 2 (PATH is not a manifest) or -1; err filled on failure. */
+int manifest_update(const char *path, const rt_device *dev, int argc, char **argv, char *err, size_t errlen);
 /* Adds or replaces one key. 0 or -1. */
 int manifest_set(csv_table *t, const char *key, const char *value);
 

@@ -67,7 +67,9 @@ void fb_tolerances(dtype_t dt, double *atol, double *rtol, double *l2_tol);
  * rows chosen reproducibly from seed, always including, for the first and the last (b, h),
  * row 0 and the last min(sq, 64) rows (tails are where indexing bugs live). Passes when nothing is
  * unwritten, nothing is NaN, every checked element is within atol + rtol*|ref| and the
- * relative L2 error is within l2_tol. Returns 0 (see res->pass). */
+ * relative L2 error is within l2_tol. The required rows are always checked, so
+ * rows_checked can exceed max_rows (max_rows = 0: required rows only). Returns 0 (see
+ * res->pass), or -1 for an invalid problem or no memory (pass = 0, reason says why). */
 int fb_verify(const attn_problem *p, const void *q, const void *k, const void *v,
               const void *o, const float *lse, size_t max_rows, uint64_t seed,
               verify_result *res);

@@ -1,0 +1,202 @@
+/* test_e2e_opencl.c: the portable kernel against the CPU reference on the first OpenCL
+ * device (PoCL in CI): odd lengths, every head dim and dtype, causal and not, GQA/MQA,
+ * Sq != Skv, split-KV, several thread mappings, and a deliberately wrong kernel. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attn.h"
+#include "rt.h"
+
+static attn_runner *runner;
+static rt_device dev;
+static attn_opts opts;
+
+static int setup(void **state)
+{
+    (void)state;
+    char err[FB_ERRLEN];
+    const char *sel = getenv("FABENCH_TEST_DEVICE");
+    if (rt_select(sel ? sel : "opencl:0", &dev, err, sizeof err) != 0) {
+        fprintf(stderr, "no OpenCL device for the end-to-end tests: %s\n", err);
+        return -1;
+    }
+    if (attn_open(&dev, &runner, err, sizeof err) != 0) {
+        fprintf(stderr, "attn_open: %s\n", err);
+        return -1;
+    }
+    attn_opts_defaults(&opts);
+    opts.verify_only = 1;
+    opts.write_lse = 1;
+    opts.timing.timeout_s = 120;
+    fprintf(stderr, "end-to-end on %s:%d (%s)\n", dev.rt->name, dev.index, dev.info.name);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    attn_close(runner);
+    return 0;
+}
+
+static shape_t mk(int b, int hq, int hkv, int sq, int skv, int d, int causal)
+{
+    shape_t s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.name, sizeof s.name, "b%d-h%d/%d-q%d-k%d-d%d-c%d", b, hq, hkv, sq, skv, d, causal);
+    s.batch = b; s.hq = hq; s.hkv = hkv; s.sq = sq; s.skv = skv; s.d = d; s.causal = causal;
+    return s;
+}
+
+/* Runs one case and returns its status; prints the case when it is not the expected one. */
+static status_t run_case(const shape_t *s, dtype_t dt, const char *config)
+{
+    kconfig c = {0};
+    char err[FB_ERRLEN];
+    if (config && kconfig_parse(config, &c, err, sizeof err) != 0) fail_msg("bad test config %s: %s", config, err);
+    attn_result res;
+    if (attn_run(runner, s, dt, &c, &opts, &res, err, sizeof err) != 0) fail_msg("%s: harness error: %s", s->name, err);
+    if (res.status != ST_OK) {
+        char cs[256];
+        kconfig_str(&res.config, cs, sizeof cs);
+        fprintf(stderr, "  %s %s [%s]: %s: %s\n", s->name, dtype_name(dt), cs, status_name(res.status), res.reason);
+    }
+    return res.status;
+}
+
+static const int lens[] = {1, 7, 33, 129, 300};
+#define NLENS (sizeof lens / sizeof lens[0])
+
+/* Every (Sq, Skv) pair of odd lengths, causal and not, GQA 4:1. */
+static void test_odd_lengths(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (size_t i = 0; i < NLENS; i++)
+        for (size_t j = 0; j < NLENS; j++)
+            for (int causal = 0; causal <= 1; causal++) {
+                shape_t s = mk(1, 4, 1, lens[i], lens[j], 64, causal);
+                bad += run_case(&s, DT_BF16, NULL) != ST_OK;
+            }
+    assert_int_equal(bad, 0);
+}
+
+/* Every head dim with every dtype, causal Sq < Skv and non-causal Sq > Skv. */
+static void test_head_dims_and_dtypes(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (size_t k = 0; k < fb_n_supported_d; k++)
+        for (int dt = DT_FP32; dt <= DT_BF16; dt++) {
+            shape_t a = mk(2, 2, 2, 33, 129, fb_supported_d[k], 1);
+            shape_t b = mk(1, 2, 1, 129, 33, fb_supported_d[k], 0);
+            bad += run_case(&a, (dtype_t)dt, NULL) != ST_OK;
+            bad += run_case(&b, (dtype_t)dt, NULL) != ST_OK;
+        }
+    assert_int_equal(bad, 0);
+}
+
+/* GQA 8:1, MQA and MHA, causal with Sq != Skv in both directions (rows with no
+ * visible key when Sq > Skv must come out as O = 0, LSE = -inf). */
+static void test_gqa_mqa(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const int heads[][2] = {{8, 1}, {8, 8}, {16, 2}, {6, 3}};
+    for (size_t h = 0; h < 4; h++)
+        for (int causal = 0; causal <= 1; causal++) {
+            shape_t a = mk(2, heads[h][0], heads[h][1], 7, 300, 128, causal);
+            shape_t b = mk(1, heads[h][0], heads[h][1], 300, 33, 128, causal);
+            bad += run_case(&a, DT_FP16, NULL) != ST_OK;
+            bad += run_case(&b, DT_FP16, NULL) != ST_OK;
+        }
+    assert_int_equal(bad, 0);
+}
+
+/* Split-KV (flash-decoding) with several split counts, decode and short prefill. */
+static void test_split_kv(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const char *cfgs[] = {"SPLIT_KV=1,BLOCK_N=32", "SPLIT_KV=2,BLOCK_N=32", "SPLIT_KV=3,BLOCK_N=32",
+                          "SPLIT_KV=10,BLOCK_N=32", "SPLIT_KV=5,BLOCK_N=16,BLOCK_M=16"};
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++)
+        for (int dt = DT_FP32; dt <= DT_BF16; dt++) {
+            shape_t dec = mk(3, 8, 2, 1, 300, 128, 1);
+            shape_t pre = mk(1, 4, 4, 33, 300, 64, 1);
+            shape_t nc = mk(1, 2, 1, 129, 300, 96, 0);
+            bad += run_case(&dec, (dtype_t)dt, cfgs[c]) != ST_OK;
+            bad += run_case(&pre, (dtype_t)dt, cfgs[c]) != ST_OK;
+            bad += run_case(&nc, (dtype_t)dt, cfgs[c]) != ST_OK;
+        }
+    assert_int_equal(bad, 0);
+}
+
+/* Thread mappings: several threads per row, one row per thread, several rows per thread. */
+static void test_thread_mappings(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const char *cfgs[] = {"BLOCK_M=16,BLOCK_N=16,NUM_WARPS=1", "BLOCK_M=128,BLOCK_N=16,NUM_WARPS=2",
+                          "BLOCK_M=32,BLOCK_N=128,NUM_WARPS=8", "BLOCK_M=64,BLOCK_N=8,NUM_WARPS=4,KPAD=0",
+                          "BLOCK_M=1,BLOCK_N=64,NUM_WARPS=1"};
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        shape_t a = mk(1, 2, 1, 129, 129, 80, 1);
+        shape_t b = mk(1, 2, 2, 300, 7, 32, 0);
+        bad += run_case(&a, DT_BF16, cfgs[c]) != ST_OK;
+        bad += run_case(&b, DT_FP32, cfgs[c]) != ST_OK;
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* A kernel that skips the last key tile must be caught, with and without split-KV. */
+static void test_wrong_kernel_is_caught(void **state)
+{
+    (void)state;
+    shape_t a = mk(1, 2, 2, 33, 300, 64, 0);
+    assert_int_equal(run_case(&a, DT_BF16, "FAULT_SKIP_LAST_TILE=1,BLOCK_N=32"), ST_WRONG_RESULT);
+    shape_t b = mk(2, 4, 1, 1, 300, 128, 1);
+    assert_int_equal(run_case(&b, DT_FP16, "FAULT_SKIP_LAST_TILE=1,BLOCK_N=32,SPLIT_KV=3"), ST_WRONG_RESULT);
+    shape_t c = mk(1, 1, 1, 7, 7, 32, 0); /* the only tile: nothing written but zeros */
+    assert_int_equal(run_case(&c, DT_FP32, "FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
+    /* and the same shapes pass without the fault */
+    assert_int_equal(run_case(&a, DT_BF16, "BLOCK_N=32"), ST_OK);
+    assert_int_equal(run_case(&b, DT_FP16, "BLOCK_N=32,SPLIT_KV=3"), ST_OK);
+}
+
+/* A configuration the device cannot hold is recorded, not crashed on. */
+static void test_resource_limit_recorded(void **state)
+{
+    (void)state;
+    shape_t s = mk(1, 1, 1, 16, 16, 256, 0);
+    kconfig c = {0};
+    char err[FB_ERRLEN];
+    assert_int_equal(kconfig_parse("NUM_WARPS=32", &c, err, sizeof err), 0);
+    attn_result res;
+    /* 1024 threads: allowed on PoCL; 4096 surely not: */
+    c.num_warps = 256;
+    c.set |= CFG_NUM_WARPS;
+    assert_int_equal(attn_run(runner, &s, DT_FP32, &c, &opts, &res, err, sizeof err), 0);
+    assert_true(res.status == ST_RESOURCE_LIMIT || res.status == ST_UNSUPPORTED);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wrong_kernel_is_caught),
+        cmocka_unit_test(test_odd_lengths),
+        cmocka_unit_test(test_head_dims_and_dtypes),
+        cmocka_unit_test(test_gqa_mqa),
+        cmocka_unit_test(test_split_kv),
+        cmocka_unit_test(test_thread_mappings),
+        cmocka_unit_test(test_resource_limit_recorded),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# ensure-deps.sh build|test|run: checks what fabench needs on this machine (by compiling
+# and probing, so headers unpacked elsewhere and named by CPATH count too), installs what
+# is missing with apt-get when root, else prints the exact command and exits 2.
+set -u
+mode=${1:-build}
+CC=${CC:-cc}
+need=()
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_header() { printf '#include <%s>\n' "$1" | "$CC" -E -x c - >/dev/null 2>&1; }
+have_lib() { printf 'int main(void){return 0;}\n' | "$CC" -x c - -o /dev/null "-l$1" >/dev/null 2>&1; }
+have_icd() {
+    local d
+    for d in ${OCL_ICD_VENDORS:-} /etc/OpenCL/vendors; do
+        [ -d "$d" ] && ls "$d"/*.icd >/dev/null 2>&1 && return 0
+        [ -f "$d" ] && return 0
+    done
+    return 1
+}
+
+if ! have_cmd "$CC" || ! have_cmd make; then need+=(build-essential); fi
+if have_cmd "$CC"; then
+    { have_header csv.h && have_lib csv; } || need+=(libcsv-dev)
+    have_header CL/cl.h || need+=(opencl-c-headers)
+fi
+if [ "$mode" = test ] || [ "$mode" = run ]; then
+    # the ICD loader (dlopen'd at run time) and, for machines without a GPU, PoCL
+    { ldconfig -p 2>/dev/null | grep -q 'libOpenCL.so.1 ' || have_lib OpenCL; } || need+=(ocl-icd-libopencl1)
+    have_icd || need+=(pocl-opencl-icd)
+fi
+if [ "$mode" = test ]; then
+    if have_cmd "$CC"; then { have_header cmocka.h && have_lib cmocka; } || need+=(libcmocka-dev); fi
+    have_cmd python3 || need+=(python3)
+fi
+if [ "$mode" = run ]; then
+    have_cmd gnuplot || need+=(gnuplot-nox)
+fi
+[ ${#need[@]} -eq 0 ] && exit 0
+
+if ! have_cmd apt-get; then
+    echo "fabench needs: ${need[*]} (Debian package names); install them with your package manager" >&2
+    exit 2
+fi
+if [ "$(id -u)" != 0 ]; then
+    echo "fabench needs packages that are not installed. Run:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y ${need[*]}" >&2
+    exit 2
+fi
+echo "fabench: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y -qq "${need[@]}" >/tmp/fabench-apt.log 2>&1; then
+    apt-get update -qq >>/tmp/fabench-apt.log 2>&1
+    if ! apt-get install -y -qq "${need[@]}" >>/tmp/fabench-apt.log 2>&1; then
+        tail -20 /tmp/fabench-apt.log >&2
+        echo "fabench: apt-get install ${need[*]} failed (log: /tmp/fabench-apt.log)" >&2
+        exit 2
+    fi
+fi
+exit 0
