@@ -174,12 +174,17 @@ static double portable_log(double x)
 
 /* Box-Muller in its polar form (Marsaglia): two independent N(0, 1) values per accepted
  * pair, using only sqrt (correctly rounded by IEEE 754) and portable_log, so the same
- * seed gives the same bits on every machine. */
-void fb_fill_random(void *buf, size_t n, dtype_t dt, uint64_t seed)
+ * seed gives the same bits on every machine. Elements come in chunks of FILL_CHUNK, each
+ * with its own stream derived from (seed, chunk index), so large inputs fill on all
+ * cores and the bits do not depend on the number of threads. */
+#define FILL_CHUNK ((size_t)1 << 16)
+
+static void fill_chunk(void *buf, size_t begin, size_t end, dtype_t dt, uint64_t seed, size_t chunk)
 {
-    uint64_t state = seed;
-    size_t i = 0;
-    while (i < n) {
+    uint64_t state = seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(chunk + 1));
+    splitmix64(&state);
+    size_t i = begin;
+    while (i < end) {
         double u, v, s;
         do {
             u = (double)(splitmix64(&state) >> 11) * 0x1.0p-53; /* [0, 1) */
@@ -193,10 +198,48 @@ void fb_fill_random(void *buf, size_t n, dtype_t dt, uint64_t seed)
         double ratio = (-2.0 * l) / s;
         double f = sqrt(ratio);
         double z[2] = {u * f, v * f};
-        for (int k = 0; k < 2 && i < n; k++, i++) {
+        for (int k = 0; k < 2 && i < end; k++, i++) {
             double x = z[k] < -4.0 ? -4.0 : z[k] > 4.0 ? 4.0 : z[k];
             fb_store(buf, i, dt, x);
         }
+    }
+}
+
+typedef struct {
+    void *buf;
+    size_t n, nchunks, first, step;
+    dtype_t dt;
+    uint64_t seed;
+} fill_job;
+
+static void *fill_worker(void *arg)
+{
+    const fill_job *j = arg;
+    for (size_t c = j->first; c < j->nchunks; c += j->step) {
+        size_t b = c * FILL_CHUNK, e = b + FILL_CHUNK < j->n ? b + FILL_CHUNK : j->n;
+        fill_chunk(j->buf, b, e, j->dt, j->seed, c);
+    }
+    return NULL;
+}
+
+void fb_fill_random(void *buf, size_t n, dtype_t dt, uint64_t seed)
+{
+    size_t nchunks = (n + FILL_CHUNK - 1) / FILL_CHUNK;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nth = ncpu > 1 ? (size_t)ncpu : 1;
+    if (nth > 64) nth = 64;
+    if (nth > nchunks) nth = nchunks ? nchunks : 1;
+    fill_job jobs[64];
+    pthread_t tids[64];
+    size_t started = 0;
+    for (size_t t = 0; t < nth; t++) {
+        jobs[t] = (fill_job){.buf = buf, .n = n, .nchunks = nchunks, .first = t, .step = nth, .dt = dt, .seed = seed};
+        if (t > 0 && pthread_create(&tids[t], NULL, fill_worker, &jobs[t]) == 0) started |= (size_t)1 << t;
+    }
+    fill_worker(&jobs[0]);
+    for (size_t t = 1; t < nth; t++) {
+        if (started & ((size_t)1 << t)) pthread_join(tids[t], NULL);
+        else fill_worker(&jobs[t]); /* thread creation failed: do its share here */
     }
 }
 
