@@ -14,6 +14,10 @@
 #include "attn.h"
 #include "rt.h"
 
+/* Cases that ran to a verdict, and cases the device could not hold (a GPU's OpenCL has
+ * 48 KiB of shared memory where PoCL has megabytes): those count as neither. */
+static int cases_run, cases_skipped;
+
 static attn_runner *runner;
 static rt_device dev;
 static attn_opts opts;
@@ -42,6 +46,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    fprintf(stderr, "%d cases verified, %d skipped as beyond the device's resources\n", cases_run, cases_skipped);
     attn_close(runner);
     return 0;
 }
@@ -55,7 +60,8 @@ static shape_t mk(int b, int hq, int hkv, int sq, int skv, int d, int causal)
     return s;
 }
 
-/* Runs one case and returns its status; prints the case when it is not the expected one. */
+/* Runs one case and returns its status; prints the case when it is not ok. A
+ * configuration that exceeds the device's resources is reported as ST_OK (skipped). */
 static status_t run_case(const shape_t *s, dtype_t dt, const char *config)
 {
     kconfig c = {0};
@@ -68,6 +74,11 @@ static status_t run_case(const shape_t *s, dtype_t dt, const char *config)
         kconfig_str(&res.config, cs, sizeof cs);
         fprintf(stderr, "  %s %s [%s]: %s: %s\n", s->name, dtype_name(dt), cs, status_name(res.status), res.reason);
     }
+    if (res.status == ST_RESOURCE_LIMIT && config && !strstr(config, "FAULT")) {
+        cases_skipped++;
+        return ST_OK;
+    }
+    cases_run++;
     return res.status;
 }
 
@@ -147,6 +158,7 @@ static void test_thread_mappings(void **state)
     const char *cfgs[] = {"BLOCK_M=16,BLOCK_N=16,NUM_WARPS=1", "BLOCK_M=128,BLOCK_N=16,NUM_WARPS=2",
                           "BLOCK_M=32,BLOCK_N=128,NUM_WARPS=8", "BLOCK_M=64,BLOCK_N=8,NUM_WARPS=4,KPAD=0",
                           "BLOCK_M=1,BLOCK_N=64,NUM_WARPS=1"};
+    int before = cases_run;
     for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
         shape_t a = mk(1, 2, 1, 129, 129, 80, 1);
         shape_t b = mk(1, 2, 2, 300, 7, 32, 0);
@@ -154,6 +166,7 @@ static void test_thread_mappings(void **state)
         bad += run_case(&b, DT_FP32, cfgs[c]) != ST_OK;
     }
     assert_int_equal(bad, 0);
+    assert_true(cases_run - before >= 6); /* most mappings fit any device */
 }
 
 /* A kernel that skips the last key tile must be caught, with and without split-KV. */

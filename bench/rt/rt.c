@@ -34,7 +34,8 @@ int rt_status(int i, const char **why)
 
 static void list_available(char *err, size_t errlen)
 {
-    size_t o = strlen(err);
+    const size_t start = strlen(err);
+    size_t o = start;
     for (int r = 0; r < NRT; r++) {
         if (rt_status(r, NULL) != 0) continue;
         for (int d = 0; d < runtimes[r]->device_count(); d++) {
@@ -45,7 +46,7 @@ static void list_available(char *err, size_t errlen)
             if (o >= errlen) return;
         }
     }
-    if (o == strlen(err) && o + 1 < errlen)
+    if (o == start && o + 1 < errlen)
         snprintf(err + o, errlen - o, "\n  (none: run `fabench devices` to see why)");
 }
 

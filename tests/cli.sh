@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# cli.sh: checks fabench's command line: help and usage, exit statuses, messages for bad
+# input (shape files, devices, suites, options), and a small real run on opencl:0 (PoCL).
+# Run from the repository root after `make`: bash tests/cli.sh. One line per check, then
+# "N passed, N failed"; exits 1 when any check failed.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+FB=${FABENCH:-$PWD/build/fabench}
+DATA=$PWD/tests/data
+if [ ! -x "$FB" ]; then
+    echo "FAIL - $FB is missing: run make first"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/fabench-cli.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+
+pass=0; fail=0; skip=0
+ok()    { pass=$((pass + 1)); echo "ok - $1"; }
+bad()   { fail=$((fail + 1)); echo "FAIL - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+skipc() { skip=$((skip + 1)); echo "skip - $1"; }
+
+HAVE_PY=0
+if command -v python3 >/dev/null 2>&1; then HAVE_PY=1; fi
+
+# run CMD...: runs fabench with the given arguments; sets RC, OUT (stdout), ERR (stderr).
+run() {
+    "$FB" "$@" >"$T/stdout" 2>"$T/stderr"
+    RC=$?
+    OUT=$(cat "$T/stdout")
+    ERR=$(cat "$T/stderr")
+}
+
+# check NAME WANT_RC [STREAM PATTERN]...: after `run`, the exit status is WANT_RC and each
+# fixed-string PATTERN is found in STREAM (out or err). A STREAM of !out / !err asserts
+# the pattern is absent.
+check() {
+    local name=$1 want=$2; shift 2
+    local why=()
+    [ "$RC" -eq "$want" ] || why+=("exit status $RC, expected $want")
+    while [ $# -ge 2 ]; do
+        local stream=$1 pat=$2 text; shift 2
+        case "$stream" in out|!out) text=$OUT ;; *) text=$ERR ;; esac
+        case "$stream" in
+            !*) if grep -qF -- "$pat" <<<"$text"; then why+=("${stream#!}: unexpected '$pat'"); fi ;;
+            *)  if ! grep -qF -- "$pat" <<<"$text"; then why+=("$stream: missing '$pat'"); fi ;;
+        esac
+    done
+    if [ ${#why[@]} -eq 0 ]; then ok "$name"; else
+        bad "$name" "${why[@]}" "stdout: $(head -c 400 <<<"$OUT")" "stderr: $(head -c 600 <<<"$ERR")"
+    fi
+}
+
+# absent NAME PATH: PATH does not exist (nothing written before failing).
+absent() {
+    if [ -e "$2" ]; then bad "$1" "$2 exists"; else ok "$1"; fi
+}
+
+# no_tmp NAME DIR: no temporary file of an atomic write is left in DIR.
+no_tmp() {
+    local left
+    left=$(find "$2" -maxdepth 1 -name '*.tmp.*' | head -5)
+    if [ -n "$left" ]; then bad "$1" "left: $left"; else ok "$1"; fi
+}
+
+HDR=name,batch,hq,hkv,sq,skv,d,causal
+TINY=(--budget 0.02 --warmup 0.01 --quiet)
+printf '%s\n%s\n%s\n' "$HDR" "tiny-mha,1,2,2,16,16,64,0" "tiny-gqa-causal,1,2,1,8,16,64,1" >"$T/two.csv"
+printf '%s\n%s\n' "$HDR" "tiny-skv300,1,1,1,16,300,64,0" >"$T/skv300.csv"
+
+# ---------- help and usage ----------
+run --help;          check "fabench --help exits 0 with usage" 0 out "usage: fabench COMMAND" out "devices" out "run"
+run help;            check "fabench help exits 0 with usage" 0 out "usage: fabench COMMAND"
+run run --help;      check "fabench run --help exits 0 with usage" 0 out "usage: fabench run" out "--shapes" out "--out" out "smoke"
+run devices --help;  check "fabench devices --help exits 0 with usage" 0 out "usage: fabench devices"
+run;                 check "fabench alone exits 2 with usage on stderr" 2 err "usage: fabench COMMAND"
+run frobnicate;      check "unknown command exits 2 naming it" 2 err "unknown command 'frobnicate'" err "usage: fabench COMMAND"
+
+# ---------- devices ----------
+run devices;         check "fabench devices lists an opencl device" 0 out "opencl" out "opencl:0"
+run devices --list;  check "fabench devices --list has a tab-separated opencl:0 line" 0 out "$(printf 'opencl:0\t')"
+run devices --bogus; check "fabench devices with an unknown argument exits 2" 2 err "--bogus"
+
+# ---------- malformed shape files: exit 2, FILE:LINE and field, no output, no work ----------
+# bad_shapes NAME LINE FIELD CONTENT: writes CONTENT to a shape file and expects exit 2
+# with "FILE:LINE" and FIELD in stderr, no progress line (no work) and no --out file.
+bad_shapes() {
+    local name=$1 line=$2 field=$3 content=$4 f="$T/bad-$1.csv"
+    printf '%b' "$content" >"$f"
+    rm -f "$T/bad.out.csv"
+    run run --device opencl:0 --shapes "$f" --out "$T/bad.out.csv" "${TINY[@]}"
+    check "shapes: $name exits 2 naming FILE:$line and field '$field'" 2 err "$f:$line" err "'$field'" !err "shapes on"
+    absent "shapes: $name leaves --out uncreated" "$T/bad.out.csv"
+}
+bad_shapes missing-hkv     1 hkv    'name,batch,hq,sq,skv,d,causal\na,1,2,16,16,64,0\n'
+bad_shapes not-a-number    2 batch  "$HDR\na,12x,2,2,16,16,64,0\n"
+bad_shapes unsupported-d   2 d      "$HDR\na,1,2,2,16,16,100,0\n"
+bad_shapes hq-not-multiple 2 hq     "$HDR\na,1,3,2,16,16,64,0\n"
+bad_shapes zero-batch      2 batch  "$HDR\na,0,2,2,16,16,64,0\n"
+bad_shapes negative-sq     2 sq     "$HDR\na,1,2,2,-3,16,64,0\n"
+bad_shapes bad-causal      3 causal "$HDR\nok,1,2,2,16,16,64,0\na,1,2,2,16,16,64,yes\n"
+bad_shapes unknown-dtype   2 dtype  "$HDR,dtype\na,1,2,2,16,16,64,0,fp8\n"
+bad_shapes unknown-column  1 foo    "$HDR,foo\na,1,2,2,16,16,64,0,1\n"
+bad_shapes duplicate-name  3 name   "$HDR\na,1,2,2,16,16,64,0\na,1,2,2,16,16,64,1\n"
+
+# an empty file has no line to name: the file and "empty" must be named
+: >"$T/empty.csv"
+run run --device opencl:0 --shapes "$T/empty.csv" --out "$T/bad.out.csv" "${TINY[@]}"
+check "shapes: empty file exits 2 naming the file" 2 err "$T/empty.csv" err "empty" !err "shapes on"
+absent "shapes: empty file leaves --out uncreated" "$T/bad.out.csv"
+
+run run --device opencl:0 --shapes "$T/no-such-file.csv" --out "$T/bad.out.csv" "${TINY[@]}"
+check "shapes: missing file exits 2 naming it" 2 err "$T/no-such-file.csv"
+absent "shapes: missing file leaves --out uncreated" "$T/bad.out.csv"
+
+# ---------- devices, suites, options ----------
+for dev in nosuchgpu opencl:99; do
+    run run --device "$dev" --shapes "$T/two.csv" --out "$T/bad.out.csv" "${TINY[@]}"
+    check "--device $dev exits 2 and lists the available devices" 2 err "$dev" err "opencl:0"
+    absent "--device $dev leaves --out uncreated" "$T/bad.out.csv"
+done
+# the list has a device, so it must not also say there are none
+run run --device nosuchgpu --shapes "$T/two.csv" --out "$T/bad.out.csv" "${TINY[@]}"
+check "--device nosuchgpu: a non-empty device list does not also say '(none'" 2 err "opencl:0" !err "(none"
+
+run run --device opencl:0 --suite nosuchsuite --out "$T/bad.out.csv"
+check "unknown suite exits 2 and lists the suites" 2 err "nosuchsuite" err "smoke"
+absent "unknown suite leaves --out uncreated" "$T/bad.out.csv"
+
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --config NOSUCHKEY=1
+check "--config unknown key exits 2 naming the key" 2 err "NOSUCHKEY"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --config BLOCK_M=3
+check "--config bad value exits 2 naming key and value" 2 err "BLOCK_M" err "'3'"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --config BLOCK_M
+check "--config without =VALUE exits 2" 2 err "BLOCK_M"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --dtype fp8
+check "--dtype fp8 exits 2 naming the dtypes" 2 err "fp8" err "bf16"
+run run --device opencl:0 --shapes "$T/two.csv"
+check "missing --out exits 2" 2 err "--out"
+run run --shapes "$T/two.csv" --out "$T/bad.out.csv"
+check "missing --device exits 2" 2 err "--device"
+run run --device opencl:0 --shapes "$T/two.csv" --suite smoke --out "$T/bad.out.csv"
+check "--shapes together with --suite exits 2" 2 err "--shapes"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --no-such-option
+check "unknown option exits 2 naming it" 2 err "--no-such-option"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --budget abc
+check "--budget abc exits 2" 2 err "--budget"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" stray-arg
+check "a stray argument exits 2 naming it" 2 err "stray-arg"
+run run --device opencl:0 --shapes "$T/two.csv" --out
+check "--out without a value exits 2" 2 err "--out"
+absent "bad options leave --out uncreated" "$T/bad.out.csv"
+
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/no/such/dir/p.csv" "${TINY[@]}"
+check "--out in a missing directory exits 2 naming the path, before any work" 2 \
+    err "$T/no/such/dir/p.csv" !err "shapes on" !err "[1/"
+
+# ---------- a real run ----------
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/p.csv" --manifest "$T/m.csv" \
+    --budget 0.02 --warmup 0.01
+check "real run on opencl:0 exits 0 with progress lines" 0 err "[1/2]" err "[2/2]"
+no_tmp "real run leaves no *.tmp.* file" "$T"
+
+# csv_py NAME PY ARGS...: runs a python3 check (csv module) with sys.argv[1:] = ARGS;
+# it prints problems, one a line; no output means the check passed.
+csv_py() {
+    local name=$1 prog=$2; shift 2
+    if [ "$HAVE_PY" -eq 0 ]; then skipc "$name (no python3)"; return; fi
+    local res
+    res=$(python3 -c "$prog" "$@" 2>&1)
+    if [ -z "$res" ]; then ok "$name"; else
+        local lines=(); while IFS= read -r l; do lines+=("$l"); done <<<"$res"
+        bad "$name" "${lines[@]}"
+    fi
+}
+
+PERF_COLS=gpu,backend,impl,config,dtype,batch,hq,hkv,sq,skv,d,causal,median_us,p20_us,p80_us,tflops,gbps,max_abs_err,status
+
+# args: FILE COLS NROWS MODE (timed | verify); prints problems.
+PY_PERF='
+import csv, sys
+path, cols, nrows, mode = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3]), sys.argv[4]
+try:
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+except OSError as e:
+    print(e); sys.exit()
+if not rows:
+    print("empty file"); sys.exit()
+hdr, data = rows[0], rows[1:]
+for c in cols:
+    if c not in hdr: print("header lacks column %r" % c)
+if len(data) != nrows: print("%d data rows, expected %d" % (len(data), nrows))
+if any(c not in hdr for c in ("status", "median_us", "p20_us", "p80_us")): sys.exit()
+ix = {c: hdr.index(c) for c in hdr}
+def num(r, c):
+    try: return float(r[ix[c]])
+    except (ValueError, IndexError): return None
+for i, r in enumerate(data, 2):
+    if len(r) != len(hdr): print("line %d: %d fields, header has %d" % (i, len(r), len(hdr))); continue
+    if r[ix["status"]] != "ok": print("line %d: status %r" % (i, r[ix["status"]]))
+    if r[ix["backend"]] != "opencl": print("line %d: backend %r" % (i, r[ix["backend"]]))
+    if r[ix["impl"]] != "portable": print("line %d: impl %r" % (i, r[ix["impl"]]))
+    if mode == "verify":
+        for c in ("median_us", "p20_us", "p80_us"):
+            if r[ix[c]] != "": print("line %d: %s is %r, expected empty with --verify-only" % (i, c, r[ix[c]]))
+        if num(r, "max_abs_err") is None: print("line %d: max_abs_err %r not a number" % (i, r[ix["max_abs_err"]]))
+    else:
+        m, lo, hi = num(r, "median_us"), num(r, "p20_us"), num(r, "p80_us")
+        if m is None or not m > 0: print("line %d: median_us %r not a positive number" % (i, r[ix["median_us"]])); continue
+        if lo is None or hi is None: print("line %d: p20_us/p80_us not numbers" % i); continue
+        if not lo <= m <= hi: print("line %d: not p20 %s <= median %s <= p80 %s" % (i, lo, m, hi))
+        for c in ("tflops", "gbps"):
+            v = num(r, c)
+            if v is None or v < 0: print("line %d: %s %r" % (i, c, r[ix[c]]))
+'
+csv_py "real run: p.csv has the perf columns, 2 ok rows, p20 <= median <= p80" \
+    "$PY_PERF" "$T/p.csv" "$PERF_COLS" 2 timed
+
+# manifest: key,value rows. Runtime-specific facts may be namespaced as RUNTIME.KEY
+# (opencl.driver); "backend" is satisfied by a key naming the backend that way.
+PY_MANIFEST='
+import csv, sys
+path, keys, backend = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
+try:
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+except OSError as e:
+    print(e); sys.exit()
+if not rows or rows[0][:2] != ["key", "value"]:
+    print("header %r, expected key,value" % (rows[0] if rows else None)); sys.exit()
+kv = {r[0]: (r[1] if len(r) > 1 else "") for r in rows[1:] if r}
+for k in keys:
+    if k == "backend":
+        if "backend" not in kv and not any(x.startswith(backend + ".") for x in kv):
+            print("no key backend (nor %s.*)" % backend)
+        continue
+    v = kv.get(k, kv.get(backend + "." + k))
+    if v is None: print("no key %s (nor %s.%s); keys: %s" % (k, backend, k, ",".join(kv)))
+    elif v == "" and k != "git_commit": print("key %s is empty" % k)
+'
+csv_py "real run: m.csv has gpu, backend, driver, date, command, git_commit" \
+    "$PY_MANIFEST" "$T/m.csv" gpu,backend,driver,date,command,git_commit opencl
+
+# ---------- --verify-only ----------
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/v.csv" --verify-only --quiet
+check "--verify-only exits 0" 0
+csv_py "--verify-only: 2 ok rows with empty timings" "$PY_PERF" "$T/v.csv" "$PERF_COLS" 2 verify
+
+# ---------- a deliberately wrong kernel is caught ----------
+run run --device opencl:0 --shapes "$T/skv300.csv" --out "$T/fault.csv" --config FAULT_SKIP_LAST_TILE=1 "${TINY[@]}"
+check "FAULT_SKIP_LAST_TILE=1 on skv=300 exits 1" 1
+csv_py "FAULT_SKIP_LAST_TILE=1: the row's status is wrong_result" '
+import csv, sys
+try:
+    rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+except OSError as e:
+    print(e); sys.exit()
+if len(rows) != 1: print("%d rows, expected 1" % len(rows))
+for r in rows:
+    if r.get("status") != "wrong_result": print("status %r, expected wrong_result" % r.get("status"))
+    if r.get("median_us"): print("median_us %r on a wrong result" % r.get("median_us"))
+' "$T/fault.csv"
+
+# ---------- --append ----------
+rm -f "$T/a.csv"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/a.csv" --append --verify-only --quiet
+rc1=$RC
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/a.csv" --append --verify-only --quiet
+check "--append twice exits 0 both times" 0
+[ "$rc1" -eq 0 ] || bad "--append: first run exit $rc1, expected 0"
+csv_py "--append twice: one header, 4 rows" "$PY_PERF" "$T/a.csv" "$PERF_COLS" 4 verify
+if [ -f "$T/a.csv" ]; then
+    nh=$(grep -c '^gpu,backend,' "$T/a.csv")
+    if [ "$nh" -eq 1 ]; then ok "--append twice: header line appears once"; else bad "--append twice: header line appears once" "found $nh"; fi
+else
+    bad "--append twice: header line appears once" "$T/a.csv missing"
+fi
+
+printf 'foo,bar\n1,2\n' >"$T/other.csv"
+cp "$T/other.csv" "$T/other.orig"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/other.csv" --append "${TINY[@]}"
+check "--append to a CSV with another header exits 2 naming the file" 2 err "$T/other.csv" err "header" !err "shapes on"
+if cmp -s "$T/other.csv" "$T/other.orig"; then ok "--append to another header leaves the file unchanged"
+else bad "--append to another header leaves the file unchanged" "$(head -3 "$T/other.csv")"; fi
+no_tmp "--append refusal leaves no *.tmp.* file" "$T"
+
+# ---------- fixtures kept in tests/data ----------
+if [ -d "$DATA" ]; then
+    for f in "$DATA"/bad-*.csv; do
+        [ -e "$f" ] || continue
+        rm -f "$T/bad.out.csv"
+        run run --device opencl:0 --shapes "$f" --out "$T/bad.out.csv" "${TINY[@]}"
+        check "tests/data/$(basename "$f") exits 2 naming the file" 2 err "$f:" !err "shapes on"
+        absent "tests/data/$(basename "$f") leaves --out uncreated" "$T/bad.out.csv"
+    done
+fi
+
+[ "$skip" -eq 0 ] || echo "$skip skipped"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
