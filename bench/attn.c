@@ -97,7 +97,7 @@ static void log_reason(const char *log, const char *fallback, char *out, size_t 
 
 static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *c, int write_lse)
 {
-    char defs[12][48];
+    char defs[16][48];
     int nd = 0;
     snprintf(defs[nd++], 48, "HEAD_DIM=%d", s->d);
     snprintf(defs[nd++], 48, "DTYPE=%d", (int)dt);
@@ -108,6 +108,7 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
     snprintf(defs[nd++], 48, "SPLIT_KV=%d", c->split_kv);
     snprintf(defs[nd++], 48, "KPAD=%d", c->kpad);
     snprintf(defs[nd++], 48, "MMA=%d", (int)c->mma);
+    snprintf(defs[nd++], 48, "STAGES=%d", c->stages);
     snprintf(defs[nd++], 48, "WRITE_LSE=%d", write_lse ? 1 : 0);
     if (c->fault_skip_last_tile) snprintf(defs[nd++], 48, "FAULT_SKIP_LAST_TILE=1");
 
@@ -132,7 +133,7 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
     memset(m, 0, sizeof *m);
     snprintf(m->key, sizeof m->key, "%s", key);
 
-    const char *dp[12];
+    const char *dp[16];
     for (int i = 0; i < nd; i++) dp[i] = defs[i];
     char *log = NULL, err[FB_ERRLEN] = "";
     const rt_runtime *rt = r->dev.rt;
@@ -157,11 +158,11 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
         m->status = ST_RESOURCE_LIMIT;
         snprintf(m->reason, sizeof m->reason, "compiled kernel allows %ld threads per group, config needs %ld",
                  m->attrs.max_threads, nt);
-    } else if (m->attrs.shared_bytes > 0 && r->dev.info.shared_bytes &&
-               (size_t)m->attrs.shared_bytes > r->dev.info.shared_bytes) {
+    } else if (m->attrs.shared_bytes >= 0 && r->dev.info.shared_bytes &&
+               (size_t)m->attrs.shared_bytes + kconfig_dynamic_shared(c, s->d) > r->dev.info.shared_bytes) {
         m->status = ST_RESOURCE_LIMIT;
-        snprintf(m->reason, sizeof m->reason, "kernel uses %ld bytes of shared memory > %zu",
-                 m->attrs.shared_bytes, r->dev.info.shared_bytes);
+        snprintf(m->reason, sizeof m->reason, "kernel uses %zu bytes of shared memory > %zu",
+                 (size_t)m->attrs.shared_bytes + kconfig_dynamic_shared(c, s->d), r->dev.info.shared_bytes);
     } else {
         m->status = ST_OK;
     }
@@ -172,7 +173,7 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
 typedef struct {
     attn_runner *r;
     module_entry *m;
-    size_t grid[3], block[3], cgrid[3];
+    size_t grid[3], block[3], cgrid[3], dyn_shared;
     rt_arg args[12], cargs[5];
     int split;
 } launch_plan;
@@ -181,7 +182,7 @@ static int enqueue_plan(void *arg, rt_event **first, rt_event **last, char *err,
 {
     launch_plan *p = arg;
     const rt_runtime *rt = p->r->dev.rt;
-    int rc = rt->launch(p->r->ctx, p->m->fwd, p->grid, p->block, 0, p->args, 12, first, err, errlen);
+    int rc = rt->launch(p->r->ctx, p->m->fwd, p->grid, p->block, p->dyn_shared, p->args, 12, first, err, errlen);
     if (rc != 0) return rc;
     if (p->split > 1) {
         rc = rt->launch(p->r->ctx, p->m->combine, p->cgrid, p->block, 0, p->cargs, 5, last, err, errlen);
@@ -209,7 +210,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     const kconfig *c = &res->config;
 
     char reason[512];
-    status_t st = kconfig_check(c, &r->dev.info, s, reason, sizeof reason);
+    status_t st = kconfig_check(c, &r->dev.info, s, dt, reason, sizeof reason);
     if (st != ST_OK) { set_status(res, st, reason); return 0; }
 
     module_entry *m = get_module(r, s, dt, c, o->write_lse);
@@ -256,7 +257,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         goto done;
     }
 
-    launch_plan p = {.r = r, .m = m, .split = (int)split};
+    launch_plan p = {.r = r, .m = m, .split = (int)split, .dyn_shared = kconfig_dynamic_shared(c, s->d)};
     p.grid[0] = (size_t)((s->sq + c->block_m - 1) / c->block_m);
     p.grid[1] = (size_t)s->batch * (size_t)s->hq;
     p.grid[2] = split;

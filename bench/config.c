@@ -11,6 +11,7 @@ static const char *mma_name(mma_kind m)
 {
     switch (m) {
     case MMA_FMA: return "fma";
+    case MMA_SYNC: return "mma";
     }
     return "?";
 }
@@ -43,19 +44,21 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "NUM_WARPS")) { bad = parse_int(v, 1, 32, &c->num_warps); c->set |= CFG_NUM_WARPS; }
         else if (!strcasecmp(k, "SPLIT_KV")) { bad = parse_int(v, 1, 256, &c->split_kv); c->set |= CFG_SPLIT_KV; }
         else if (!strcasecmp(k, "KPAD")) { bad = parse_int(v, 0, 8, &c->kpad); c->set |= CFG_KPAD; }
+        else if (!strcasecmp(k, "STAGES")) { bad = parse_int(v, 1, 4, &c->stages); c->set |= CFG_STAGES; }
         else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); }
         else if (!strcasecmp(k, "MMA")) {
             if (!strcasecmp(v, "fma") || !strcmp(v, "0")) c->mma = MMA_FMA;
+            else if (!strcasecmp(v, "mma") || !strcasecmp(v, "mma_sync") || !strcmp(v, "1")) c->mma = MMA_SYNC;
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
-            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, MMA, FAULT_SKIP_LAST_TILE)", k);
+            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, MMA, FAULT_SKIP_LAST_TILE)", k);
             rc = FB_EXIT_BADINPUT;
             break;
         }
         if (bad) {
             snprintf(err, errlen, "config: bad value '%s' for %s%s", v, k,
-                     !strcasecmp(k, "MMA") ? " (known: fma)" :
+                     !strcasecmp(k, "MMA") ? " (known: fma, mma)" : !strcasecmp(k, "STAGES") ? " (1..4)" :
                      !strncasecmp(k, "BLOCK_", 6) ? " (a power of two, 1..256)" : "");
             rc = FB_EXIT_BADINPUT;
             break;
@@ -67,13 +70,20 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
 
 void kconfig_str(const kconfig *c, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;SPLIT_KV=%d;KPAD=%d;MMA=%s%s",
-             c->block_m, c->block_n, c->num_warps, c->split_kv, c->kpad, mma_name(c->mma),
+    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;STAGES=%d;SPLIT_KV=%d;KPAD=%d%s",
+             mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->stages, c->split_kv, c->kpad,
              c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : "");
+}
+
+size_t kconfig_dynamic_shared(const kconfig *c, int d)
+{
+    return c->mma == MMA_SYNC ? kconfig_shared_bytes(c, d) : 0;
 }
 
 size_t kconfig_shared_bytes(const kconfig *c, int d)
 {
+    if (c->mma == MMA_SYNC) /* 16-bit Q tile and STAGES K and V tiles, rows padded by 8 */
+        return 2 * (size_t)(d + 8) * (size_t)(c->block_m + 2 * c->stages * c->block_n);
     int nt = c->num_warps * 32;
     int tpr = nt >= c->block_m ? nt / c->block_m : 1;
     size_t floats = (size_t)c->block_m * (size_t)(d + c->kpad) + (size_t)c->block_n * (size_t)(d + c->kpad) +
@@ -84,11 +94,18 @@ size_t kconfig_shared_bytes(const kconfig *c, int d)
 void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, dtype_t dt)
 {
     (void)dt;
-    if (!(c->set & CFG_NUM_WARPS)) c->num_warps = 4;
+    if (!(c->set & CFG_MMA)) c->mma = (dev->features & RT_FEAT_MMA_SYNC) && dt != DT_FP32 ? MMA_SYNC : MMA_FMA;
+    if (!(c->set & CFG_STAGES)) c->stages = c->mma == MMA_SYNC ? 2 : 1;
     if (!(c->set & CFG_KPAD)) c->kpad = 1;
-    if (!(c->set & CFG_MMA)) c->mma = MMA_FMA;
+    if (c->mma == MMA_SYNC) {
+        if (!(c->set & CFG_NUM_WARPS)) c->num_warps = (c->set & CFG_BLOCK_M) ? (c->block_m >= 16 ? c->block_m / 16 : 1) : 4;
+        if (!(c->set & CFG_BLOCK_M)) c->block_m = 16 * c->num_warps;
+        if (!(c->set & CFG_BLOCK_N)) c->block_n = s->d > 128 ? 32 : 64;
+        goto split;
+    }
+    if (!(c->set & CFG_NUM_WARPS)) c->num_warps = 4;
     static const int tiles[][2] = {{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}, {16, 8}};
-    size_t limit = dev->shared_bytes ? dev->shared_bytes : 48 * 1024;
+    size_t limit = dev->static_shared_bytes ? dev->static_shared_bytes : 48 * 1024;
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         kconfig t = *c;
         if (!(c->set & CFG_BLOCK_M)) t.block_m = tiles[i][0];
@@ -101,6 +118,7 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
             break;
         }
     }
+split:
     if (!(c->set & CFG_SPLIT_KV)) {
         /* flash-decoding: enough work-groups to fill the device twice over */
         long groups = (long)((s->sq + c->block_m - 1) / c->block_m) * s->batch * s->hq;
@@ -115,9 +133,25 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
     }
 }
 
-status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_t *s, char *reason, size_t len)
+status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_t *s, dtype_t dt,
+                       char *reason, size_t len)
 {
     int nt = c->num_warps * 32;
+    if (c->mma == MMA_SYNC) {
+        if (!(dev->features & RT_FEAT_MMA_SYNC)) {
+            snprintf(reason, len, "MMA=mma needs NVIDIA tensor cores (sm_80+) through the cuda runtime");
+            return ST_UNSUPPORTED;
+        }
+        if (dt == DT_FP32) { snprintf(reason, len, "MMA=mma needs fp16 or bf16"); return ST_UNSUPPORTED; }
+        if (c->block_m != 16 * c->num_warps) {
+            snprintf(reason, len, "MMA=mma needs BLOCK_M = 16 * NUM_WARPS (got %d, %d)", c->block_m, c->num_warps);
+            return ST_UNSUPPORTED;
+        }
+        if (c->block_n % 16) { snprintf(reason, len, "MMA=mma needs BLOCK_N a multiple of 16"); return ST_UNSUPPORTED; }
+    } else if (c->stages != 1) {
+        snprintf(reason, len, "STAGES applies to MMA=mma only");
+        return ST_UNSUPPORTED;
+    }
     if (!(nt % c->block_m == 0 || c->block_m % nt == 0)) {
         snprintf(reason, len, "NUM_WARPS*32=%d and BLOCK_M=%d: one must divide the other", nt, c->block_m);
         return ST_UNSUPPORTED;
@@ -127,8 +161,9 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         return ST_RESOURCE_LIMIT;
     }
     size_t sh = kconfig_shared_bytes(c, s->d);
-    if (dev->shared_bytes && sh > dev->shared_bytes) {
-        snprintf(reason, len, "needs %zu bytes of shared memory > device limit %zu", sh, dev->shared_bytes);
+    size_t sh_limit = c->mma == MMA_SYNC ? dev->shared_bytes : dev->static_shared_bytes;
+    if (sh_limit && sh > sh_limit) {
+        snprintf(reason, len, "needs %zu bytes of shared memory > device limit %zu", sh, sh_limit);
         return ST_RESOURCE_LIMIT;
     }
     long tiles_kv = (s->skv + c->block_n - 1) / c->block_n;

@@ -6,19 +6,20 @@
 #include "common.h"
 #include "rt.h"
 
-typedef enum { MMA_FMA = 0 } mma_kind;
+typedef enum { MMA_FMA = 0, MMA_SYNC = 1 } mma_kind;
 
 typedef struct {
-    int block_m, block_n, num_warps, split_kv, kpad;
+    int block_m, block_n, num_warps, split_kv, kpad, stages;
     mma_kind mma;
     unsigned set; /* bit per field the user gave explicitly (CFG_*) */
     int fault_skip_last_tile; /* test hook, never tuned */
 } kconfig;
 
-enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CFG_KPAD = 16, CFG_MMA = 32 };
+enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CFG_KPAD = 16, CFG_MMA = 32, CFG_STAGES = 64 };
 
 /* Parses "K=V,K=V" (or ';'), overriding fields of *c and marking them in c->set.
- * Keys: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, MMA (fma), FAULT_SKIP_LAST_TILE.
+ * Keys: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, MMA (fma, mma),
+ * FAULT_SKIP_LAST_TILE.
  * Returns 0 or 2 with err naming the key. */
 int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen);
 
@@ -31,9 +32,13 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
 
 /* Static checks before compiling: returns 0, or ST_UNSUPPORTED / ST_RESOURCE_LIMIT with
  * reason, e.g. thread count above the device limit, shared memory above its size. */
-status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_t *s, char *reason, size_t len);
+status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_t *s, dtype_t dt,
+                       char *reason, size_t len);
 
-/* Shared memory bytes the fma path declares for this configuration. */
+/* Shared memory bytes the kernel uses for this configuration (fma: static arrays; mma:
+ * the dynamic buffer the host must pass at launch, see kconfig_dynamic_shared). */
 size_t kconfig_shared_bytes(const kconfig *c, int d);
+/* Dynamic shared memory to pass at launch: 0 for fma, kconfig_shared_bytes for mma. */
+size_t kconfig_dynamic_shared(const kconfig *c, int d);
 
 #endif

@@ -4,6 +4,7 @@
 #define KERNEL __kernel
 #define GLOBAL __global
 #define SHARED __local
+#define SHARED_PTR __local
 #define RESTRICT restrict
 #define INLINE inline
 #define BARRIER() barrier(CLK_LOCAL_MEM_FENCE)

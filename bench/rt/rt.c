@@ -8,8 +8,9 @@
 #include <strings.h>
 
 extern const rt_runtime rt_opencl;
+extern const rt_runtime rt_cuda;
 
-static const rt_runtime *const runtimes[] = { &rt_opencl };
+static const rt_runtime *const runtimes[] = { &rt_cuda, &rt_opencl };
 #define NRT ((int)(sizeof runtimes / sizeof runtimes[0]))
 
 /* Loader state: written once per runtime on first use (single-threaded start-up). */
@@ -20,6 +21,13 @@ static char absent_why[NRT][512];
 int rt_count(void) { return NRT; }
 
 const rt_runtime *rt_get(int i) { return (i >= 0 && i < NRT) ? runtimes[i] : NULL; }
+
+const rt_runtime *rt_find(const char *name)
+{
+    for (int i = 0; i < NRT; i++)
+        if (!strcmp(runtimes[i]->name, name)) return runtimes[i];
+    return NULL;
+}
 
 int rt_status(int i, const char **why)
 {

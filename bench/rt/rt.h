@@ -25,11 +25,15 @@ typedef struct {
     int compute_units;
     int warp_size;           /* SIMD width the kernel may assume for warps (1 if none) */
     size_t max_group_size;   /* threads per work-group / block */
-    size_t shared_bytes;     /* shared (local) memory per work-group / block */
+    size_t shared_bytes;     /* shared (local) memory per work-group / block, dynamic included */
+    size_t static_shared_bytes; /* statically declared shared memory per block (CUDA: 48 KiB) */
     size_t global_bytes;
     size_t max_alloc_bytes;  /* largest single buffer */
     int clock_mhz;           /* 0 when unknown */
+    unsigned features;       /* RT_FEAT_* bits: what the kernel's tile primitives may use */
 } rt_device_info;
+
+#define RT_FEAT_MMA_SYNC 1u  /* NVIDIA mma.sync/ldmatrix/cp.async (sm_80+) through this runtime */
 
 /* What the compiler and runtime report for one kernel; -1 where a runtime cannot tell. */
 typedef struct {
@@ -89,6 +93,15 @@ typedef struct rt_runtime {
     /* Device time from the start of the launch `first` to the end of `last`, in ms. */
     int (*elapsed_ms)(rt_ctx *ctx, rt_event *first, rt_event *last, double *ms);
     void (*event_free)(rt_event *ev);
+
+    /* Optional (NULL when the runtime cannot): compiles for a named target with no device
+     * present ("sm_90", "gfx90a"), needing only the compiler library. Fills *binary
+     * (malloc'd), *attrs from the compiler's own report for kernel `kernel` (registers,
+     * spills, shared and stack bytes; -1 where it says nothing) and *log. 0, RT_ECOMPILE
+     * (log says why) or RT_ERR (err says why, e.g. the compiler library is missing). */
+    int (*compile_offline)(const char *arch, const char *source, const char *const *defines, int ndefines,
+                           const char *kernel, void **binary, size_t *len, rt_kernel_attrs *attrs,
+                           char **log, char *err, size_t errlen);
 } rt_runtime;
 
 /* ---- registry ---- */
@@ -96,6 +109,8 @@ typedef struct rt_runtime {
 /* Every runtime compiled into this binary, initialised on first use. */
 int rt_count(void);
 const rt_runtime *rt_get(int i);
+/* The runtime called name ("cuda"), present or not; NULL when not compiled in. */
+const rt_runtime *rt_find(const char *name);
 /* 0 when runtime i is present; else -1 and *why says why it is absent. */
 int rt_status(int i, const char **why);
 

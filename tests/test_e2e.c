@@ -1,6 +1,7 @@
-/* test_e2e_opencl.c: the portable kernel against the CPU reference on the first OpenCL
- * device (PoCL in CI): odd lengths, every head dim and dtype, causal and not, GQA/MQA,
- * Sq != Skv, split-KV, several thread mappings, and a deliberately wrong kernel. */
+/* test_e2e.c: the portable kernel against the CPU reference on a device: the first
+ * OpenCL device (PoCL in CI) or $FABENCH_TEST_DEVICE (cuda:0 on a GPU machine): odd
+ * lengths, every head dim and dtype, causal and not, GQA/MQA, Sq != Skv, split-KV,
+ * several thread mappings of both tile implementations, and a deliberately wrong kernel. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -155,9 +156,9 @@ static void test_thread_mappings(void **state)
 {
     (void)state;
     int bad = 0;
-    const char *cfgs[] = {"BLOCK_M=16,BLOCK_N=16,NUM_WARPS=1", "BLOCK_M=128,BLOCK_N=16,NUM_WARPS=2",
-                          "BLOCK_M=32,BLOCK_N=128,NUM_WARPS=8", "BLOCK_M=64,BLOCK_N=8,NUM_WARPS=4,KPAD=0",
-                          "BLOCK_M=1,BLOCK_N=64,NUM_WARPS=1"};
+    const char *cfgs[] = {"MMA=fma,BLOCK_M=16,BLOCK_N=16,NUM_WARPS=1", "MMA=fma,BLOCK_M=128,BLOCK_N=16,NUM_WARPS=2",
+                          "MMA=fma,BLOCK_M=32,BLOCK_N=128,NUM_WARPS=8", "MMA=fma,BLOCK_M=64,BLOCK_N=8,NUM_WARPS=4,KPAD=0",
+                          "MMA=fma,BLOCK_M=1,BLOCK_N=64,NUM_WARPS=1"};
     int before = cases_run;
     for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
         shape_t a = mk(1, 2, 1, 129, 129, 80, 1);
@@ -167,6 +168,38 @@ static void test_thread_mappings(void **state)
     }
     assert_int_equal(bad, 0);
     assert_true(cases_run - before >= 6); /* most mappings fit any device */
+}
+
+/* Tensor-core tiles (MMA=mma) where the device has them: warps, tile widths, pipeline
+ * depths, every head dim, both 16-bit types, split-KV, causal tails. */
+static void test_mma_sync(void **state)
+{
+    (void)state;
+    if (!(dev.info.features & RT_FEAT_MMA_SYNC)) skip();
+    int bad = 0, before = cases_run;
+    const char *cfgs[] = {"MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=16,STAGES=1",
+                          "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2",
+                          "MMA=mma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=32,STAGES=3",
+                          "MMA=mma,NUM_WARPS=2,BLOCK_M=32,BLOCK_N=128,STAGES=2",
+                          "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=32,STAGES=4,SPLIT_KV=3"};
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++)
+        for (size_t k = 0; k < fb_n_supported_d; k++)
+            for (int dt = DT_FP16; dt <= DT_BF16; dt++) {
+                shape_t a = mk(1, 4, 2, 129, 300, fb_supported_d[k], (int)((c + k) & 1));
+                shape_t b = mk(2, 2, 1, 300, 33, fb_supported_d[k], 1);
+                bad += run_case(&a, (dtype_t)dt, cfgs[c]) != ST_OK;
+                bad += run_case(&b, (dtype_t)dt, cfgs[c]) != ST_OK;
+            }
+    for (size_t i = 0; i < NLENS; i++)
+        for (size_t j = 0; j < NLENS; j++) {
+            shape_t s = mk(1, 8, 1, lens[i], lens[j], 128, (int)((i + j) & 1));
+            bad += run_case(&s, DT_BF16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2") != ST_OK;
+        }
+    assert_int_equal(bad, 0);
+    assert_true(cases_run - before >= 60);
+    /* and a wrong tensor-core kernel is caught too */
+    shape_t w = mk(1, 2, 2, 33, 300, 128, 0);
+    assert_int_equal(run_case(&w, DT_BF16, "MMA=mma,FAULT_SKIP_LAST_TILE=1,BLOCK_N=32"), ST_WRONG_RESULT);
 }
 
 /* A kernel that skips the last key tile must be caught, with and without split-KV. */
@@ -209,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_gqa_mqa),
         cmocka_unit_test(test_split_kv),
         cmocka_unit_test(test_thread_mappings),
+        cmocka_unit_test(test_mma_sync),
         cmocka_unit_test(test_resource_limit_recorded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

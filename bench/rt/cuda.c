@@ -1,0 +1,954 @@
+/* cuda.c: the CUDA runtime through the driver API (libcuda.so.1) and NVRTC (libnvrtc.so),
+ * both loaded with dlopen and declared here, so no CUDA headers or toolkit are needed to
+ * build: devices, NVRTC builds to CUBIN with ptxas' resource report, the primary context
+ * and one non-blocking stream per opened device, launches, event timing, and offline
+ * compiles for a named architecture with NVRTC alone. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rt.h"
+
+/* ---- the few driver API and NVRTC declarations we use (values as in cuda.h / nvrtc.h) ---- */
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef int nvrtcResult;
+typedef struct _nvrtcProgram *nvrtcProgram;
+
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_NO_DEVICE 100
+#define CUDA_ERROR_NOT_READY 600
+#define CUDA_ERROR_ILLEGAL_ADDRESS 700
+#define CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES 701
+#define CUDA_ERROR_LAUNCH_TIMEOUT 702
+#define CUDA_ERROR_ASSERT 710
+#define CUDA_ERROR_HARDWARE_STACK_ERROR 714
+#define CUDA_ERROR_LAUNCH_FAILED 719
+
+#define CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1
+#define CU_DEVICE_ATTRIBUTE_WARP_SIZE 10
+#define CU_DEVICE_ATTRIBUTE_CLOCK_RATE 13 /* kHz */
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+
+#define CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
+#define CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
+#define CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES 3
+#define CU_FUNC_ATTRIBUTE_NUM_REGS 4
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+
+#define CU_STREAM_NON_BLOCKING 1
+#define CU_EVENT_DEFAULT 0
+
+#define NVRTC_SUCCESS 0
+#define NVRTC_ERROR_INVALID_OPTION 5
+#define NVRTC_ERROR_COMPILATION 6
+#define NVRTC_ERROR_BUILTIN_OPERATION_FAILURE 7
+
+/* One typedef and one pointer per API function: X(member, symbol, return, parameters,
+ * required). The member is the API's name; the symbol is the versioned one (_v2) where the
+ * headers map the name onto one. */
+#define CU_API(X)                                                                              \
+    X(cuInit, "cuInit", CUresult, (unsigned int), 1)                                           \
+    X(cuDriverGetVersion, "cuDriverGetVersion", CUresult, (int *), 1)                          \
+    X(cuGetErrorName, "cuGetErrorName", CUresult, (CUresult, const char **), 1)                \
+    X(cuGetErrorString, "cuGetErrorString", CUresult, (CUresult, const char **), 1)            \
+    X(cuDeviceGetCount, "cuDeviceGetCount", CUresult, (int *), 1)                              \
+    X(cuDeviceGet, "cuDeviceGet", CUresult, (CUdevice *, int), 1)                              \
+    X(cuDeviceGetName, "cuDeviceGetName", CUresult, (char *, int, CUdevice), 1)                \
+    X(cuDeviceGetAttribute, "cuDeviceGetAttribute", CUresult, (int *, int, CUdevice), 1)       \
+    X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", CUresult, (size_t *, CUdevice), 1)              \
+    X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", CUresult, (CUcontext *, CUdevice), 1) \
+    X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", CUresult, (CUdevice), 1)     \
+    X(cuCtxSetCurrent, "cuCtxSetCurrent", CUresult, (CUcontext), 1)                            \
+    X(cuStreamCreate, "cuStreamCreate", CUresult, (CUstream *, unsigned int), 1)               \
+    X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult, (CUstream), 1)                          \
+    X(cuStreamQuery, "cuStreamQuery", CUresult, (CUstream), 1)                                 \
+    X(cuStreamSynchronize, "cuStreamSynchronize", CUresult, (CUstream), 1)                     \
+    X(cuModuleLoadData, "cuModuleLoadData", CUresult, (CUmodule *, const void *), 1)           \
+    X(cuModuleUnload, "cuModuleUnload", CUresult, (CUmodule), 1)                               \
+    X(cuModuleGetFunction, "cuModuleGetFunction", CUresult, (CUfunction *, CUmodule, const char *), 1) \
+    X(cuFuncGetAttribute, "cuFuncGetAttribute", CUresult, (int *, int, CUfunction), 1)         \
+    X(cuFuncSetAttribute, "cuFuncSetAttribute", CUresult, (CUfunction, int, int), 1)           \
+    X(cuMemAlloc, "cuMemAlloc_v2", CUresult, (CUdeviceptr *, size_t), 1)                       \
+    X(cuMemFree, "cuMemFree_v2", CUresult, (CUdeviceptr), 1)                                   \
+    X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", CUresult, (CUdeviceptr, const void *, size_t, CUstream), 1) \
+    X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", CUresult, (void *, CUdeviceptr, size_t, CUstream), 1) \
+    X(cuLaunchKernel, "cuLaunchKernel", CUresult, (CUfunction, unsigned int, unsigned int,     \
+        unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, CUstream, void **, void **), 1) \
+    X(cuEventCreate, "cuEventCreate", CUresult, (CUevent *, unsigned int), 1)                  \
+    X(cuEventRecord, "cuEventRecord", CUresult, (CUevent, CUstream), 1)                        \
+    X(cuEventSynchronize, "cuEventSynchronize", CUresult, (CUevent), 1)                        \
+    X(cuEventDestroy, "cuEventDestroy_v2", CUresult, (CUevent), 1)                             \
+    X(cuEventElapsedTime_v2, "cuEventElapsedTime_v2", CUresult, (float *, CUevent, CUevent), 0) \
+    X(cuEventElapsedTime, "cuEventElapsedTime", CUresult, (float *, CUevent, CUevent), 0)
+
+#define NVRTC_API(X)                                                                           \
+    X(nvrtcVersion, "nvrtcVersion", nvrtcResult, (int *, int *), 1)                            \
+    X(nvrtcGetErrorString, "nvrtcGetErrorString", const char *, (nvrtcResult), 1)              \
+    X(nvrtcCreateProgram, "nvrtcCreateProgram", nvrtcResult, (nvrtcProgram *, const char *,    \
+        const char *, int, const char *const *, const char *const *), 1)                       \
+    X(nvrtcDestroyProgram, "nvrtcDestroyProgram", nvrtcResult, (nvrtcProgram *), 1)            \
+    X(nvrtcCompileProgram, "nvrtcCompileProgram", nvrtcResult, (nvrtcProgram, int, const char *const *), 1) \
+    X(nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", nvrtcResult, (nvrtcProgram, size_t *), 1) \
+    X(nvrtcGetProgramLog, "nvrtcGetProgramLog", nvrtcResult, (nvrtcProgram, char *), 1)        \
+    X(nvrtcGetPTXSize, "nvrtcGetPTXSize", nvrtcResult, (nvrtcProgram, size_t *), 1)            \
+    X(nvrtcGetPTX, "nvrtcGetPTX", nvrtcResult, (nvrtcProgram, char *), 1)                      \
+    X(nvrtcGetCUBINSize, "nvrtcGetCUBINSize", nvrtcResult, (nvrtcProgram, size_t *), 1)        \
+    X(nvrtcGetCUBIN, "nvrtcGetCUBIN", nvrtcResult, (nvrtcProgram, char *), 1)                  \
+    X(nvrtcGetNumSupportedArchs, "nvrtcGetNumSupportedArchs", nvrtcResult, (int *), 0)         \
+    X(nvrtcGetSupportedArchs, "nvrtcGetSupportedArchs", nvrtcResult, (int *), 0)
+
+#define X_TYPEDEF(member, sym, ret, params, req) typedef ret (*member##_fn) params;
+CU_API(X_TYPEDEF)
+NVRTC_API(X_TYPEDEF)
+#undef X_TYPEDEF
+
+#define MAX_DEVICES 32
+
+/* The driver's state: filled once by cu_init, read-only afterwards. */
+static struct {
+    int inited, init_rc;
+    char init_err[512];
+    void *lib;
+#define X_MEMBER(member, sym, ret, params, req) member##_fn member;
+    CU_API(X_MEMBER)
+#undef X_MEMBER
+    int ndev;
+    CUdevice dev[MAX_DEVICES];
+    int optin_shared[MAX_DEVICES];
+    rt_device_info info[MAX_DEVICES];
+} cu;
+
+/* NVRTC's state: loaded once (by init or by the first offline compile), read-only after. */
+static struct {
+    pthread_once_t once;
+    int ok;
+    char why[448];
+    char path[256];
+    int major, minor;
+    void *lib;
+#define X_MEMBER(member, sym, ret, params, req) member##_fn member;
+    NVRTC_API(X_MEMBER)
+#undef X_MEMBER
+} nv = {.once = PTHREAD_ONCE_INIT};
+
+struct rt_ctx {
+    int index;
+    CUdevice dev;
+    CUcontext ctx;
+    CUstream stream;
+    int optin_shared;
+    char arch[64];
+};
+struct rt_buf { CUdeviceptr ptr; CUcontext ctx; };
+struct rt_module {
+    rt_ctx *c;
+    CUmodule mod;
+    void *bin;     /* the CUBIN that was loaded */
+    size_t binlen;
+    char *log;     /* NVRTC's log with ptxas' resource report */
+};
+struct rt_kernel { CUfunction f; long max_threads; long max_dyn_shared; };
+struct rt_event { CUevent start, stop; };
+
+#define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
+
+/* "CUDA_ERROR_X (description)" into buf. */
+static const char *cu_describe(CUresult r, char *buf, size_t len)
+{
+    const char *name = NULL, *str = NULL;
+    if (cu.cuGetErrorName && cu.cuGetErrorName(r, &name) != CUDA_SUCCESS) name = NULL;
+    if (cu.cuGetErrorString && cu.cuGetErrorString(r, &str) != CUDA_SUCCESS) str = NULL;
+    if (name && str) snprintf(buf, len, "%s (%s)", name, str);
+    else if (name) snprintf(buf, len, "%s", name);
+    else snprintf(buf, len, "CUDA error %d", r);
+    return buf;
+}
+
+/* Errors after which the context cannot run anything more: a kernel fault. */
+static int cu_sticky(CUresult r)
+{
+    return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_ASSERT ||
+           (r >= CUDA_ERROR_HARDWARE_STACK_ERROR && r <= CUDA_ERROR_LAUNCH_FAILED);
+}
+
+#define STICKY_MSG "; a kernel fault left CUDA unusable in this process: only a new process can use the device again"
+
+#define CU_FAIL(call, r, ...) do {                                                         \
+        char d_[256];                                                                     \
+        snprintf(err, errlen, "%s: %s%s", call, cu_describe(r, d_, sizeof d_),             \
+                 cu_sticky(r) ? STICKY_MSG : "");                                         \
+        __VA_ARGS__;                                                                      \
+        return RT_ERR;                                                                    \
+    } while (0)
+
+static int make_current(rt_ctx *c, char *err, size_t errlen)
+{
+    CUresult r = cu.cuCtxSetCurrent(c->ctx);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuCtxSetCurrent", r, (void)0);
+    return 0;
+}
+
+/* ---- NVRTC loading ---- */
+
+static int nvrtc_try(const char *path, char *dlerr, size_t dlerrlen)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        if (!dlerr[0]) snprintf(dlerr, dlerrlen, "%s", dlerror());
+        else (void)dlerror();
+        return 0;
+    }
+#define X_LOAD(member, sym, ret, params, req)                                         \
+    nv.member = (member##_fn)dlsym(h, sym);                                           \
+    if (!nv.member && req) {                                                          \
+        snprintf(nv.why, sizeof nv.why, "%s lacks the required symbol %s (NVRTC older than 11.2?)", path, sym); \
+        dlclose(h);                                                                   \
+        return 0;                                                                     \
+    }
+    NVRTC_API(X_LOAD)
+#undef X_LOAD
+    nv.lib = h;
+    snprintf(nv.path, sizeof nv.path, "%s", path);
+    return 1;
+}
+
+static void nvrtc_load_once(void)
+{
+    static const char *const names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"};
+    const char *dirs[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda", NULL};
+    char dlerr[192] = "";
+    const size_t nn = sizeof names / sizeof names[0];
+    for (size_t i = 0; i < nn && !nv.lib; i++) nvrtc_try(names[i], dlerr, sizeof dlerr);
+    for (size_t d = 0; d < 4 && !nv.lib; d++) {
+        char dir[160];
+        if (d < 3) {
+            if (!dirs[d] || !dirs[d][0]) continue;
+            snprintf(dir, sizeof dir, "%s/lib64", dirs[d]);
+        } else {
+            snprintf(dir, sizeof dir, "/usr/lib/x86_64-linux-gnu");
+        }
+        for (size_t i = 0; i < nn && !nv.lib; i++) {
+            char path[192];
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+            nvrtc_try(path, dlerr, sizeof dlerr);
+        }
+    }
+    if (!nv.lib) {
+        if (!nv.why[0])
+            snprintf(nv.why, sizeof nv.why,
+                     "NVRTC not found (%s; also looked in $CUDA_HOME/lib64, $CUDA_PATH/lib64, "
+                     "/usr/local/cuda/lib64): install the CUDA toolkit's NVRTC (cuda-nvrtc) or set CUDA_HOME",
+                     dlerr);
+        return;
+    }
+    if (nv.nvrtcVersion(&nv.major, &nv.minor) != NVRTC_SUCCESS) nv.major = nv.minor = 0;
+    /* NVRTC loads libnvrtc-builtins.so.X.Y by name at its first compile; where we found NVRTC
+     * in a directory the loader does not search, load the builtins from there first, so that
+     * lookup finds them already loaded */
+    const char *slash = strrchr(nv.path, '/');
+    if (slash) {
+        char path[320];
+        snprintf(path, sizeof path, "%.*s/libnvrtc-builtins.so.%d.%d", (int)(slash - nv.path), nv.path, nv.major,
+                 nv.minor);
+        if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) (void)dlerror();
+    }
+    nv.ok = 1;
+}
+
+static int nvrtc_load(char *err, size_t errlen)
+{
+    pthread_once(&nv.once, nvrtc_load_once);
+    if (!nv.ok) FAIL("%s", nv.why);
+    return 0;
+}
+
+/* ---- ptxas' verbose report ---- */
+
+/* Whether the symbol s[0..n) names kernel: the same name, or a C++ mangling
+ * _Z<len><name>... of it. */
+static int sym_is(const char *s, size_t n, const char *kernel)
+{
+    size_t kl = strlen(kernel);
+    if (n == kl && !strncmp(s, kernel, kl)) return 1;
+    if (n > 2 && s[0] == '_' && s[1] == 'Z') {
+        char pre[32];
+        int pl = snprintf(pre, sizeof pre, "%zu", kl);
+        if (n >= 2 + (size_t)pl + kl && !strncmp(s + 2, pre, (size_t)pl) && !strncmp(s + 2 + pl, kernel, kl))
+            return 1;
+    }
+    return 0;
+}
+
+static long num_before(const char *line, const char *end, const char *what)
+{
+    /* the number right before `what` on this line, e.g. "24 bytes spill stores" */
+    const char *p = line;
+    while ((p = strstr(p, what)) && p < end) {
+        const char *q = p;
+        while (q > line && q[-1] == ' ') q--;
+        const char *e = q;
+        while (q > line && isdigit((unsigned char)q[-1])) q--;
+        if (q < e) return strtol(q, NULL, 10);
+        p += strlen(what);
+    }
+    return -1;
+}
+
+/* Fills registers, spill_bytes, shared_bytes and private_bytes (stack frame) for kernel from
+ * an NVRTC log with ptxas --verbose output; leaves -1 where the log says nothing. */
+static void parse_ptxas(const char *log, const char *kernel, rt_kernel_attrs *a)
+{
+    a->registers = a->spill_bytes = a->shared_bytes = a->private_bytes = -1;
+    if (!log || !kernel) return;
+    int in_entry = 0, props_next = 0;
+    for (const char *line = log; *line;) {
+        const char *end = strchr(line, '\n');
+        if (!end) end = line + strlen(line);
+        const char *p;
+        if ((p = strstr(line, "Compiling entry function '")) && p < end) {
+            p += strlen("Compiling entry function '");
+            const char *q = memchr(p, '\'', (size_t)(end - p));
+            in_entry = q && sym_is(p, (size_t)(q - p), kernel);
+            props_next = 0;
+        } else if ((p = strstr(line, "Function properties for ")) && p < end) {
+            p += strlen("Function properties for ");
+            size_t n = 0;
+            while (p + n < end && !isspace((unsigned char)p[n])) n++;
+            props_next = sym_is(p, n, kernel);
+        } else if (props_next && strstr(line, "bytes stack frame") && strstr(line, "bytes stack frame") < end) {
+            long st = num_before(line, end, "bytes stack frame");
+            long ss = num_before(line, end, "bytes spill stores");
+            long sl = num_before(line, end, "bytes spill loads");
+            a->private_bytes = st;
+            a->spill_bytes = ss >= 0 && sl >= 0 ? ss + sl : -1;
+            props_next = 0;
+        } else if (in_entry && (p = strstr(line, "Used ")) && p < end && strstr(p, " registers") &&
+                   strstr(p, " registers") < end) {
+            a->registers = strtol(p + 5, NULL, 10);
+            long sm = num_before(line, end, "bytes smem");
+            a->shared_bytes = sm >= 0 ? sm : 0;
+            in_entry = 0;
+        }
+        line = *end ? end + 1 : end;
+    }
+}
+
+/* ---- NVRTC builds ---- */
+
+static char *prog_log(nvrtcProgram p)
+{
+    size_t n = 0;
+    if (nv.nvrtcGetProgramLogSize(p, &n) != NVRTC_SUCCESS) n = 0;
+    char *log = malloc(n + 1);
+    if (!log) return NULL;
+    if (n && nv.nvrtcGetProgramLog(p, log) != NVRTC_SUCCESS) n = 0;
+    log[n] = 0;
+    return log;
+}
+
+/* Appends a line to a malloc'd log (which may be NULL). */
+static char *log_append(char *log, const char *line)
+{
+    size_t a = log ? strlen(log) : 0, b = strlen(line);
+    char *n = realloc(log, a + b + 2);
+    if (!n) return log;
+    if (a && n[a - 1] != '\n') n[a++] = '\n';
+    memcpy(n + a, line, b + 1);
+    return n;
+}
+
+/* " It knows sm_75 sm_80 ..." from NVRTC, or "" where it cannot say. */
+static void supported_archs(char *out, size_t len)
+{
+    int n = 0;
+    out[0] = 0;
+    if (!nv.nvrtcGetNumSupportedArchs || !nv.nvrtcGetSupportedArchs || len < 16) return;
+    if (nv.nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 256) return;
+    int a[256];
+    if (nv.nvrtcGetSupportedArchs(a) != NVRTC_SUCCESS) return;
+    size_t o = (size_t)snprintf(out, len, " It knows");
+    for (int i = 0; i < n && o + 8 < len; i++) o += (size_t)snprintf(out + o, len - o, " sm_%d", a[i]);
+}
+
+/* For a device newer than this NVRTC: the newest architecture it knows below the device's
+ * compute capability cc (e.g. 90 for sm_90), as "compute_XY" in out; 0, or -1 when the
+ * device's own architecture is known (or NVRTC cannot say). */
+static int ptx_fallback_arch(int cc, char *out, size_t len)
+{
+    int n = 0, a[256], best = 0;
+    if (!nv.nvrtcGetNumSupportedArchs || !nv.nvrtcGetSupportedArchs) return -1;
+    if (nv.nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 256) return -1;
+    if (nv.nvrtcGetSupportedArchs(a) != NVRTC_SUCCESS) return -1;
+    for (int i = 0; i < n; i++) {
+        if (a[i] == cc) return -1;
+        if (a[i] < cc && a[i] > best) best = a[i];
+    }
+    if (!best) return -1;
+    snprintf(out, len, "compute_%d", best);
+    return 0;
+}
+
+/* Compiles source for arch: "sm_XY[a]" gives a CUBIN (with ptxas' report in the log),
+ * "compute_XY[a]" PTX. 0, RT_ECOMPILE (*log says why) or RT_ERR. */
+static int nvrtc_build(const char *arch, const char *source, const char *const *defines, int ndefines,
+                       void **bin, size_t *len, int *is_ptx, char **log, char *err, size_t errlen)
+{
+    *bin = NULL;
+    *len = 0;
+    if (log) *log = NULL;
+    if (nvrtc_load(err, errlen) != 0) return RT_ERR;
+    const int ptx = !strncmp(arch, "compute_", 8);
+    if (is_ptx) *is_ptx = ptx;
+
+    const char **opts = calloc((size_t)ndefines + 5, sizeof *opts);
+    char **defs = calloc((size_t)ndefines + 1, sizeof *defs);
+    char archopt[96];
+    if (!opts || !defs) { free(opts); free(defs); FAIL("%s", "out of memory"); }
+    int no = 0;
+    snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
+    opts[no++] = archopt;
+    opts[no++] = "-std=c++17";
+    opts[no++] = "-default-device";
+    if (!ptx) opts[no++] = "--ptxas-options=--verbose";
+    int rc = 0;
+    for (int i = 0; i < ndefines; i++) {
+        size_t l = strlen(defines[i]) + 3;
+        defs[i] = malloc(l);
+        if (!defs[i]) { rc = RT_ERR; snprintf(err, errlen, "out of memory"); goto out_opts; }
+        snprintf(defs[i], l, "-D%s", defines[i]);
+        opts[no++] = defs[i];
+    }
+
+    nvrtcProgram p = NULL;
+    nvrtcResult r = nv.nvrtcCreateProgram(&p, source, "attn_fwd.cu", 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS) {
+        rc = RT_ERR;
+        snprintf(err, errlen, "nvrtcCreateProgram: %s", nv.nvrtcGetErrorString(r));
+        goto out_opts;
+    }
+    r = nv.nvrtcCompileProgram(p, no, opts);
+    char *lg = prog_log(p);
+    if (r != NVRTC_SUCCESS) {
+        char line[1024];
+        int o = snprintf(line, sizeof line, "nvrtcCompileProgram (NVRTC %d.%d, %s): %s; options:", nv.major,
+                         nv.minor, arch, nv.nvrtcGetErrorString(r));
+        for (int i = 0; i < no && o > 0 && (size_t)o < sizeof line; i++)
+            o += snprintf(line + o, sizeof line - (size_t)o, " %s", opts[i]);
+        if (r == NVRTC_ERROR_INVALID_OPTION) {
+            char known[512];
+            supported_archs(known, sizeof known);
+            char hint[640];
+            snprintf(hint, sizeof hint, "error: NVRTC rejected the options; is %s an architecture this NVRTC knows?%s",
+                     arch, known);
+            lg = log_append(lg, hint);
+        }
+        if (r == NVRTC_ERROR_BUILTIN_OPERATION_FAILURE && o > 0 && (size_t)o < sizeof line)
+            snprintf(line + o, sizeof line - (size_t)o, "; NVRTC could not load libnvrtc-builtins.so.%d.%d: put the "
+                     "directory of %s on LD_LIBRARY_PATH", nv.major, nv.minor, nv.path[0] ? nv.path : "libnvrtc.so");
+        lg = log_append(lg, line);
+        snprintf(err, errlen, "%s", line);
+        rc = r == NVRTC_ERROR_COMPILATION || r == NVRTC_ERROR_INVALID_OPTION ? RT_ECOMPILE : RT_ERR;
+        goto out_prog;
+    }
+    size_t n = 0;
+    r = ptx ? nv.nvrtcGetPTXSize(p, &n) : nv.nvrtcGetCUBINSize(p, &n);
+    if (r != NVRTC_SUCCESS || n == 0) {
+        rc = RT_ERR;
+        snprintf(err, errlen, "nvrtcGet%sSize: %s", ptx ? "PTX" : "CUBIN",
+                 r != NVRTC_SUCCESS ? nv.nvrtcGetErrorString(r) : "empty");
+        goto out_prog;
+    }
+    char *b = malloc(n);
+    if (!b) { rc = RT_ERR; snprintf(err, errlen, "out of memory"); goto out_prog; }
+    r = ptx ? nv.nvrtcGetPTX(p, b) : nv.nvrtcGetCUBIN(p, b);
+    if (r != NVRTC_SUCCESS) {
+        free(b);
+        rc = RT_ERR;
+        snprintf(err, errlen, "nvrtcGet%s: %s", ptx ? "PTX" : "CUBIN", nv.nvrtcGetErrorString(r));
+        goto out_prog;
+    }
+    *bin = b;
+    *len = n;
+out_prog:
+    nv.nvrtcDestroyProgram(&p);
+    if (log) *log = lg;
+    else free(lg);
+out_opts:
+    for (int i = 0; i < ndefines; i++) free(defs[i]);
+    free(defs);
+    free(opts);
+    return rc;
+}
+
+static int cu_compile_offline(const char *arch, const char *source, const char *const *defines, int ndefines,
+                              const char *kernel, void **binary, size_t *len, rt_kernel_attrs *attrs,
+                              char **log, char *err, size_t errlen)
+{
+    char *lg = NULL;
+    int is_ptx = 0;
+    if (log) *log = NULL;
+    if (!arch || (strncmp(arch, "sm_", 3) != 0 && strncmp(arch, "compute_", 8) != 0)) {
+        snprintf(err, errlen, "error: unknown CUDA target '%s': use sm_XY (CUBIN) or compute_XY (PTX)", arch ? arch : "");
+        if (log) *log = log_append(NULL, err);
+        return RT_ECOMPILE;
+    }
+    int rc = nvrtc_build(arch, source, defines, ndefines, binary, len, &is_ptx, &lg, err, errlen);
+    if (attrs) {
+        parse_ptxas(rc == 0 ? lg : NULL, kernel, attrs);
+        attrs->max_threads = -1;
+        attrs->binary_bytes = rc == 0 ? (long)*len : -1;
+    }
+    if (log) *log = lg;
+    else free(lg);
+    return rc;
+}
+
+/* ---- driver: devices ---- */
+
+static void fill_info(int i)
+{
+    CUdevice d = cu.dev[i];
+    rt_device_info *o = &cu.info[i];
+    memset(o, 0, sizeof *o);
+    if (cu.cuDeviceGetName(o->name, (int)sizeof o->name, d) != CUDA_SUCCESS) snprintf(o->name, sizeof o->name, "CUDA device %d", i);
+    o->name[sizeof o->name - 1] = 0;
+    snprintf(o->vendor, sizeof o->vendor, "NVIDIA");
+    snprintf(o->platform, sizeof o->platform, "CUDA");
+    int v = 0, major = 0, minor = 0;
+    if (cu.cuDriverGetVersion(&v) == CUDA_SUCCESS) {
+        snprintf(o->driver, sizeof o->driver, "CUDA driver %d.%d", v / 1000, (v % 1000) / 10);
+        snprintf(o->runtime_version, sizeof o->runtime_version, "CUDA driver %d.%d", v / 1000, (v % 1000) / 10);
+    }
+    snprintf(o->compiler, sizeof o->compiler, "NVRTC %d.%d", nv.major, nv.minor);
+    o->is_gpu = 1;
+    if (cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) == CUDA_SUCCESS &&
+        cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) == CUDA_SUCCESS)
+        snprintf(o->arch, sizeof o->arch, "sm_%d%d", major, minor);
+    else
+        snprintf(o->arch, sizeof o->arch, "gpu");
+    if (cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d) == CUDA_SUCCESS) o->compute_units = v;
+    o->warp_size = cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_WARP_SIZE, d) == CUDA_SUCCESS && v > 0 ? v : 32;
+    if (cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, d) == CUDA_SUCCESS && v > 0)
+        o->max_group_size = (size_t)v;
+    if (cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d) == CUDA_SUCCESS && v > 0) {
+        o->shared_bytes = (size_t)v;
+        cu.optin_shared[i] = v;
+    }
+    o->static_shared_bytes = 48 * 1024; /* the most a CUDA kernel may declare statically */
+    if (major >= 8) o->features |= RT_FEAT_MMA_SYNC;
+    size_t mem = 0;
+    if (cu.cuDeviceTotalMem(&mem, d) == CUDA_SUCCESS) o->global_bytes = o->max_alloc_bytes = mem;
+    if (cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, d) == CUDA_SUCCESS && v > 0) o->clock_mhz = v / 1000;
+}
+
+static int cu_init_once(char *err, size_t errlen)
+{
+    char dlerr[512] = "";
+    const char *names[] = {"libcuda.so.1", "libcuda.so"};
+    for (size_t i = 0; i < 2 && !cu.lib; i++) {
+        cu.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!cu.lib && !dlerr[0]) snprintf(dlerr, sizeof dlerr, "%s", dlerror());
+    }
+    if (!cu.lib) FAIL("libcuda.so.1 not found (no NVIDIA driver): %s", dlerr);
+#define X_LOAD(member, sym, ret, params, req)                                             \
+    cu.member = (member##_fn)dlsym(cu.lib, sym);                                          \
+    if (!cu.member && req) FAIL("libcuda.so.1 lacks the required symbol %s (driver older than CUDA 11?)", sym);
+    CU_API(X_LOAD)
+#undef X_LOAD
+    if (!cu.cuEventElapsedTime_v2 && !cu.cuEventElapsedTime)
+        FAIL("%s", "libcuda.so.1 has neither cuEventElapsedTime_v2 nor cuEventElapsedTime");
+
+    char d[256];
+    CUresult r = cu.cuInit(0);
+    if (r != CUDA_SUCCESS)
+        FAIL("cuInit failed: %s%s", cu_describe(r, d, sizeof d),
+             r == CUDA_ERROR_NO_DEVICE ? "; check nvidia-smi and CUDA_VISIBLE_DEVICES" : "");
+    int n = 0;
+    r = cu.cuDeviceGetCount(&n);
+    if (r != CUDA_SUCCESS) FAIL("cuDeviceGetCount: %s", cu_describe(r, d, sizeof d));
+    if (n <= 0) FAIL("%s", "the NVIDIA driver reports no CUDA devices (check nvidia-smi and CUDA_VISIBLE_DEVICES)");
+    if (nvrtc_load(err, errlen) != 0) return RT_ERR;
+    if (n > MAX_DEVICES) n = MAX_DEVICES;
+    for (int i = 0; i < n; i++) {
+        r = cu.cuDeviceGet(&cu.dev[cu.ndev], i);
+        if (r != CUDA_SUCCESS) continue;
+        fill_info(cu.ndev);
+        cu.ndev++;
+    }
+    if (cu.ndev == 0) FAIL("%d CUDA device(s) but cuDeviceGet failed for all", n);
+    return 0;
+}
+
+static int cu_init(char *err, size_t errlen)
+{
+    if (!cu.inited) {
+        cu.inited = 1;
+        cu.init_rc = cu_init_once(cu.init_err, sizeof cu.init_err);
+        if (cu.init_rc != 0) cu.ndev = 0;
+    }
+    if (cu.init_rc != 0) snprintf(err, errlen, "%s", cu.init_err);
+    return cu.init_rc;
+}
+
+static int cu_device_count(void) { return cu.ndev; }
+
+static int cu_device_info(int index, rt_device_info *out)
+{
+    if (index < 0 || index >= cu.ndev) return RT_ERR;
+    *out = cu.info[index];
+    return 0;
+}
+
+/* ---- contexts ---- */
+
+static int cu_open(int index, rt_ctx **out, char *err, size_t errlen)
+{
+    if (index < 0 || index >= cu.ndev) FAIL("no CUDA device %d", index);
+    rt_ctx *c = calloc(1, sizeof *c);
+    if (!c) FAIL("%s", "out of memory");
+    c->index = index;
+    c->dev = cu.dev[index];
+    c->optin_shared = cu.optin_shared[index];
+    snprintf(c->arch, sizeof c->arch, "%s", cu.info[index].arch);
+    CUresult r = cu.cuDevicePrimaryCtxRetain(&c->ctx, c->dev);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuDevicePrimaryCtxRetain", r, free(c));
+    r = cu.cuCtxSetCurrent(c->ctx);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuCtxSetCurrent", r, cu.cuDevicePrimaryCtxRelease(c->dev), free(c));
+    r = cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuStreamCreate", r, cu.cuDevicePrimaryCtxRelease(c->dev), free(c));
+    *out = c;
+    return 0;
+}
+
+static void cu_close(rt_ctx *c)
+{
+    if (!c) return;
+    if (cu.cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS) {
+        cu.cuStreamSynchronize(c->stream);
+        cu.cuStreamDestroy(c->stream);
+    }
+    cu.cuDevicePrimaryCtxRelease(c->dev);
+    free(c);
+}
+
+/* ---- modules and kernels ---- */
+
+static int cu_compile(rt_ctx *c, const char *source, const char *const *defines, int ndefines,
+                      rt_module **out, char **log, char *err, size_t errlen)
+{
+    void *bin = NULL;
+    size_t len = 0;
+    char *lg = NULL;
+    if (log) *log = NULL;
+    int rc = nvrtc_build(c->arch, source, defines, ndefines, &bin, &len, NULL, &lg, err, errlen);
+    char ptxarch[32];
+    if (rc == RT_ECOMPILE && !strncmp(c->arch, "sm_", 3) &&
+        ptx_fallback_arch(atoi(c->arch + 3), ptxarch, sizeof ptxarch) == 0) {
+        /* a GPU newer than this NVRTC: PTX for the newest architecture it knows, which the
+         * driver compiles for the device at load time (no ptxas report, so spills are -1) */
+        free(lg);
+        lg = NULL;
+        rc = nvrtc_build(ptxarch, source, defines, ndefines, &bin, &len, NULL, &lg, err, errlen);
+        char note[256];
+        snprintf(note, sizeof note, "note: NVRTC %d.%d does not know %s; built PTX for %s for the driver to compile",
+                 nv.major, nv.minor, c->arch, ptxarch);
+        lg = log_append(lg, note);
+    }
+    if (rc != 0) {
+        if (log) *log = lg;
+        else free(lg);
+        return rc;
+    }
+    rt_module *m = calloc(1, sizeof *m);
+    if (!m) { free(bin); free(lg); FAIL("%s", "out of memory"); }
+    m->c = c;
+    m->bin = bin;
+    m->binlen = len;
+    if (lg) {
+        m->log = strdup(lg);
+        if (log) *log = lg;
+        else free(lg);
+    }
+    if (make_current(c, err, errlen) != 0) {
+        free(m->bin); free(m->log); free(m);
+        return RT_ERR;
+    }
+    CUresult r = cu.cuModuleLoadData(&m->mod, bin);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuModuleLoadData", r, free(m->bin), free(m->log), free(m));
+    *out = m;
+    return 0;
+}
+
+static int cu_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_kernel_attrs *attrs,
+                         char *err, size_t errlen)
+{
+    if (make_current(m->c, err, errlen) != 0) return RT_ERR;
+    CUfunction f;
+    CUresult r = cu.cuModuleGetFunction(&f, m->mod, name);
+    if (r != CUDA_SUCCESS) {
+        char d[256];
+        FAIL("cuModuleGetFunction(%s): %s (is it declared extern \"C\" __global__?)", name, cu_describe(r, d, sizeof d));
+    }
+    rt_kernel *k = calloc(1, sizeof *k);
+    if (!k) FAIL("%s", "out of memory");
+    k->f = f;
+    int v = 0;
+    long regs = cu.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS ? v : -1;
+    long shared = cu.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS ? v : -1;
+    long local = cu.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f) == CUDA_SUCCESS ? v : -1;
+    k->max_threads = cu.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) == CUDA_SUCCESS ? v : -1;
+    /* lets launches ask for more than the default 48 KiB of dynamic shared memory */
+    k->max_dyn_shared = -1;
+    if (m->c->optin_shared > 0) {
+        int want = m->c->optin_shared - (shared > 0 ? (int)shared : 0);
+        if (want > 0 && cu.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, want) == CUDA_SUCCESS)
+            k->max_dyn_shared = want;
+    }
+    if (k->max_dyn_shared < 0 && cu.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS)
+        k->max_dyn_shared = v;
+    if (attrs) {
+        rt_kernel_attrs p;
+        parse_ptxas(m->log, name, &p);
+        attrs->registers = regs;
+        attrs->spill_bytes = p.spill_bytes;
+        attrs->shared_bytes = shared;
+        attrs->private_bytes = local;
+        attrs->max_threads = k->max_threads;
+        attrs->binary_bytes = (long)m->binlen;
+    }
+    *out = k;
+    return 0;
+}
+
+static void cu_kernel_free(rt_kernel *k) { free(k); }
+
+static int cu_binary(rt_module *m, void **data, size_t *len)
+{
+    void *b = malloc(m->binlen ? m->binlen : 1);
+    if (!b) return RT_ERR;
+    memcpy(b, m->bin, m->binlen);
+    *data = b;
+    *len = m->binlen;
+    return 0;
+}
+
+static void cu_module_free(rt_module *m)
+{
+    if (!m) return;
+    if (cu.cuCtxSetCurrent(m->c->ctx) == CUDA_SUCCESS) cu.cuModuleUnload(m->mod);
+    free(m->bin);
+    free(m->log);
+    free(m);
+}
+
+/* ---- memory ---- */
+
+static int cu_alloc(rt_ctx *c, size_t bytes, rt_buf **out, char *err, size_t errlen)
+{
+    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    rt_buf *b = calloc(1, sizeof *b);
+    if (!b) FAIL("%s", "out of memory");
+    b->ctx = c->ctx;
+    CUresult r = cu.cuMemAlloc(&b->ptr, bytes ? bytes : 4);
+    if (r != CUDA_SUCCESS) {
+        char d[256];
+        free(b);
+        FAIL("cuMemAlloc(%zu bytes): %s", bytes, cu_describe(r, d, sizeof d));
+    }
+    *out = b;
+    return 0;
+}
+
+static void cu_buf_free(rt_buf *b)
+{
+    if (!b) return;
+    if (cu.cuCtxSetCurrent(b->ctx) == CUDA_SUCCESS) cu.cuMemFree(b->ptr);
+    free(b);
+}
+
+/* Copies run on the context's stream, so they are ordered with its launches, and return
+ * once complete. */
+static int cu_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, char *err, size_t errlen)
+{
+    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    CUresult r = cu.cuMemcpyHtoDAsync(dst->ptr, src, bytes, c->stream);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuMemcpyHtoD", r, (void)0);
+    r = cu.cuStreamSynchronize(c->stream);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuStreamSynchronize after cuMemcpyHtoD", r, (void)0);
+    return 0;
+}
+
+static int cu_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen)
+{
+    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    CUresult r = cu.cuMemcpyDtoHAsync(dst, src->ptr, bytes, c->stream);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuMemcpyDtoH", r, (void)0);
+    r = cu.cuStreamSynchronize(c->stream);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuStreamSynchronize after cuMemcpyDtoH", r, (void)0);
+    return 0;
+}
+
+/* ---- launches, waiting, timing ---- */
+
+static int cu_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t block[3],
+                     size_t dyn_shared, const rt_arg *args, int nargs, rt_event **ev,
+                     char *err, size_t errlen)
+{
+    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    for (int i = 0; i < 3; i++)
+        if (grid[i] == 0 || block[i] == 0 || grid[i] > UINT_MAX || block[i] > UINT_MAX) {
+            snprintf(err, errlen, "launch: grid %zux%zux%zu of blocks %zux%zux%zu is beyond CUDA's limits",
+                     grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+            return RT_ERESOURCE;
+        }
+    size_t threads = block[0] * block[1] * block[2];
+    if (k->max_threads > 0 && threads > (size_t)k->max_threads) {
+        snprintf(err, errlen, "launch: %zu threads per block; this kernel allows at most %ld", threads, k->max_threads);
+        return RT_ERESOURCE;
+    }
+    if (dyn_shared > (size_t)INT_MAX || (k->max_dyn_shared >= 0 && dyn_shared > (size_t)k->max_dyn_shared)) {
+        snprintf(err, errlen, "launch: %zu bytes of dynamic shared memory; this kernel on this device allows at most %ld",
+                 dyn_shared, k->max_dyn_shared);
+        return RT_ERESOURCE;
+    }
+    void **params = calloc(nargs > 0 ? (size_t)nargs : 1, sizeof *params);
+    CUdeviceptr *ptrs = calloc(nargs > 0 ? (size_t)nargs : 1, sizeof *ptrs);
+    if (!params || !ptrs) { free(params); free(ptrs); FAIL("%s", "out of memory"); }
+    for (int i = 0; i < nargs; i++) {
+        switch (args[i].kind) {
+        case RT_ARG_BUF: ptrs[i] = args[i].v.buf->ptr; params[i] = &ptrs[i]; break;
+        case RT_ARG_I32: params[i] = (void *)&args[i].v.i32; break;
+        case RT_ARG_I64: params[i] = (void *)&args[i].v.i64; break;
+        case RT_ARG_F32: params[i] = (void *)&args[i].v.f32; break;
+        default: free(params); free(ptrs); FAIL("argument %d: unknown kind", i);
+        }
+    }
+    rt_event *re = NULL;
+    CUresult r;
+    if (ev) {
+        re = calloc(1, sizeof *re);
+        if (!re) { free(params); free(ptrs); FAIL("%s", "out of memory"); }
+        r = cu.cuEventCreate(&re->start, CU_EVENT_DEFAULT);
+        if (r == CUDA_SUCCESS) {
+            r = cu.cuEventCreate(&re->stop, CU_EVENT_DEFAULT);
+            if (r != CUDA_SUCCESS) cu.cuEventDestroy(re->start);
+        }
+        if (r != CUDA_SUCCESS) CU_FAIL("cuEventCreate", r, free(re), free(params), free(ptrs));
+        r = cu.cuEventRecord(re->start, c->stream);
+        if (r != CUDA_SUCCESS) goto fail;
+    }
+    r = cu.cuLaunchKernel(k->f, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)block[0],
+                          (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->stream, params, NULL);
+    if (r != CUDA_SUCCESS) goto fail;
+    if (re) {
+        r = cu.cuEventRecord(re->stop, c->stream);
+        if (r != CUDA_SUCCESS) goto fail;
+        *ev = re;
+    }
+    free(params);
+    free(ptrs);
+    return 0;
+fail: {
+        char d[256];
+        cu_describe(r, d, sizeof d);
+        int res = r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES || r == CUDA_ERROR_INVALID_VALUE;
+        snprintf(err, errlen, "cuLaunchKernel (grid %zux%zux%zu, block %zux%zux%zu, %zu bytes dynamic shared): %s%s",
+                 grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_shared, d,
+                 cu_sticky(r) ? STICKY_MSG : "");
+        if (re) {
+            cu.cuEventDestroy(re->start);
+            cu.cuEventDestroy(re->stop);
+            free(re);
+        }
+        free(params);
+        free(ptrs);
+        return res ? RT_ERESOURCE : RT_ERR;
+    }
+}
+
+static int cu_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
+{
+    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    CUresult r;
+    if (timeout_s <= 0) {
+        r = cu.cuStreamSynchronize(c->stream);
+        if (r != CUDA_SUCCESS) CU_FAIL("queued work failed: cuStreamSynchronize", r, (void)0);
+        return 0;
+    }
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        r = cu.cuStreamQuery(c->stream);
+        if (r == CUDA_SUCCESS) return 0;
+        if (r != CUDA_ERROR_NOT_READY) CU_FAIL("queued work failed: cuStreamQuery", r, (void)0);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double dt = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+        if (dt > timeout_s) {
+            snprintf(err, errlen, "device work did not finish within %.1f s", timeout_s);
+            return RT_ETIMEOUT;
+        }
+        struct timespec nap = {0, dt < 0.01 ? 100000 : 1000000};
+        nanosleep(&nap, NULL);
+    }
+}
+
+static int cu_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms)
+{
+    if (c && cu.cuCtxSetCurrent(c->ctx) != CUDA_SUCCESS) return RT_ERR;
+    if (cu.cuEventSynchronize(last->stop) != CUDA_SUCCESS) return RT_ERR;
+    float f = 0;
+    CUresult r = cu.cuEventElapsedTime_v2 ? cu.cuEventElapsedTime_v2(&f, first->start, last->stop)
+                                          : cu.cuEventElapsedTime(&f, first->start, last->stop);
+    if (r != CUDA_SUCCESS) return RT_ERR;
+    *ms = f;
+    return 0;
+}
+
+static void cu_event_free(rt_event *ev)
+{
+    if (!ev) return;
+    cu.cuEventDestroy(ev->start);
+    cu.cuEventDestroy(ev->stop);
+    free(ev);
+}
+
+const rt_runtime rt_cuda = {
+    .name = "cuda",
+    .init = cu_init,
+    .device_count = cu_device_count,
+    .device_info = cu_device_info,
+    .open = cu_open,
+    .close = cu_close,
+    .compile = cu_compile,
+    .get_kernel = cu_get_kernel,
+    .kernel_free = cu_kernel_free,
+    .binary = cu_binary,
+    .module_free = cu_module_free,
+    .alloc = cu_alloc,
+    .buf_free = cu_buf_free,
+    .upload = cu_upload,
+    .download = cu_download,
+    .launch = cu_launch,
+    .finish = cu_finish,
+    .elapsed_ms = cu_elapsed_ms,
+    .event_free = cu_event_free,
+    .compile_offline = cu_compile_offline,
+};
