@@ -109,6 +109,8 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
     snprintf(defs[nd++], 48, "KPAD=%d", c->kpad);
     snprintf(defs[nd++], 48, "MMA=%d", (int)c->mma);
     snprintf(defs[nd++], 48, "STAGES=%d", c->stages);
+    snprintf(defs[nd++], 48, "PACK_GQA=%d", c->pack_gqa);
+    snprintf(defs[nd++], 48, "WARP_M=%d", c->warp_m);
     snprintf(defs[nd++], 48, "WRITE_LSE=%d", write_lse ? 1 : 0);
     if (c->fault_skip_last_tile) snprintf(defs[nd++], 48, "FAULT_SKIP_LAST_TILE=1");
 
@@ -258,9 +260,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     }
 
     launch_plan p = {.r = r, .m = m, .split = (int)split, .dyn_shared = kconfig_dynamic_shared(c, s->d)};
-    p.grid[0] = (size_t)((s->sq + c->block_m - 1) / c->block_m);
-    p.grid[1] = (size_t)s->batch * (size_t)s->hq;
-    p.grid[2] = split;
+    kconfig_grid(c, s, p.grid);
     p.block[0] = (size_t)c->num_warps * 32;
     p.block[1] = p.block[2] = 1;
     for (int i = 0; i < 7; i++) { p.args[i].kind = RT_ARG_BUF; p.args[i].v.buf = b[i]; }

@@ -44,6 +44,8 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "NUM_WARPS")) { bad = parse_int(v, 1, 32, &c->num_warps); c->set |= CFG_NUM_WARPS; }
         else if (!strcasecmp(k, "SPLIT_KV")) { bad = parse_int(v, 1, 256, &c->split_kv); c->set |= CFG_SPLIT_KV; }
         else if (!strcasecmp(k, "KPAD")) { bad = parse_int(v, 0, 8, &c->kpad); c->set |= CFG_KPAD; }
+        else if (!strcasecmp(k, "WARP_M")) { bad = parse_int(v, 1, 2, &c->warp_m); c->set |= CFG_WARP_M; }
+        else if (!strcasecmp(k, "PACK_GQA")) { bad = parse_int(v, 0, 1, &c->pack_gqa); c->set |= CFG_PACK_GQA; }
         else if (!strcasecmp(k, "STAGES")) { bad = parse_int(v, 1, 4, &c->stages); c->set |= CFG_STAGES; }
         else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); }
         else if (!strcasecmp(k, "MMA")) {
@@ -52,7 +54,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
-            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, MMA, FAULT_SKIP_LAST_TILE)", k);
+            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, FAULT_SKIP_LAST_TILE)", k);
             rc = FB_EXIT_BADINPUT;
             break;
         }
@@ -70,9 +72,21 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
 
 void kconfig_str(const kconfig *c, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;STAGES=%d;SPLIT_KV=%d;KPAD=%d%s",
-             mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->stages, c->split_kv, c->kpad,
+    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s",
+             mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
              c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : "");
+}
+
+long kconfig_rows(const kconfig *c, const shape_t *s)
+{
+    return c->pack_gqa ? (long)s->sq * (s->hq / s->hkv) : (long)s->sq;
+}
+
+void kconfig_grid(const kconfig *c, const shape_t *s, size_t grid[3])
+{
+    grid[0] = (size_t)((kconfig_rows(c, s) + c->block_m - 1) / c->block_m);
+    grid[1] = (size_t)s->batch * (size_t)(c->pack_gqa ? s->hkv : s->hq);
+    grid[2] = (size_t)c->split_kv;
 }
 
 size_t kconfig_dynamic_shared(const kconfig *c, int d)
@@ -94,13 +108,21 @@ size_t kconfig_shared_bytes(const kconfig *c, int d)
 void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, dtype_t dt)
 {
     (void)dt;
+    /* decode-like shapes with GQA: one work-group per KV head reads each K/V tile once */
+    if (!(c->set & CFG_PACK_GQA)) c->pack_gqa = s->hq > s->hkv && s->sq <= 16;
     if (!(c->set & CFG_MMA)) c->mma = (dev->features & RT_FEAT_MMA_SYNC) && dt != DT_FP32 ? MMA_SYNC : MMA_FMA;
     if (!(c->set & CFG_STAGES)) c->stages = c->mma == MMA_SYNC ? 2 : 1;
     if (!(c->set & CFG_KPAD)) c->kpad = 1;
+    if (!(c->set & CFG_WARP_M)) c->warp_m = 1;
     if (c->mma == MMA_SYNC) {
-        if (!(c->set & CFG_NUM_WARPS)) c->num_warps = (c->set & CFG_BLOCK_M) ? (c->block_m >= 16 ? c->block_m / 16 : 1) : 4;
-        if (!(c->set & CFG_BLOCK_M)) c->block_m = 16 * c->num_warps;
-        if (!(c->set & CFG_BLOCK_N)) c->block_n = s->d > 128 ? 32 : 64;
+        /* hand-swept on an H200 (tools/sweep.sh): 8 warps x 16 rows, 128-key tiles, two
+         * stages for prefill; one warp and split-KV over packed GQA heads for decode */
+        int decode = s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 16;
+        int rows = 16 * c->warp_m;
+        if (!(c->set & CFG_NUM_WARPS))
+            c->num_warps = (c->set & CFG_BLOCK_M) ? (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 1 : s->d > 128 ? 4 : 8;
+        if (!(c->set & CFG_BLOCK_M)) c->block_m = rows * c->num_warps;
+        if (!(c->set & CFG_BLOCK_N)) c->block_n = decode ? 64 : s->d > 128 ? 32 : 128;
         goto split;
     }
     if (!(c->set & CFG_NUM_WARPS)) c->num_warps = 4;
@@ -121,7 +143,10 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
 split:
     if (!(c->set & CFG_SPLIT_KV)) {
         /* flash-decoding: enough work-groups to fill the device twice over */
-        long groups = (long)((s->sq + c->block_m - 1) / c->block_m) * s->batch * s->hq;
+        size_t grid[3];
+        c->split_kv = 1;
+        kconfig_grid(c, s, grid);
+        long groups = (long)(grid[0] * grid[1]);
         long want = 2L * (dev->compute_units > 0 ? dev->compute_units : 1);
         long tiles_kv = (s->skv + c->block_n - 1) / c->block_n;
         long split = 1;
@@ -143,13 +168,14 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
             return ST_UNSUPPORTED;
         }
         if (dt == DT_FP32) { snprintf(reason, len, "MMA=mma needs fp16 or bf16"); return ST_UNSUPPORTED; }
-        if (c->block_m != 16 * c->num_warps) {
-            snprintf(reason, len, "MMA=mma needs BLOCK_M = 16 * NUM_WARPS (got %d, %d)", c->block_m, c->num_warps);
+        if (c->block_m != 16 * c->warp_m * c->num_warps) {
+            snprintf(reason, len, "MMA=mma needs BLOCK_M = 16 * WARP_M * NUM_WARPS (got %d, %d, %d)", c->block_m,
+                     c->warp_m, c->num_warps);
             return ST_UNSUPPORTED;
         }
         if (c->block_n % 16) { snprintf(reason, len, "MMA=mma needs BLOCK_N a multiple of 16"); return ST_UNSUPPORTED; }
-    } else if (c->stages != 1) {
-        snprintf(reason, len, "STAGES applies to MMA=mma only");
+    } else if (c->stages != 1 || c->warp_m != 1) {
+        snprintf(reason, len, "STAGES and WARP_M apply to MMA=mma only");
         return ST_UNSUPPORTED;
     }
     if (!(nt % c->block_m == 0 || c->block_m % nt == 0)) {
@@ -165,11 +191,6 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
     if (sh_limit && sh > sh_limit) {
         snprintf(reason, len, "needs %zu bytes of shared memory > device limit %zu", sh, sh_limit);
         return ST_RESOURCE_LIMIT;
-    }
-    long tiles_kv = (s->skv + c->block_n - 1) / c->block_n;
-    if (c->split_kv > 1 && c->split_kv > tiles_kv) {
-        snprintf(reason, len, "SPLIT_KV=%d > %ld key tiles", c->split_kv, tiles_kv);
-        return ST_UNSUPPORTED;
     }
     return ST_OK;
 }

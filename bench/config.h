@@ -9,16 +9,16 @@
 typedef enum { MMA_FMA = 0, MMA_SYNC = 1 } mma_kind;
 
 typedef struct {
-    int block_m, block_n, num_warps, split_kv, kpad, stages;
+    int block_m, block_n, num_warps, split_kv, kpad, stages, pack_gqa, warp_m;
     mma_kind mma;
     unsigned set; /* bit per field the user gave explicitly (CFG_*) */
     int fault_skip_last_tile; /* test hook, never tuned */
 } kconfig;
 
-enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CFG_KPAD = 16, CFG_MMA = 32, CFG_STAGES = 64 };
+enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CFG_KPAD = 16, CFG_MMA = 32, CFG_STAGES = 64, CFG_PACK_GQA = 128, CFG_WARP_M = 256 };
 
 /* Parses "K=V,K=V" (or ';'), overriding fields of *c and marking them in c->set.
- * Keys: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, MMA (fma, mma),
+ * Keys: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA (fma, mma),
  * FAULT_SKIP_LAST_TILE.
  * Returns 0 or 2 with err naming the key. */
 int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen);
@@ -38,6 +38,11 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
 /* Shared memory bytes the kernel uses for this configuration (fma: static arrays; mma:
  * the dynamic buffer the host must pass at launch, see kconfig_dynamic_shared). */
 size_t kconfig_shared_bytes(const kconfig *c, int d);
+/* Query rows one work-group column covers (Sq, or Sq * Hq/Hkv with PACK_GQA) and the
+ * number of work-groups along grid dimensions 0 and 1. */
+long kconfig_rows(const kconfig *c, const shape_t *s);
+void kconfig_grid(const kconfig *c, const shape_t *s, size_t grid[3]);
+
 /* Dynamic shared memory to pass at launch: 0 for fma, kconfig_shared_bytes for mma. */
 size_t kconfig_dynamic_shared(const kconfig *c, int d);
 

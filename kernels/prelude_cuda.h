@@ -5,6 +5,7 @@
 #define GLOBAL
 #define SHARED __shared__ /* on declarations */
 #define SHARED_PTR          /* on pointer parameters: generic addressing */
+#define UNROLL _Pragma("unroll")
 #define RESTRICT __restrict__
 #define INLINE static __device__ __forceinline__
 #define BARRIER() __syncthreads()
@@ -13,11 +14,19 @@
 #define FB_GID_1 blockIdx.y
 #define FB_GID_2 blockIdx.z
 #define GROUP_ID(d) ((int)FB_GID_##d)
-#define EXP2(x) exp2f(x)
+#define EXP2(x) fb_ex2(x)
 #define LOG2(x) log2f(x)
 #define FMAX(a, b) fmaxf((a), (b))
 #define NEG_INF (__int_as_float(0xff800000))
 typedef long long idx_t;
+
+/* 2^x on the special-function unit (2 ulp; exact for -inf -> 0) */
+static __device__ __forceinline__ float fb_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 typedef unsigned short u16;
 typedef unsigned int u32;
 

@@ -5,6 +5,7 @@
 #define GLOBAL __global
 #define SHARED __local
 #define SHARED_PTR __local
+#define UNROLL
 #define RESTRICT restrict
 #define INLINE inline
 #define BARRIER() barrier(CLK_LOCAL_MEM_FENCE)

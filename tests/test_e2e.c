@@ -128,6 +128,10 @@ static void test_gqa_mqa(void **state)
             shape_t b = mk(1, heads[h][0], heads[h][1], 300, 33, 128, causal);
             bad += run_case(&a, DT_FP16, NULL) != ST_OK;
             bad += run_case(&b, DT_FP16, NULL) != ST_OK;
+            /* one work-group per KV head (PACK_GQA), with and without split-KV */
+            bad += run_case(&a, DT_BF16, "PACK_GQA=1") != ST_OK;
+            bad += run_case(&b, DT_FP32, "PACK_GQA=1,BLOCK_N=32") != ST_OK;
+            bad += run_case(&a, DT_FP16, "PACK_GQA=1,SPLIT_KV=3,BLOCK_N=32") != ST_OK;
         }
     assert_int_equal(bad, 0);
 }
@@ -181,7 +185,9 @@ static void test_mma_sync(void **state)
                           "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2",
                           "MMA=mma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=32,STAGES=3",
                           "MMA=mma,NUM_WARPS=2,BLOCK_M=32,BLOCK_N=128,STAGES=2",
-                          "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=32,STAGES=4,SPLIT_KV=3"};
+                          "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=32,STAGES=4,SPLIT_KV=3",
+                          "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=32,STAGES=2",
+                          "MMA=mma,NUM_WARPS=2,WARP_M=2,BLOCK_M=64,BLOCK_N=64,STAGES=3,PACK_GQA=1"};
     for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++)
         for (size_t k = 0; k < fb_n_supported_d; k++)
             for (int dt = DT_FP16; dt <= DT_BF16; dt++) {
@@ -194,6 +200,7 @@ static void test_mma_sync(void **state)
         for (size_t j = 0; j < NLENS; j++) {
             shape_t s = mk(1, 8, 1, lens[i], lens[j], 128, (int)((i + j) & 1));
             bad += run_case(&s, DT_BF16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2") != ST_OK;
+            bad += run_case(&s, DT_FP16, "MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=64,STAGES=2,PACK_GQA=1,SPLIT_KV=4") != ST_OK;
         }
     assert_int_equal(bad, 0);
     assert_true(cases_run - before >= 60);
