@@ -115,14 +115,17 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
     if (!(c->set & CFG_KPAD)) c->kpad = 1;
     if (!(c->set & CFG_WARP_M)) c->warp_m = 1;
     if (c->mma == MMA_SYNC) {
-        /* hand-swept on an H200 (tools/sweep.sh): 8 warps x 16 rows, 128-key tiles, two
-         * stages for prefill; one warp and split-KV over packed GQA heads for decode */
+        /* hand-swept on an H200 (tools/sweep.sh, results/nvidia-h200): 4 warps of 2 x 16
+         * rows, 64-key tiles, two stages for prefill; one warp and split-KV over packed
+         * GQA heads for decode */
         int decode = s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 16;
+        if (!(c->set & CFG_WARP_M) && !(c->set & CFG_NUM_WARPS) && !(c->set & CFG_BLOCK_M))
+            c->warp_m = decode || s->d > 128 ? 1 : 2;
         int rows = 16 * c->warp_m;
         if (!(c->set & CFG_NUM_WARPS))
-            c->num_warps = (c->set & CFG_BLOCK_M) ? (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 1 : s->d > 128 ? 4 : 8;
+            c->num_warps = (c->set & CFG_BLOCK_M) ? (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 1 : 4;
         if (!(c->set & CFG_BLOCK_M)) c->block_m = rows * c->num_warps;
-        if (!(c->set & CFG_BLOCK_N)) c->block_n = decode ? 64 : s->d > 128 ? 32 : 128;
+        if (!(c->set & CFG_BLOCK_N)) c->block_n = s->d > 128 ? 32 : 64;
         goto split;
     }
     if (!(c->set & CFG_NUM_WARPS)) c->num_warps = 4;
@@ -142,12 +145,13 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
     }
 split:
     if (!(c->set & CFG_SPLIT_KV)) {
-        /* flash-decoding: enough work-groups to fill the device twice over */
+        /* flash-decoding: enough work-groups to fill the device four times over (an
+         * H200 decode sweep: 64 x 8 KV heads ran 1.3x faster split in two) */
         size_t grid[3];
         c->split_kv = 1;
         kconfig_grid(c, s, grid);
         long groups = (long)(grid[0] * grid[1]);
-        long want = 2L * (dev->compute_units > 0 ? dev->compute_units : 1);
+        long want = 4L * (dev->compute_units > 0 ? dev->compute_units : 1);
         long tiles_kv = (s->skv + c->block_n - 1) / c->block_n;
         long split = 1;
         if (groups < want) split = (want + groups - 1) / groups;

@@ -252,5 +252,8 @@ int main(void)
         cmocka_unit_test(test_mma_sync),
         cmocka_unit_test(test_resource_limit_recorded),
     };
+    /* FABENCH_TEST_FILTER: run only the tests whose names match (a cmocka glob) */
+    const char *filter = getenv("FABENCH_TEST_FILTER");
+    if (filter && *filter) cmocka_set_test_filter(filter);
     return cmocka_run_group_tests(tests, setup, teardown);
 }
