@@ -36,7 +36,7 @@ void attn_opts_defaults(attn_opts *o)
     o->verify_only = 0;
 }
 
-int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
+int attn_source(const char *runtime, char **out, char *err, size_t errlen)
 {
     char root[4096], path[4200];
     if (fb_root(root, sizeof root) != 0) {
@@ -45,19 +45,25 @@ int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
     }
     char *prelude = NULL, *body = NULL;
     size_t lp = 0, lb = 0;
-    snprintf(path, sizeof path, "%s/kernels/prelude_%s.h", root, dev->rt->name);
+    snprintf(path, sizeof path, "%s/kernels/prelude_%s.h", root, runtime);
     if (fb_read_file(path, &prelude, &lp, err, errlen) != 0) return -1;
     snprintf(path, sizeof path, "%s/kernels/attn_fwd.k", root);
     if (fb_read_file(path, &body, &lb, err, errlen) != 0) { free(prelude); return -1; }
-
-    attn_runner *r = calloc(1, sizeof *r);
-    if (!r) { free(prelude); free(body); snprintf(err, errlen, "out of memory"); return -1; }
-    r->dev = *dev;
-    r->source = malloc(lp + lb + 64);
-    if (!r->source) { free(prelude); free(body); free(r); snprintf(err, errlen, "out of memory"); return -1; }
-    snprintf(r->source, lp + lb + 64, "%s\n#line 1 \"attn_fwd.k\"\n%s", prelude, body);
+    char *src = malloc(lp + lb + 64);
+    if (src) snprintf(src, lp + lb + 64, "%s\n#line 1 \"attn_fwd.k\"\n%s", prelude, body);
+    else snprintf(err, errlen, "out of memory");
     free(prelude);
     free(body);
+    *out = src;
+    return src ? 0 : -1;
+}
+
+int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
+{
+    attn_runner *r = calloc(1, sizeof *r);
+    if (!r) { snprintf(err, errlen, "out of memory"); return -1; }
+    r->dev = *dev;
+    if (attn_source(dev->rt->name, &r->source, err, errlen) != 0) { free(r); return -1; }
     if (dev->rt->open(dev->index, &r->ctx, err, errlen) != 0) {
         free(r->source);
         free(r);
@@ -95,24 +101,31 @@ static void log_reason(const char *log, const char *fallback, char *out, size_t 
     out[n] = 0;
 }
 
+int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
+                 char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN])
+{
+    int nd = 0;
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "HEAD_DIM=%d", s->d);
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "DTYPE=%d", (int)dt);
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "CAUSAL=%d", s->causal ? 1 : 0);
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "BLOCK_M=%d", c->block_m);
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "BLOCK_N=%d", c->block_n);
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "NUM_WARPS=%d", c->num_warps);
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "SPLIT_KV=%d", c->split_kv);
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "KPAD=%d", c->kpad);
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "MMA=%d", (int)c->mma);
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "STAGES=%d", c->stages);
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "PACK_GQA=%d", c->pack_gqa);
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "WARP_M=%d", c->warp_m);
+    snprintf(defs[nd++], ATTN_DEFINE_LEN, "WRITE_LSE=%d", write_lse ? 1 : 0);
+    if (c->fault_skip_last_tile) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_SKIP_LAST_TILE=1");
+    return nd;
+}
+
 static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *c, int write_lse)
 {
-    char defs[16][48];
-    int nd = 0;
-    snprintf(defs[nd++], 48, "HEAD_DIM=%d", s->d);
-    snprintf(defs[nd++], 48, "DTYPE=%d", (int)dt);
-    snprintf(defs[nd++], 48, "CAUSAL=%d", s->causal ? 1 : 0);
-    snprintf(defs[nd++], 48, "BLOCK_M=%d", c->block_m);
-    snprintf(defs[nd++], 48, "BLOCK_N=%d", c->block_n);
-    snprintf(defs[nd++], 48, "NUM_WARPS=%d", c->num_warps);
-    snprintf(defs[nd++], 48, "SPLIT_KV=%d", c->split_kv);
-    snprintf(defs[nd++], 48, "KPAD=%d", c->kpad);
-    snprintf(defs[nd++], 48, "MMA=%d", (int)c->mma);
-    snprintf(defs[nd++], 48, "STAGES=%d", c->stages);
-    snprintf(defs[nd++], 48, "PACK_GQA=%d", c->pack_gqa);
-    snprintf(defs[nd++], 48, "WARP_M=%d", c->warp_m);
-    snprintf(defs[nd++], 48, "WRITE_LSE=%d", write_lse ? 1 : 0);
-    if (c->fault_skip_last_tile) snprintf(defs[nd++], 48, "FAULT_SKIP_LAST_TILE=1");
+    char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
+    int nd = attn_defines(s, dt, c, write_lse, defs);
 
     char key[512];
     size_t o = 0;
@@ -135,7 +148,7 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
     memset(m, 0, sizeof *m);
     snprintf(m->key, sizeof m->key, "%s", key);
 
-    const char *dp[16];
+    const char *dp[ATTN_MAX_DEFINES];
     for (int i = 0; i < nd; i++) dp[i] = defs[i];
     char *log = NULL, err[FB_ERRLEN] = "";
     const rt_runtime *rt = r->dev.rt;

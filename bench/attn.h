@@ -32,6 +32,17 @@ typedef struct {
     double compile_ms;    /* 0 when the module was already compiled */
 } attn_result;
 
+/* The kernel source for a runtime: kernels/prelude_<runtime>.h followed by
+ * kernels/attn_fwd.k, malloc'd. 0 or -1 (err says which file is missing). */
+int attn_source(const char *runtime, char **out, char *err, size_t errlen);
+
+/* The -D defines ("NAME=VALUE") that select one configuration of the kernel for a shape
+ * class; returns how many were written (at most ATTN_MAX_DEFINES). */
+#define ATTN_MAX_DEFINES 16
+#define ATTN_DEFINE_LEN 48
+int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
+                 char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN]);
+
 int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen);
 void attn_close(attn_runner *r);
 

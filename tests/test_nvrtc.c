@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "attn.h"
+#include "config.h"
 #include "rt.h"
 
 static const char *const kernel_src =
@@ -89,6 +91,74 @@ static void compile_for(const char *arch)
     free(bin);
     free(log);
 }
+
+/* The portable kernel itself, compiled offline for sm_80 and sm_90: a sample of
+ * configurations of both tile implementations. Every one must compile; the tensor-core
+ * ones must hold mma.sync in their PTX and, for the swept default, spill nothing. */
+typedef struct { const char *cfg; int d; dtype_t dt; int causal, sq; } kcase;
+static const kcase kcases[] = {
+    {"MMA=fma,BLOCK_M=32,BLOCK_N=32,NUM_WARPS=4", 128, DT_FP32, 1, 512},
+    {"MMA=fma,BLOCK_M=16,BLOCK_N=16,NUM_WARPS=4,SPLIT_KV=4,PACK_GQA=1", 256, DT_BF16, 1, 1},
+    {"MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=64,STAGES=2", 128, DT_BF16, 0, 4096},
+    {"MMA=mma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2", 128, DT_FP16, 1, 4096},
+    {"MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=64,STAGES=2,PACK_GQA=1,SPLIT_KV=2", 128, DT_BF16, 1, 1},
+    {"MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=32,STAGES=3", 80, DT_FP16, 0, 1024},
+    {"MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=32,STAGES=1", 256, DT_BF16, 1, 1024},
+    {"MMA=mma,NUM_WARPS=2,WARP_M=2,BLOCK_M=64,BLOCK_N=64,STAGES=4", 64, DT_BF16, 0, 1024},
+};
+
+static void compile_kernel_for(const char *arch)
+{
+    need_nvrtc();
+    const rt_runtime *rt = cuda();
+    char *src = NULL, err[FB_ERRLEN] = "";
+    assert_int_equal(attn_source("cuda", &src, err, sizeof err), 0);
+    for (size_t i = 0; i < sizeof kcases / sizeof kcases[0]; i++) {
+        const kcase *kc = &kcases[i];
+        shape_t s = {.batch = 1, .hq = 8, .hkv = 2, .sq = kc->sq, .skv = 4096, .d = kc->d, .causal = kc->causal};
+        kconfig c = {0};
+        assert_int_equal(kconfig_parse(kc->cfg, &c, err, sizeof err), 0);
+        rt_device_info dev = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
+                              .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC};
+        kconfig_complete(&c, &dev, &s, kc->dt);
+        char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
+        const char *dp[ATTN_MAX_DEFINES];
+        int nd = attn_defines(&s, kc->dt, &c, 1, defs);
+        for (int j = 0; j < nd; j++) dp[j] = defs[j];
+        void *bin = NULL;
+        size_t len = 0;
+        char *log = NULL;
+        rt_kernel_attrs a;
+        int rc = rt->compile_offline(arch, src, dp, nd, "attn_fwd", &bin, &len, &a, &log, err, sizeof err);
+        if (rc != 0) fail_msg("%s %s: rc %d: %s\n%s", arch, kc->cfg, rc, err, log ? log : "");
+        print_message("%s %-62s d=%3d %s: %ld registers, %ld spill bytes, %ld bytes cubin\n", arch, kc->cfg, kc->d,
+                      dtype_name(kc->dt), a.registers, a.spill_bytes, (long)len);
+        assert_true(len > 0);
+        assert_true(a.registers > 0 && a.registers <= 255);
+        assert_true(a.spill_bytes >= 0); /* ptxas reported it */
+        if (i == 3) assert_int_equal(a.spill_bytes, 0); /* one warp tile per warp, d=128: fits in registers */
+        free(bin);
+        free(log);
+        if (c.mma == MMA_SYNC) { /* the tensor-core path really issues tensor-core instructions */
+            char ptx_arch[16];
+            snprintf(ptx_arch, sizeof ptx_arch, "compute_%s", arch + 3);
+            assert_int_equal(rt->compile_offline(ptx_arch, src, dp, nd, "attn_fwd", &bin, &len, NULL, &log, err, sizeof err), 0);
+            char *ptx = malloc(len + 1);
+            memcpy(ptx, bin, len);
+            ptx[len] = 0;
+            assert_non_null(strstr(ptx, "mma.sync.aligned.m16n8k16.row.col.f32"));
+            assert_non_null(strstr(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans"));
+            assert_non_null(strstr(ptx, "cp.async.cg.shared.global"));
+            free(ptx);
+            free(bin);
+            free(log);
+        }
+    }
+    free(src);
+}
+
+static void test_kernel_sm80(void **state) { (void)state; compile_kernel_for("sm_80"); }
+static void test_kernel_sm90(void **state) { (void)state; compile_kernel_for("sm_90"); }
 
 static void test_sm80(void **state) { (void)state; compile_for("sm_80"); }
 static void test_sm90(void **state) { (void)state; compile_for("sm_90"); }
@@ -201,6 +271,8 @@ int main(void)
         cmocka_unit_test(test_ptx),
         cmocka_unit_test(test_compile_error),
         cmocka_unit_test(test_unknown_arch),
+        cmocka_unit_test(test_kernel_sm80),
+        cmocka_unit_test(test_kernel_sm90),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
