@@ -14,11 +14,12 @@
 #include "manifest.h"
 #include "rt.h"
 #include "shapes.h"
+#include "tune.h"
 
 static const char *const perf_header[] = {
     "gpu", "backend", "impl", "config", "name", "dtype", "batch", "hq", "hkv", "sq", "skv", "d",
     "causal", "median_us", "p20_us", "p80_us", "min_us", "reps", "tflops", "gbps", "max_abs_err",
-    "rel_l2_err", "status", "reason"};
+    "rel_l2_err", "status", "reason", "config_source"};
 #define PERF_NCOLS (sizeof perf_header / sizeof perf_header[0])
 
 static void usage_main(FILE *f)
@@ -29,6 +30,7 @@ static void usage_main(FILE *f)
             "usage: fabench COMMAND [options]   (fabench COMMAND --help for each)\n\n"
             "  devices   list runtimes and devices, and why an absent runtime is absent\n"
             "  run       verify and time the portable kernel on shapes; write perf.csv rows\n"
+            "  tune      search the kernel's configuration space per shape class; explored.csv, tuning.csv\n"
             "  help      this text\n");
 }
 
@@ -54,8 +56,12 @@ static void usage_run(FILE *f)
             "  --suite NAME       a suite in bench/suites/ (%s)\n"
             "  --out FILE         perf.csv to write (atomically, rewritten after every shape)\n"
             "  --append           add rows to an existing --out file instead of replacing it\n"
-            "  --config K=V,...   kernel parameters: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD,\n"
-            "                     MMA (fma); unset ones get per-device, per-shape defaults\n"
+            "  --config K=V,...   kernel parameters: MMA (fma, mma), BLOCK_M, BLOCK_N, NUM_WARPS,\n"
+            "                     WARP_M, STAGES, SPLIT_KV, PACK_GQA, KPAD; unset ones get\n"
+            "                     per-device, per-shape defaults\n"
+            "  --tuned            take each shape's configuration from the tuning table (`fabench\n"
+            "                     tune`): its class, else the nearest class, else the default\n"
+            "  --tuning FILE      the tuning table (default results/<gpu-slug>/tuning.csv)\n"
             "  --dtype T          fp32, fp16 or bf16: overrides the shapes' dtype (default bf16)\n"
             "  --manifest FILE    also write the run's manifest.csv (device, versions, commit)\n"
             "  --verify-only      check correctness, do not time\n"
@@ -120,7 +126,7 @@ static void fmt_num(char *out, size_t len, double v, const char *fmt)
 static int cmd_run(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SHAPES, O_SUITE, O_OUT, O_APPEND, O_CONFIG, O_DTYPE, O_MANIFEST, O_VERIFY_ONLY,
-           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP };
+           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"shapes", required_argument, 0, O_SHAPES},
         {"suite", required_argument, 0, O_SUITE}, {"out", required_argument, 0, O_OUT},
@@ -130,9 +136,11 @@ static int cmd_run(int argc, char **argv)
         {"warmup", required_argument, 0, O_WARMUP}, {"min-reps", required_argument, 0, O_MINREPS},
         {"verify-rows", required_argument, 0, O_VROWS}, {"seed", required_argument, 0, O_SEED},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
+        {"tuned", no_argument, 0, O_TUNED}, {"tuning", required_argument, 0, O_TUNING},
         {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
     const char *device = NULL, *shapes_file = NULL, *suite = NULL, *out = NULL, *manifest_path = NULL;
-    int append = 0, quiet = 0, have_dtype = 0;
+    const char *tuning_path = NULL;
+    int append = 0, quiet = 0, have_dtype = 0, tuned = 0;
     dtype_t dtype = DT_BF16;
     kconfig cfg = {0};
     attn_opts ao;
@@ -175,6 +183,8 @@ static int cmd_run(int argc, char **argv)
         case O_VROWS: if (parse_double("--verify-rows", optarg, 1, &x)) return FB_EXIT_BADINPUT; ao.verify_rows = (size_t)x; break;
         case O_SEED: if (parse_double("--seed", optarg, 0, &x)) return FB_EXIT_BADINPUT; ao.seed = (uint64_t)x; break;
         case O_QUIET: quiet = 1; break;
+        case O_TUNED: tuned = 1; break;
+        case O_TUNING: tuning_path = optarg; tuned = 1; break;
         case 'h':
         case O_HELP: usage_run(stdout); return 0;
         case ':': fprintf(stderr, "fabench run: %s needs a value\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
@@ -219,6 +229,13 @@ static int cmd_run(int argc, char **argv)
         return FB_EXIT_BADINPUT;
     }
 
+    char tuning_default[1200];
+    if (tuned && !tuning_path) {
+        char slug[256];
+        fb_slug(dev.info.name, slug, sizeof slug);
+        snprintf(tuning_default, sizeof tuning_default, "results/%s/tuning.csv", slug);
+        tuning_path = tuning_default;
+    }
     attn_runner *runner;
     if (attn_open(&dev, &runner, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);
@@ -232,8 +249,20 @@ static int cmd_run(int argc, char **argv)
     for (size_t i = 0; i < shapes.n && !interrupted; i++) {
         const shape_t *s = &shapes.v[i];
         dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        kconfig shape_cfg = cfg;
+        char source[300] = "default";
+        if (cfg.set) snprintf(source, sizeof source, "--config");
+        if (tuned) {
+            int lr = tune_lookup(tuning_path, &dev, s, dt, &shape_cfg, source, sizeof source, err, sizeof err);
+            if (lr == 2) {
+                fprintf(stderr, "fabench run: %s\n", err);
+                fatal = 2;
+                break;
+            }
+            if (lr == 0) shape_cfg = cfg;
+        }
         attn_result res;
-        if (attn_run(runner, s, dt, &cfg, &ao, &res, err, sizeof err) != 0) {
+        if (attn_run(runner, s, dt, &shape_cfg, &ao, &res, err, sizeof err) != 0) {
             fprintf(stderr, "fabench run: %s: %s\n", s->name, err);
             fatal = 1;
             break;
@@ -265,7 +294,7 @@ static int cmd_run(int argc, char **argv)
         fmt_num(f[21], 96, verified ? res.ver.rel_l2_err : NAN, "%.3g");
         const char *row[PERF_NCOLS] = {dev.info.name, dev.rt->name, "portable", cfgs, s->name, f[5], f[6], f[7],
                                        f[8], f[9], f[10], f[11], f[12], f[13], f[14], f[15], f[16], f[17], f[18],
-                                       f[19], f[20], f[21], status_name(res.status), res.reason};
+                                       f[19], f[20], f[21], status_name(res.status), res.reason, source};
         if (csvt_add(table, row) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
             fprintf(stderr, "fabench run: %s\n", err);
             fatal = 1;
@@ -274,8 +303,8 @@ static int cmd_run(int argc, char **argv)
         if (!ok) failures++;
         if (!quiet) {
             if (timed)
-                fprintf(stderr, "[%zu/%zu] %-34s %s %10.1f us  %8.3f TFLOP/s  %8.1f GB/s  err %.2g  %s\n", i + 1, shapes.n,
-                        s->name, dtype_name(dt), us, tflops, gbps, res.ver.max_abs_err, cfgs);
+                fprintf(stderr, "[%zu/%zu] %-34s %s %10.1f us  %8.3f TFLOP/s  %8.1f GB/s  err %.2g  %s (%s)\n", i + 1,
+                        shapes.n, s->name, dtype_name(dt), us, tflops, gbps, res.ver.max_abs_err, cfgs, source);
             else
                 fprintf(stderr, "[%zu/%zu] %-34s %s %s%s%s\n", i + 1, shapes.n, s->name, dtype_name(dt),
                         status_name(res.status), res.reason[0] ? ": " : "", res.reason);
@@ -285,7 +314,7 @@ static int cmd_run(int argc, char **argv)
     attn_close(runner);
     csvt_free(table);
     shapes_free(&shapes);
-    if (fatal) return 1;
+    if (fatal) return fatal == 2 ? FB_EXIT_BADINPUT : 1;
     if (interrupted) return 130;
     return failures ? 1 : 0;
 }
@@ -296,6 +325,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "devices")) return cmd_devices(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage_main(stdout); return 0; }
     fprintf(stderr, "fabench: unknown command '%s'\n\n", cmd);
     usage_main(stderr);

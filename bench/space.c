@@ -1,0 +1,164 @@
+/* space.c: reading kernels/space.csv and enumerating the configurations that apply. */
+#define _GNU_SOURCE
+#include "space.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "csvio.h"
+
+static const char *const known_params[] = {"MMA", "BLOCK_M", "BLOCK_N", "NUM_WARPS", "WARP_M",
+                                           "STAGES", "KPAD", "SPLIT_KV", "PACK_GQA"};
+static const char *const known_conds[] = {"feature:mma_sync", "dtype:16bit", "MMA=fma", "MMA=mma",
+                                          "decode", "prefill", "gqa"};
+
+static int known(const char *s, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(s, list[i])) return 1;
+    return 0;
+}
+
+int space_load(const char *path, space_t *sp, char *err, size_t errlen)
+{
+    csv_table *t;
+    int rc = csvt_read(path, &t, err, errlen);
+    if (rc != 0) return rc;
+    memset(sp, 0, sizeof *sp);
+    snprintf(sp->source, sizeof sp->source, "%s", path);
+    int cp = csvt_col(t, "param"), cv = csvt_col(t, "value"), cw = csvt_col(t, "when");
+    rc = 0;
+    if (cp < 0 || cv < 0 || cw < 0 || t->ncols != 3) {
+        snprintf(err, errlen, "%s:1: header must be param,value,when", path);
+        rc = FB_EXIT_BADINPUT;
+    }
+    for (size_t i = 0; rc == 0 && i < t->nrows; i++) {
+        const char *name = t->rows[i][cp], *val = t->rows[i][cv], *when = t->rows[i][cw];
+        int line = t->row_line[i];
+        if (!known(name, known_params, sizeof known_params / sizeof known_params[0])) {
+            snprintf(err, errlen, "%s:%d: field 'param': unknown parameter '%s'", path, line, name);
+            rc = FB_EXIT_BADINPUT;
+            break;
+        }
+        /* the value must be one the configuration parser accepts */
+        kconfig probe = {0};
+        char kv[64], perr[256];
+        snprintf(kv, sizeof kv, "%s=%s", name, val);
+        if (strlen(val) >= sizeof sp->p[0].value[0] || kconfig_parse(kv, &probe, perr, sizeof perr) != 0) {
+            snprintf(err, errlen, "%s:%d: field 'value': %s", path, line, perr);
+            rc = FB_EXIT_BADINPUT;
+            break;
+        }
+        char wcopy[64];
+        if (strlen(when) >= sizeof wcopy) {
+            snprintf(err, errlen, "%s:%d: field 'when': too long", path, line);
+            rc = FB_EXIT_BADINPUT;
+            break;
+        }
+        snprintf(wcopy, sizeof wcopy, "%s", when);
+        char *save = NULL;
+        for (char *c = strtok_r(wcopy, "&", &save); c && rc == 0; c = strtok_r(NULL, "&", &save))
+            if (!known(c, known_conds, sizeof known_conds / sizeof known_conds[0])) {
+                snprintf(err, errlen, "%s:%d: field 'when': unknown condition '%s' (known: feature:mma_sync, "
+                         "dtype:16bit, MMA=fma, MMA=mma, decode, prefill, gqa)", path, line, c);
+                rc = FB_EXIT_BADINPUT;
+            }
+        if (rc) break;
+        space_param *p = NULL;
+        for (int k = 0; k < sp->nparams; k++)
+            if (!strcmp(sp->p[k].name, name)) p = &sp->p[k];
+        if (!p) {
+            p = &sp->p[sp->nparams++];
+            snprintf(p->name, sizeof p->name, "%s", name);
+        }
+        if (p->nvalues == SPACE_MAX_VALUES) {
+            snprintf(err, errlen, "%s:%d: more than %d values for %s", path, line, SPACE_MAX_VALUES, name);
+            rc = FB_EXIT_BADINPUT;
+            break;
+        }
+        snprintf(p->value[p->nvalues], sizeof p->value[0], "%s", val);
+        snprintf(p->when[p->nvalues], sizeof p->when[0], "%s", when);
+        p->nvalues++;
+    }
+    if (rc == 0 && sp->nparams == 0) {
+        snprintf(err, errlen, "%s: no parameters", path);
+        rc = FB_EXIT_BADINPUT;
+    }
+    csvt_free(t);
+    return rc;
+}
+
+int space_load_default(space_t *sp, char *err, size_t errlen)
+{
+    char root[4096], path[4200];
+    if (fb_root(root, sizeof root) != 0) {
+        snprintf(err, errlen, "cannot find the fabench tree; set FABENCH_ROOT");
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/kernels/space.csv", root);
+    return space_load(path, sp, err, errlen);
+}
+
+/* Does every condition of `when` hold? mma: the MMA value of this combination. */
+static int holds(const char *when, const rt_device_info *dev, const shape_t *s, dtype_t dt, int mma)
+{
+    char w[64];
+    snprintf(w, sizeof w, "%s", when);
+    char *save = NULL;
+    int decode = s->sq <= 16;
+    for (char *c = strtok_r(w, "&", &save); c; c = strtok_r(NULL, "&", &save)) {
+        if (!strcmp(c, "feature:mma_sync") && !(dev->features & RT_FEAT_MMA_SYNC)) return 0;
+        if (!strcmp(c, "dtype:16bit") && dt == DT_FP32) return 0;
+        if (!strcmp(c, "MMA=fma") && mma != MMA_FMA) return 0;
+        if (!strcmp(c, "MMA=mma") && mma != MMA_SYNC) return 0;
+        if (!strcmp(c, "decode") && !decode) return 0;
+        if (!strcmp(c, "prefill") && decode) return 0;
+        if (!strcmp(c, "gqa") && s->hq == s->hkv) return 0;
+    }
+    return 1;
+}
+
+long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t *s, dtype_t dt,
+                     kconfig **out, long *before)
+{
+    int idx[SPACE_MAX_PARAMS] = {0};
+    long cap = 256, n = 0, all = 0;
+    kconfig *v = malloc(sizeof *v * (size_t)cap);
+    if (!v) return -1;
+    int mma_param = -1;
+    for (int k = 0; k < sp->nparams; k++)
+        if (!strcmp(sp->p[k].name, "MMA")) mma_param = k;
+    for (;;) {
+        int mma = MMA_FMA;
+        if (mma_param >= 0) mma = strcasecmp(sp->p[mma_param].value[idx[mma_param]], "fma") ? MMA_SYNC : MMA_FMA;
+        int ok = 1;
+        for (int k = 0; k < sp->nparams && ok; k++) ok = holds(sp->p[k].when[idx[k]], dev, s, dt, mma);
+        if (ok) {
+            all++;
+            kconfig c = {0};
+            char kv[64], err[256];
+            for (int k = 0; k < sp->nparams; k++) {
+                snprintf(kv, sizeof kv, "%s=%s", sp->p[k].name, sp->p[k].value[idx[k]]);
+                kconfig_parse(kv, &c, err, sizeof err);
+            }
+            kconfig_complete(&c, dev, s, dt); /* parameters the space leaves out */
+            char reason[256];
+            if (kconfig_check(&c, dev, s, dt, reason, sizeof reason) == ST_OK) {
+                if (n == cap) {
+                    kconfig *nv = realloc(v, sizeof *v * (size_t)(cap *= 2));
+                    if (!nv) { free(v); return -1; }
+                    v = nv;
+                }
+                v[n++] = c;
+            }
+        }
+        int k = 0;
+        while (k < sp->nparams && ++idx[k] == sp->p[k].nvalues) idx[k++] = 0;
+        if (k == sp->nparams) break;
+    }
+    *out = v;
+    if (before) *before = all;
+    return n;
+}

@@ -1,0 +1,424 @@
+/* tune.c: `fabench tune`: per shape class, enumerate the space, verify then time every
+ * candidate the searcher asks for, keep the best; explored.csv records them all. */
+#define _GNU_SOURCE
+#include "tune.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attn.h"
+#include "csvio.h"
+#include "manifest.h"
+#include "shapes.h"
+#include "space.h"
+
+static const char *const explored_header[] = {
+    "gpu", "backend", "kernel", "config", "shape_class", "shape", "status", "reason", "compile_ms",
+    "median_us", "tflops", "registers", "spill_bytes", "shared_bytes", "private_bytes", "binary_bytes",
+    "max_abs_err"};
+#define EXPLORED_NCOLS (sizeof explored_header / sizeof explored_header[0])
+static const char *const tuning_header[] = {
+    "gpu", "backend", "shape_class", "config", "median_us", "tflops", "configs_explored", "configs_in_space",
+    "shape", "strategy", "date"};
+#define TUNING_NCOLS (sizeof tuning_header / sizeof tuning_header[0])
+
+static int pow2_ceil(int x)
+{
+    int p = 1;
+    while (p < x && p < (1 << 30)) p <<= 1;
+    return p;
+}
+
+void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len)
+{
+    snprintf(out, len, "%s-d%d-c%d-g%d-q%d-k%d", dtype_name(dt), s->d, s->causal ? 1 : 0, s->hq / s->hkv,
+             pow2_ceil(s->sq), pow2_ceil(s->skv));
+}
+
+/* Parses a class key back; 0 or -1. */
+static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, int *g, int *q, int *k)
+{
+    const char *dash = strchr(key, '-');
+    if (!dash || (size_t)(dash - key) >= dtlen) return -1;
+    memcpy(dt, key, (size_t)(dash - key));
+    dt[dash - key] = 0;
+    return sscanf(dash, "-d%d-c%d-g%d-q%d-k%d", d, c, g, q, k) == 5 ? 0 : -1;
+}
+
+int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
+                char *source, size_t srclen, char *err, size_t errlen)
+{
+    csv_table *t;
+    int rc = csvt_read(table_path, &t, err, errlen);
+    if (rc != 0) {
+        snprintf(source, srclen, "no tuning table (%s)", err);
+        return rc == FB_EXIT_BADINPUT ? 2 : 0;
+    }
+    int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend"), cc = csvt_col(t, "shape_class"), cf = csvt_col(t, "config");
+    if (cg < 0 || cb < 0 || cc < 0 || cf < 0) {
+        snprintf(err, errlen, "%s:1: not a tuning table (needs gpu, backend, shape_class, config)", table_path);
+        csvt_free(t);
+        return 2;
+    }
+    char want[96];
+    tune_class_key(s, dt, want, sizeof want);
+    int best = -1;
+    double best_dist = INFINITY;
+    for (size_t i = 0; i < t->nrows; i++) {
+        if (strcmp(t->rows[i][cg], dev->info.name) || strcmp(t->rows[i][cb], dev->rt->name)) continue;
+        char cdt[16];
+        int d, c, g, q, k;
+        if (parse_class(t->rows[i][cc], cdt, sizeof cdt, &d, &c, &g, &q, &k) != 0) continue;
+        if (strcmp(cdt, dtype_name(dt)) || d != s->d || c != (s->causal ? 1 : 0)) continue;
+        double dist = fabs(log2((double)q) - log2((double)pow2_ceil(s->sq))) +
+                      fabs(log2((double)k) - log2((double)pow2_ceil(s->skv))) +
+                      fabs(log2((double)g) - log2((double)(s->hq / s->hkv)));
+        if (dist < best_dist) { best_dist = dist; best = (int)i; }
+    }
+    if (best < 0) {
+        snprintf(source, srclen, "default (no tuned class for %s)", want);
+        csvt_free(t);
+        return 0;
+    }
+    kconfig c = {0};
+    if (kconfig_parse(t->rows[best][cf], &c, err, errlen) != 0) {
+        char msg[FB_ERRLEN];
+        snprintf(msg, sizeof msg, "%s:%d: field 'config': %s", table_path, t->row_line[best], err);
+        snprintf(err, errlen, "%s", msg);
+        csvt_free(t);
+        return 2;
+    }
+    /* split-KV and GQA packing depend on the shape: re-derived unless the class matches */
+    if (best_dist > 0) c.set &= ~(unsigned)(CFG_SPLIT_KV | CFG_PACK_GQA);
+    *cfg = c;
+    snprintf(source, srclen, "%s %s", best_dist == 0 ? "tuned" : "nearest", t->rows[best][cc]);
+    csvt_free(t);
+    return 1;
+}
+
+/* ---- the searchers: ask for the next candidate index, tell them the result ---- */
+
+typedef struct {
+    long n, next;
+    long *order;
+} searcher;
+
+static uint64_t mix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int searcher_init(searcher *se, const char *strategy, long n, uint64_t seed)
+{
+    se->n = n;
+    se->next = 0;
+    se->order = malloc(sizeof(long) * (size_t)(n ? n : 1));
+    if (!se->order) return -1;
+    for (long i = 0; i < n; i++) se->order[i] = i;
+    if (!strcmp(strategy, "random"))
+        for (long i = n - 1; i > 0; i--) { /* Fisher-Yates, reproducible from the seed */
+            long j = (long)(mix64(&seed) % (uint64_t)(i + 1));
+            long tmp = se->order[i];
+            se->order[i] = se->order[j];
+            se->order[j] = tmp;
+        }
+    return 0;
+}
+
+static long searcher_ask(searcher *se) { return se->next < se->n ? se->order[se->next++] : -1; }
+static void searcher_tell(searcher *se, long idx, double us) { (void)se; (void)idx; (void)us; }
+static void searcher_free(searcher *se) { free(se->order); }
+
+static volatile sig_atomic_t stop_requested;
+static void on_sigint(int sig) { (void)sig; stop_requested = 1; }
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: fabench tune --device SEL (--suite NAME | --shapes FILE) [options]\n\n"
+            "For each shape class of the shapes (dtype, head dim, causal, GQA ratio, Sq and Skv\n"
+            "rounded up to powers of two) it enumerates kernels/space.csv, drops what the device\n"
+            "cannot hold, then compiles, verifies against the CPU reference and times the candidates\n"
+            "the searcher asks for; the best verified one goes to tuning.csv. Every candidate is a\n"
+            "row of explored.csv. A run stopped with Ctrl-C keeps its rows; the same command resumes.\n\n"
+            "  --device SEL        as for `fabench run`\n"
+            "  --suite NAME | --shapes FILE\n"
+            "  --dtype T           override the shapes' dtype (default bf16 where a shape names none)\n"
+            "  --strategy S        exhaustive (default) or random\n"
+            "  --budget N          at most N candidates timed per class (default: all)\n"
+            "  --time S            at most S seconds per class\n"
+            "  --seed N            for random (default 1)\n"
+            "  --results DIR       where explored.csv, tuning.csv, manifest.csv go\n"
+            "                      (default results/<gpu-slug>)\n"
+            "  --space FILE        the search space (default kernels/space.csv)\n"
+            "  --rep-budget S      seconds of timing per candidate (default 0.1)\n"
+            "  --quiet\n");
+}
+
+int cmd_tune(int argc, char **argv)
+{
+    enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_DTYPE, O_STRATEGY, O_BUDGET, O_TIME, O_SEED, O_RESULTS, O_SPACE,
+           O_REPBUDGET, O_QUIET, O_HELP };
+    static const struct option opts[] = {
+        {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
+        {"shapes", required_argument, 0, O_SHAPES}, {"dtype", required_argument, 0, O_DTYPE},
+        {"strategy", required_argument, 0, O_STRATEGY}, {"budget", required_argument, 0, O_BUDGET},
+        {"time", required_argument, 0, O_TIME}, {"seed", required_argument, 0, O_SEED},
+        {"results", required_argument, 0, O_RESULTS}, {"space", required_argument, 0, O_SPACE},
+        {"rep-budget", required_argument, 0, O_REPBUDGET}, {"quiet", no_argument, 0, O_QUIET},
+        {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+    const char *device = NULL, *suite = NULL, *shapes_file = NULL, *results = NULL, *space_file = NULL;
+    const char *strategy = "exhaustive";
+    long budget = -1;
+    double time_limit = -1, rep_budget = 0.1;
+    uint64_t seed = 1;
+    int have_dtype = 0, quiet = 0;
+    dtype_t dtype = DT_BF16;
+    char err[FB_ERRLEN];
+    optind = 1;
+    opterr = 0;
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_DEVICE: device = optarg; break;
+        case O_SUITE: suite = optarg; break;
+        case O_SHAPES: shapes_file = optarg; break;
+        case O_RESULTS: results = optarg; break;
+        case O_SPACE: space_file = optarg; break;
+        case O_QUIET: quiet = 1; break;
+        case O_DTYPE:
+            if (dtype_parse(optarg, &dtype) != 0) {
+                fprintf(stderr, "fabench tune: --dtype: unknown '%s' (known: fp32, fp16, bf16)\n", optarg);
+                return FB_EXIT_BADINPUT;
+            }
+            have_dtype = 1;
+            break;
+        case O_STRATEGY:
+            if (strcmp(optarg, "exhaustive") && strcmp(optarg, "random")) {
+                fprintf(stderr, "fabench tune: --strategy: unknown '%s' (known: exhaustive, random)\n", optarg);
+                return FB_EXIT_BADINPUT;
+            }
+            strategy = optarg;
+            break;
+        case O_BUDGET:
+            budget = strtol(optarg, &end, 10);
+            if (*end || end == optarg || budget < 1) { fprintf(stderr, "fabench tune: --budget: bad count '%s'\n", optarg); return FB_EXIT_BADINPUT; }
+            break;
+        case O_TIME:
+            time_limit = strtod(optarg, &end);
+            if (*end || end == optarg || !(time_limit > 0)) { fprintf(stderr, "fabench tune: --time: bad seconds '%s'\n", optarg); return FB_EXIT_BADINPUT; }
+            break;
+        case O_REPBUDGET:
+            rep_budget = strtod(optarg, &end);
+            if (*end || end == optarg || !(rep_budget >= 0)) { fprintf(stderr, "fabench tune: --rep-budget: bad seconds '%s'\n", optarg); return FB_EXIT_BADINPUT; }
+            break;
+        case O_SEED:
+            seed = strtoull(optarg, &end, 10);
+            if (*end || end == optarg) { fprintf(stderr, "fabench tune: --seed: bad number '%s'\n", optarg); return FB_EXIT_BADINPUT; }
+            break;
+        case 'h':
+        case O_HELP: usage(stdout); return 0;
+        case ':': fprintf(stderr, "fabench tune: %s needs a value\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
+        default: fprintf(stderr, "fabench tune: unknown option '%s' (fabench tune --help)\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
+        }
+    }
+    if (optind < argc) { fprintf(stderr, "fabench tune: unexpected argument '%s'\n", argv[optind]); return FB_EXIT_BADINPUT; }
+    if (!device || (!suite == !shapes_file)) {
+        fprintf(stderr, "fabench tune: needs --device and one of --suite or --shapes\n\n");
+        usage(stderr);
+        return FB_EXIT_BADINPUT;
+    }
+    space_t space;
+    int rc = space_file ? space_load(space_file, &space, err, sizeof err) : space_load_default(&space, err, sizeof err);
+    if (rc != 0) { fprintf(stderr, "fabench tune: %s\n", err); return FB_EXIT_BADINPUT; }
+    shape_list_t shapes = {0};
+    rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err) : shapes_load_suite(suite, &shapes, err, sizeof err);
+    if (rc != 0) { fprintf(stderr, "fabench tune: %s\n", err); return FB_EXIT_BADINPUT; }
+    rt_device dev;
+    if (rt_select(device, &dev, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench tune: %s\n", err);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
+
+    char dir[1024], slug[256], p_explored[1100], p_tuning[1100], p_manifest[1100];
+    fb_slug(dev.info.name, slug, sizeof slug);
+    if (results) snprintf(dir, sizeof dir, "%s", results);
+    else snprintf(dir, sizeof dir, "results/%s", slug);
+    mkdir(dir, 0777);
+    snprintf(p_explored, sizeof p_explored, "%s/explored.csv", dir);
+    snprintf(p_tuning, sizeof p_tuning, "%s/tuning.csv", dir);
+    snprintf(p_manifest, sizeof p_manifest, "%s/manifest.csv", dir);
+    csv_table *explored = NULL, *tuning = NULL;
+    if (csvt_open_append(p_explored, explored_header, EXPLORED_NCOLS, &explored, err, sizeof err) != 0 ||
+        csvt_open_append(p_tuning, tuning_header, TUNING_NCOLS, &tuning, err, sizeof err) != 0 ||
+        csvt_write_atomic(explored, p_explored, err, sizeof err) != 0 ||
+        manifest_update(p_manifest, &dev, argc + 1, argv - 1, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench tune: %s\n", err);
+        csvt_free(explored);
+        csvt_free(tuning);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
+    attn_runner *runner;
+    if (attn_open(&dev, &runner, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench tune: %s\n", err);
+        csvt_free(explored);
+        csvt_free(tuning);
+        shapes_free(&shapes);
+        return 1;
+    }
+    attn_opts ao;
+    attn_opts_defaults(&ao);
+    ao.timing.budget_s = rep_budget;
+    ao.timing.warmup_s = 0.02;
+    ao.verify_rows = 256;
+    signal(SIGINT, on_sigint);
+    int is_tty = isatty(2);
+
+    /* one representative per class: its shape with the most work */
+    size_t *rep = calloc(shapes.n ? shapes.n : 1, sizeof *rep);
+    char (*keys)[96] = calloc(shapes.n ? shapes.n : 1, sizeof *keys);
+    size_t nclass = 0;
+    for (size_t i = 0; rep && keys && i < shapes.n; i++) {
+        dtype_t dt = have_dtype ? dtype : shapes.v[i].has_dtype ? shapes.v[i].dtype : DT_BF16;
+        char key[96];
+        tune_class_key(&shapes.v[i], dt, key, sizeof key);
+        size_t k = 0;
+        while (k < nclass && strcmp(keys[k], key)) k++;
+        if (k == nclass) { snprintf(keys[nclass], sizeof keys[0], "%s", key); rep[nclass++] = i; }
+        else if (shape_flops(&shapes.v[i]) > shape_flops(&shapes.v[rep[k]])) rep[k] = i;
+    }
+    int fatal = 0;
+    long total_compiled = 0;
+    for (size_t ci = 0; ci < nclass && !stop_requested && !fatal; ci++) {
+        const shape_t *s = &shapes.v[rep[ci]];
+        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        kconfig *cands;
+        long before;
+        long n = space_enumerate(&space, &dev.info, s, dt, &cands, &before);
+        if (n < 0) { fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; break; }
+        searcher se;
+        if (searcher_init(&se, strategy, n, seed) != 0) { free(cands); fatal = 1; break; }
+        double t0 = fb_now(), best_us = INFINITY;
+        long best = -1, explored_n = 0;
+        char best_cfg[256] = "";
+        /* resume: candidates this class already has rows for are not run again */
+        int col_cfg = csvt_col(explored, "config"), col_cls = csvt_col(explored, "shape_class"),
+            col_be = csvt_col(explored, "backend"), col_st = csvt_col(explored, "status"),
+            col_us = csvt_col(explored, "median_us"), col_gpu = csvt_col(explored, "gpu");
+        long idx;
+        while ((idx = searcher_ask(&se)) >= 0 && !stop_requested) {
+            if (budget > 0 && explored_n >= budget) break;
+            if (time_limit > 0 && fb_now() - t0 > time_limit) break;
+            char cs[256];
+            kconfig_str(&cands[idx], cs, sizeof cs);
+            int done = 0;
+            for (size_t r = 0; r < explored->nrows && !done; r++) {
+                char **row = explored->rows[r];
+                if (strcmp(row[col_cfg], cs) || strcmp(row[col_cls], keys[ci]) || strcmp(row[col_be], dev.rt->name) ||
+                    strcmp(row[col_gpu], dev.info.name))
+                    continue;
+                done = 1;
+                explored_n++;
+                if (!strcmp(row[col_st], "ok") && row[col_us][0] && atof(row[col_us]) < best_us) {
+                    best_us = atof(row[col_us]);
+                    best = idx;
+                    snprintf(best_cfg, sizeof best_cfg, "%s", cs);
+                }
+            }
+            if (done) continue;
+            attn_result res;
+            if (attn_run(runner, s, dt, &cands[idx], &ao, &res, err, sizeof err) != 0) {
+                fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
+                fatal = 1;
+                break;
+            }
+            explored_n++;
+            if (res.compile_ms > 0) total_compiled++;
+            int ok = res.status == ST_OK;
+            double us = ok ? res.us.median : NAN;
+            searcher_tell(&se, idx, us);
+            if (ok && us < best_us) { best_us = us; best = idx; snprintf(best_cfg, sizeof best_cfg, "%s", cs); }
+            char f[12][48];
+            snprintf(f[0], 48, "%.1f", res.compile_ms);
+            if (ok) snprintf(f[1], 48, "%.3f", us); else f[1][0] = 0;
+            if (ok) snprintf(f[2], 48, "%.4f", shape_flops(s) / (us * 1e-6) / 1e12); else f[2][0] = 0;
+            snprintf(f[3], 48, "%ld", res.attrs.registers);
+            snprintf(f[4], 48, "%ld", res.attrs.spill_bytes);
+            snprintf(f[5], 48, "%ld", res.attrs.shared_bytes + (long)kconfig_dynamic_shared(&res.config, s->d));
+            snprintf(f[6], 48, "%ld", res.attrs.private_bytes);
+            snprintf(f[7], 48, "%ld", res.attrs.binary_bytes);
+            if (res.ver.rows_checked) snprintf(f[8], 48, "%.3g", res.ver.max_abs_err); else f[8][0] = 0;
+            const char *row[EXPLORED_NCOLS] = {dev.info.name, dev.rt->name, "attn_fwd", cs, keys[ci], s->name,
+                                               status_name(res.status), res.reason, f[0], f[1], f[2], f[3], f[4],
+                                               f[5], f[6], f[7], f[8]};
+            if (csvt_add(explored, row) != 0 || csvt_write_atomic(explored, p_explored, err, sizeof err) != 0) {
+                fprintf(stderr, "fabench tune: %s\n", err);
+                fatal = 1;
+                break;
+            }
+            if (!quiet && is_tty)
+                fprintf(stderr, "\r[%zu/%zu] %s: %ld/%ld, best %.1f us   ", ci + 1, nclass, keys[ci], explored_n,
+                        budget > 0 && budget < n ? budget : n, best_us);
+        }
+        searcher_free(&se);
+        free(cands);
+        if (!quiet)
+            fprintf(stderr, "%s[%zu/%zu] %s: %ld configurations in the space, %ld fit the device, %ld explored; best %s%s%s\n",
+                    is_tty ? "\r" : "", ci + 1, nclass, keys[ci], before, n, explored_n,
+                    best >= 0 ? "" : "none verified", best >= 0 ? best_cfg : "", "");
+        if (best >= 0 && !fatal) {
+            char f[6][64], date[32];
+            time_t now = time(NULL);
+            struct tm tm;
+            gmtime_r(&now, &tm);
+            strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+            snprintf(f[0], 64, "%.3f", best_us);
+            snprintf(f[1], 64, "%.4f", shape_flops(s) / (best_us * 1e-6) / 1e12);
+            snprintf(f[2], 64, "%ld", explored_n);
+            snprintf(f[3], 64, "%ld", before);
+            const char *row[TUNING_NCOLS] = {dev.info.name, dev.rt->name, keys[ci], best_cfg, f[0], f[1], f[2], f[3],
+                                             s->name, strategy, date};
+            /* replace this class's row, if any */
+            int cg = csvt_col(tuning, "gpu"), cb = csvt_col(tuning, "backend"), cc = csvt_col(tuning, "shape_class");
+            size_t r = 0;
+            while (r < tuning->nrows && (strcmp(tuning->rows[r][cg], dev.info.name) || strcmp(tuning->rows[r][cb], dev.rt->name) ||
+                                         strcmp(tuning->rows[r][cc], keys[ci])))
+                r++;
+            if (r < tuning->nrows) {
+                for (size_t k = 0; k < TUNING_NCOLS; k++) {
+                    char *v = strdup(row[k]);
+                    if (v) { free(tuning->rows[r][k]); tuning->rows[r][k] = v; }
+                }
+            } else if (csvt_add(tuning, row) != 0) {
+                fatal = 1;
+            }
+            if (!fatal && csvt_write_atomic(tuning, p_tuning, err, sizeof err) != 0) {
+                fprintf(stderr, "fabench tune: %s\n", err);
+                fatal = 1;
+            }
+        }
+    }
+    if (!quiet)
+        fprintf(stderr, "fabench tune: %zu classes, %ld binaries compiled; results in %s/\n", nclass, total_compiled, dir);
+    if (stop_requested && !quiet) fprintf(stderr, "fabench tune: interrupted; finished rows kept; the same command resumes\n");
+    free(rep);
+    free(keys);
+    attn_close(runner);
+    csvt_free(explored);
+    csvt_free(tuning);
+    shapes_free(&shapes);
+    return fatal ? 1 : stop_requested ? 130 : 0;
+}

@@ -1,0 +1,25 @@
+/* tune.h: the autotuner: shape classes, the search over kernels/space.csv with every
+ * candidate verified before it is timed, explored.csv and tuning.csv, and the lookup that
+ * `run --tuned` uses (exact class, nearest class, then the runtime's default). */
+#ifndef FABENCH_TUNE_H
+#define FABENCH_TUNE_H
+
+#include "common.h"
+#include "config.h"
+#include "rt.h"
+
+/* The class a shape is tuned for, e.g. "bf16-d128-c1-g4-q4096-k4096": dtype, head dim,
+ * causal, GQA ratio, and Sq, Skv rounded up to powers of two. */
+void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len);
+
+/* The configuration for a shape from a tuning table (tuning.csv) for this device's GPU
+ * and runtime: the exact class, else the nearest class of the same dtype, head dim and
+ * causality, else nothing. Fills cfg (all fields set) and source ("tuned <class>" or
+ * "nearest <class>") and returns 1; 0 when the table has nothing usable (source says
+ * why; the caller falls back to the runtime's default); 2 for a malformed table. */
+int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
+                char *source, size_t srclen, char *err, size_t errlen);
+
+int cmd_tune(int argc, char **argv);
+
+#endif

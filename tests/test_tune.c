@@ -1,0 +1,221 @@
+/* test_tune.c: the search space file, enumeration, shape-class keys, the tuning-table
+ * lookup (exact, nearest, default), and `fabench tune` end to end on the first OpenCL
+ * device: verified candidates, explored.csv and tuning.csv, and a resume that redoes nothing. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "csvio.h"
+#include "space.h"
+#include "tune.h"
+
+static char tmpdir[256];
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static shape_t mk(int b, int hq, int hkv, int sq, int skv, int d, int causal)
+{
+    shape_t s = {.batch = b, .hq = hq, .hkv = hkv, .sq = sq, .skv = skv, .d = d, .causal = causal};
+    snprintf(s.name, sizeof s.name, "t");
+    return s;
+}
+
+static void test_space_errors(void **state)
+{
+    (void)state;
+    char p[512], err[FB_ERRLEN];
+    space_t sp;
+    struct { const char *text, *want; } cases[] = {
+        {"param,value,when\nBLOCK_Q,16,\n", "field 'param'"},
+        {"param,value,when\nBLOCK_M,17,\n", "field 'value'"},
+        {"param,value,when\nMMA,wgmma,\n", "field 'value'"},
+        {"param,value,when\nBLOCK_M,16,sometimes\n", "field 'when'"},
+        {"param,value\nBLOCK_M,16\n", ":1:"},
+        {"param,value,when\n", "no parameters"},
+    };
+    snprintf(p, sizeof p, "%s/space.csv", tmpdir);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_file(p, cases[i].text);
+        assert_int_equal(space_load(p, &sp, err, sizeof err), FB_EXIT_BADINPUT);
+        if (!strstr(err, cases[i].want) || !strstr(err, p)) fail_msg("case %zu: '%s' lacks '%s'", i, err, cases[i].want);
+    }
+    write_file(p, "param,value,when\nBLOCK_M,16,\nBLOCK_M,32,\nBLOCK_N,16,\n");
+    assert_int_equal(space_load(p, &sp, err, sizeof err), 0);
+    assert_int_equal(sp.nparams, 2);
+    assert_int_equal(sp.p[0].nvalues, 2);
+}
+
+/* The shipped space: at least the paper's 450 configurations before constraints for a d=128
+ * bf16 class on a GPU with tensor cores; conditions respected; every candidate passes the
+ * static checks and is unique. */
+static void test_space_enumerate(void **state)
+{
+    (void)state;
+    char err[FB_ERRLEN];
+    space_t sp;
+    assert_int_equal(space_load_default(&sp, err, sizeof err), 0);
+    rt_device_info h200 = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
+                           .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC};
+    shape_t pre = mk(4, 32, 32, 4096, 4096, 128, 1);
+    kconfig *c;
+    long before;
+    long n = space_enumerate(&sp, &h200, &pre, DT_BF16, &c, &before);
+    print_message("d128 bf16 prefill on an sm_90-like device: %ld in the space, %ld fit\n", before, n);
+    assert_true(before >= 450);
+    assert_true(n > 50 && n <= before);
+    int mma = 0;
+    for (long i = 0; i < n; i++) {
+        char reason[256], a[256], b[256];
+        assert_int_equal(kconfig_check(&c[i], &h200, &pre, DT_BF16, reason, sizeof reason), ST_OK);
+        assert_int_equal(c[i].split_kv, 1); /* SPLIT_KV > 1 is for decode only */
+        assert_int_equal(c[i].pack_gqa, 0); /* no GQA here */
+        mma += c[i].mma == MMA_SYNC;
+        kconfig_str(&c[i], a, sizeof a);
+        for (long j = 0; j < i; j++) {
+            kconfig_str(&c[j], b, sizeof b);
+            assert_string_not_equal(a, b);
+        }
+    }
+    assert_true(mma > 0);
+    free(c);
+    /* fp32 or no tensor cores: no mma candidates */
+    rt_device_info cpu = {.compute_units = 2, .max_group_size = 4096, .shared_bytes = 512 * 1024,
+                          .static_shared_bytes = 512 * 1024};
+    shape_t dec = mk(8, 32, 8, 1, 4096, 128, 1);
+    n = space_enumerate(&sp, &cpu, &dec, DT_BF16, &c, &before);
+    int split = 0, pack = 0;
+    for (long i = 0; i < n; i++) {
+        assert_int_equal(c[i].mma, MMA_FMA);
+        split |= c[i].split_kv > 1;
+        pack |= c[i].pack_gqa;
+    }
+    assert_true(split && pack);
+    free(c);
+}
+
+static void test_class_key(void **state)
+{
+    (void)state;
+    char k[96];
+    shape_t s = mk(4, 32, 8, 3000, 4096, 128, 1);
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q4096-k4096");
+    s = mk(1, 8, 8, 1, 300, 64, 0);
+    tune_class_key(&s, DT_FP16, k, sizeof k);
+    assert_string_equal(k, "fp16-d64-c0-g1-q1-k512");
+}
+
+static void test_lookup(void **state)
+{
+    (void)state;
+    char p[512], src[300], err[FB_ERRLEN];
+    snprintf(p, sizeof p, "%s/tuning.csv", tmpdir);
+    write_file(p, "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date\n"
+                  "G,opencl,bf16-d128-c1-g4-q4096-k4096,MMA=fma;BLOCK_M=32;BLOCK_N=16;NUM_WARPS=2;SPLIT_KV=1,1,1,1,1,x,exhaustive,now\n"
+                  "G,opencl,bf16-d128-c1-g4-q1-k4096,MMA=fma;BLOCK_M=16;BLOCK_N=64;NUM_WARPS=1;SPLIT_KV=4,1,1,1,1,x,exhaustive,now\n"
+                  "Other,opencl,bf16-d64-c1-g4-q64-k64,MMA=fma;BLOCK_M=128,1,1,1,1,x,exhaustive,now\n");
+    rt_device dev = {.rt = rt_find("opencl"), .index = 0};
+    snprintf(dev.info.name, sizeof dev.info.name, "G");
+    kconfig c;
+    shape_t exact = mk(1, 32, 8, 4000, 4000, 128, 1);
+    assert_int_equal(tune_lookup(p, &dev, &exact, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(c.block_m, 32);
+    assert_int_equal(c.num_warps, 2);
+    assert_non_null(strstr(src, "tuned"));
+    shape_t near = mk(1, 32, 8, 2, 3000, 128, 1); /* q2 is nearest to q1 */
+    assert_int_equal(tune_lookup(p, &dev, &near, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(c.block_n, 64);
+    assert_non_null(strstr(src, "nearest bf16-d128-c1-g4-q1-k4096"));
+    assert_false(c.set & CFG_SPLIT_KV); /* re-derived for the shape */
+    shape_t other_d = mk(1, 32, 8, 64, 64, 64, 1); /* only another GPU has d=64 */
+    assert_int_equal(tune_lookup(p, &dev, &other_d, DT_BF16, &c, src, sizeof src, err, sizeof err), 0);
+    assert_non_null(strstr(src, "default"));
+    write_file(p, "gpu,backend,shape_class,config\nG,opencl,bf16-d128-c1-g4-q4096-k4096,BLOCK_M=17\n");
+    assert_int_equal(tune_lookup(p, &dev, &exact, DT_BF16, &c, src, sizeof src, err, sizeof err), 2);
+    assert_non_null(strstr(err, ":2: field 'config'"));
+}
+
+static int count_rows(const char *path)
+{
+    csv_table *t;
+    char err[FB_ERRLEN];
+    if (csvt_read(path, &t, err, sizeof err) != 0) return -1;
+    int n = (int)t->nrows;
+    csvt_free(t);
+    return n;
+}
+
+/* `fabench tune` through the real binary on PoCL: rows for every candidate, a tuning row
+ * per class whose configuration verified, and a second run that adds nothing. */
+static void test_tune_end_to_end(void **state)
+{
+    (void)state;
+    char shapes[512], res[512], cmd[2048], p[600];
+    snprintf(shapes, sizeof shapes, "%s/shapes.csv", tmpdir);
+    snprintf(res, sizeof res, "%s/res", tmpdir);
+    write_file(shapes, "name,batch,hq,hkv,sq,skv,d,causal\na,1,2,1,33,40,32,1\nb,1,2,2,1,70,32,0\n");
+    const char *fab = getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "build/fabench";
+    snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --strategy random --budget 3 "
+             "--rep-budget 0.01 --seed 7 --quiet", fab, shapes, res);
+    assert_int_equal(system(cmd), 0);
+    snprintf(p, sizeof p, "%s/explored.csv", res);
+    assert_int_equal(count_rows(p), 6);
+    snprintf(p, sizeof p, "%s/tuning.csv", res);
+    csv_table *t;
+    char err[FB_ERRLEN];
+    assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
+    assert_int_equal(t->nrows, 2);
+    int cc = csvt_col(t, "config"), ce = csvt_col(t, "configs_explored");
+    for (size_t i = 0; i < t->nrows; i++) {
+        kconfig c = {0};
+        assert_int_equal(kconfig_parse(t->rows[i][cc], &c, err, sizeof err), 0);
+        assert_string_equal(t->rows[i][ce], "3");
+    }
+    csvt_free(t);
+    assert_int_equal(system(cmd), 0); /* resume: nothing new */
+    snprintf(p, sizeof p, "%s/explored.csv", res);
+    assert_int_equal(count_rows(p), 6);
+    snprintf(p, sizeof p, "%s/manifest.csv", res);
+    assert_true(count_rows(p) > 5);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/fabench-test-tune-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_space_errors),
+        cmocka_unit_test(test_space_enumerate),
+        cmocka_unit_test(test_class_key),
+        cmocka_unit_test(test_lookup),
+        cmocka_unit_test(test_tune_end_to_end),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
