@@ -1,28 +1,34 @@
 #!/usr/bin/env bash
 # run.sh: the full evaluation on whatever this machine has: installs what is missing,
 # builds, finds the devices (every GPU; PoCL on the CPU when there is none), and measures
-# the portable kernel on a suite, writing results/<gpu-slug>/perf.csv and manifest.csv.
-# An earlier run's files are moved to results/<gpu-slug>/archive/<time>/, never overwritten.
+# the portable kernel on a suite (with --tune: tuned first), writing results/<gpu-slug>/
+# perf.csv and manifest.csv. An earlier run's perf.csv and manifest.csv are moved to
+# results/<gpu-slug>/archive/<time>/, never overwritten; explored.csv and tuning.csv are
+# the tuner's resumable records and stay where they are.
 set -eu
 cd "$(dirname "$0")"
 
 usage() {
     cat <<'USAGE'
-usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--results DIR]
+usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--results DIR]
 
   --device SEL   measure only this device (repeatable; see build/fabench devices)
   --suite NAME   suite from bench/suites (default: llm on a GPU, smoke on a CPU)
   --quick        the smoke suite with a short time budget, on every device
+  --tune N       first tune each shape class (random search, N candidates; default 60),
+                 then measure with the tuned configurations; without it, a tuning table
+                 already in the results folder is used when there is one
   --results DIR  where per-GPU folders go (default: results)
 USAGE
 }
 
-devices=(); suite=""; quick=0; results=results
+devices=(); suite=""; quick=0; results=results; tune=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --device) devices+=("$2"); shift 2 ;;
         --suite) suite=$2; shift 2 ;;
         --quick) quick=1; shift ;;
+        --tune) if [[ ${2:-} =~ ^[0-9]+$ ]]; then tune=$2; shift 2; else tune=60; shift; fi ;;
         --results) results=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -60,9 +66,10 @@ while IFS=$'\t' read -r sel kind name; do
     mkdir -p "$dir"
     if [ -z "${archived[$slug]:-}" ]; then
         archived[$slug]=1
-        if ls "$dir"/*.csv >/dev/null 2>&1; then
+        old=$(ls "$dir"/perf.csv "$dir"/manifest.csv 2>/dev/null || true)
+        if [ -n "$old" ]; then
             mkdir -p "$dir/archive/$stamp"
-            mv "$dir"/*.csv "$dir/archive/$stamp/"
+            mv $old "$dir/archive/$stamp/"
             echo "run.sh: earlier results of $slug moved to $dir/archive/$stamp/"
         fi
     fi
@@ -70,10 +77,17 @@ while IFS=$'\t' read -r sel kind name; do
     [ -n "$s" ] || { [ "$kind" = gpu ] && s=llm || s=smoke; }
     args=(--budget 0.5)
     [ $quick -eq 0 ] || { s=smoke; args=(--budget 0.05 --warmup 0.01); }
+    tuned=()
+    if [ $tune -gt 0 ] && [ $quick -eq 0 ]; then
+        echo "run.sh: $sel ($name): tuning suite $s, $tune candidates per shape class"
+        $fab tune --device "$sel" --suite "$s" --results "$dir" --strategy random --budget "$tune" ||
+            { echo "run.sh: $sel: tuning stopped (exit $?); measuring with what it found" >&2; }
+    fi
+    [ -f "$dir/tuning.csv" ] && tuned=(--tuned --tuning "$dir/tuning.csv")
     echo "run.sh: $sel ($name): suite $s -> $dir/perf.csv"
     rc=0
     $fab run --device "$sel" --suite "$s" --out "$dir/perf.csv" --append \
-        --manifest "$dir/manifest.csv" "${args[@]}" || rc=$?
+        --manifest "$dir/manifest.csv" "${args[@]}" "${tuned[@]}" || rc=$?
     [ $rc -eq 0 ] || { echo "run.sh: $sel: some rows did not pass (exit $rc); see the status column" >&2; status=1; }
 done <<< "$sel_lines"
 exit $status

@@ -2,7 +2,11 @@
  * modules memoised per define set, inputs, launch, verification, timing. */
 #include "attn.h"
 
+#include "cache.h"
+
 #include <math.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,7 @@ typedef struct {
     rt_kernel *fwd, *combine;
     rt_kernel_attrs attrs;
     double compile_ms;
+    int from_cache;
 } module_entry;
 
 struct attn_runner {
@@ -25,7 +30,23 @@ struct attn_runner {
     char *source;
     module_entry mods[MAX_MODULES];
     int nmods;
+    long compiled, cached; /* binaries built here, binaries loaded from the disk cache */
 };
+
+void attn_counts(const attn_runner *r, long *compiled, long *cached)
+{
+    *compiled = r->compiled;
+    *cached = r->cached;
+}
+
+/* The disk-cache key of one configuration's binary on this runner's device. */
+static void module_cache_key(const attn_runner *r, const char *defines_key, char out[33])
+{
+    const rt_device_info *i = &r->dev.info;
+    const char *parts[] = {r->source, defines_key, r->dev.rt->name, i->name, i->arch, i->driver,
+                           i->runtime_version, i->compiler, i->platform};
+    cache_key(parts, (int)(sizeof parts / sizeof parts[0]), out);
+}
 
 void attn_opts_defaults(attn_opts *o)
 {
@@ -152,9 +173,33 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
     for (int i = 0; i < nd; i++) dp[i] = defs[i];
     char *log = NULL, err[FB_ERRLEN] = "";
     const rt_runtime *rt = r->dev.rt;
+    char ckey[33];
+    module_cache_key(r, key, ckey);
+    void *cbin;
+    size_t clen;
+    char *clog = NULL;
+    int rc = -1;
+    if (rt->load_binary && cache_get(ckey, &cbin, &clen, &clog)) {
+        rc = rt->load_binary(r->ctx, cbin, clen, clog, &m->mod, err, sizeof err);
+        free(cbin);
+        free(clog);
+        if (rc == 0) {
+            m->from_cache = 1;
+            r->cached++;
+        }
+    }
     double t0 = fb_now();
-    int rc = rt->compile(r->ctx, r->source, dp, nd, &m->mod, &log, err, sizeof err);
-    m->compile_ms = (fb_now() - t0) * 1e3;
+    if (rc != 0) {
+        rc = rt->compile(r->ctx, r->source, dp, nd, &m->mod, &log, err, sizeof err);
+        m->compile_ms = (fb_now() - t0) * 1e3;
+        r->compiled++;
+        void *bin;
+        size_t blen;
+        if (rc == 0 && rt->binary(m->mod, &bin, &blen) == 0) {
+            cache_put(ckey, bin, blen, log);
+            free(bin);
+        }
+    }
     if (rc != 0) {
         m->status = rc == RT_ERESOURCE ? ST_RESOURCE_LIMIT : ST_COMPILE_ERROR;
         log_reason(log, err, m->reason, sizeof m->reason);
@@ -182,6 +227,74 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
         m->status = ST_OK;
     }
     return m;
+}
+
+/* ---- parallel compilation into the disk cache ---- */
+
+typedef struct {
+    attn_runner *r;
+    const shape_t *s;
+    dtype_t dt;
+    const kconfig *cands;
+    long n, next;
+    int write_lse;
+    long built;
+    pthread_mutex_t lock;
+} precompile_job;
+
+static void *precompile_worker(void *arg)
+{
+    precompile_job *j = arg;
+    const rt_runtime *rt = j->r->dev.rt;
+    for (;;) {
+        pthread_mutex_lock(&j->lock);
+        long i = j->next++;
+        pthread_mutex_unlock(&j->lock);
+        if (i >= j->n) break;
+        char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], key[512], ckey[33];
+        const char *dp[ATTN_MAX_DEFINES];
+        int nd = attn_defines(j->s, j->dt, &j->cands[i], j->write_lse, defs);
+        size_t o = 0;
+        for (int k = 0; k < nd; k++) {
+            dp[k] = defs[k];
+            o += (size_t)snprintf(key + o, sizeof key - o, "%s ", defs[k]);
+        }
+        module_cache_key(j->r, key, ckey);
+        void *bin;
+        size_t len;
+        if (cache_get(ckey, &bin, &len, NULL)) { free(bin); continue; }
+        rt_module *mod = NULL;
+        char *log = NULL, err[FB_ERRLEN];
+        if (rt->compile(j->r->ctx, j->r->source, dp, nd, &mod, &log, err, sizeof err) == 0) {
+            if (rt->binary(mod, &bin, &len) == 0) {
+                cache_put(ckey, bin, len, log);
+                free(bin);
+            }
+            rt->module_free(mod);
+            pthread_mutex_lock(&j->lock);
+            j->built++;
+            pthread_mutex_unlock(&j->lock);
+        }
+        free(log); /* a failed compile is compiled again, and recorded, when it is run */
+    }
+    return NULL;
+}
+
+long attn_precompile(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n, int write_lse)
+{
+    precompile_job j = {.r = r, .s = s, .dt = dt, .cands = cands, .n = n, .write_lse = write_lse};
+    pthread_mutex_init(&j.lock, NULL);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nth = ncpu > 1 ? (int)(ncpu > 64 ? 64 : ncpu) : 1;
+    pthread_t tid[64];
+    int started = 0;
+    for (int t = 1; t < nth; t++)
+        if (pthread_create(&tid[started], NULL, precompile_worker, &j) == 0) started++;
+    precompile_worker(&j);
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&j.lock);
+    r->compiled += j.built;
+    return j.built;
 }
 
 /* Everything one launch sequence needs; the enqueue callback of the timer. */

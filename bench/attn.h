@@ -29,7 +29,7 @@ typedef struct {
     verify_result ver;
     stats_t us;           /* valid when status is ok and not verify_only */
     rt_kernel_attrs attrs;
-    double compile_ms;    /* 0 when the module was already compiled */
+    double compile_ms;    /* 0 when the module was already compiled or came from the disk cache */
 } attn_result;
 
 /* The kernel source for a runtime: kernels/prelude_<runtime>.h followed by
@@ -45,6 +45,12 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
 
 int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen);
 void attn_close(attn_runner *r);
+
+/* Compiles, on all CPU cores, the candidates whose binaries are not yet in the disk
+ * cache, so that attn_run later only loads them. Returns how many it built. */
+long attn_precompile(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n, int write_lse);
+/* Binaries this runner compiled, and loaded from the disk cache, so far. */
+void attn_counts(const attn_runner *r, long *compiled, long *cached);
 
 /* One shape, one configuration (fields not set are completed with defaults).
  * Returns 0 with res->status set (any failure of the configuration is a status, not an

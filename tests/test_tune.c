@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "cache.h"
 #include "csvio.h"
 #include "space.h"
 #include "tune.h"
@@ -149,6 +150,46 @@ static void test_lookup(void **state)
     assert_non_null(strstr(err, ":2: field 'config'"));
 }
 
+/* Entries round-trip; a truncated or altered entry is a miss and is removed. */
+static void test_cache(void **state)
+{
+    (void)state;
+    char dir[400], path[600];
+    snprintf(dir, sizeof dir, "%s/cache", tmpdir);
+    setenv("FABENCH_CACHE", dir, 1);
+    const char *parts1[] = {"src", "HEAD_DIM=64"}, *parts2[] = {"src", "HEAD_DIM=6", "4"};
+    char k1[33], k2[33];
+    cache_key(parts1, 2, k1);
+    cache_key(parts2, 3, k2);
+    assert_string_not_equal(k1, k2);
+    const char bin[] = "\x7f" "ELF binary with \0 inside";
+    assert_int_equal(cache_put(k1, bin, sizeof bin, "ptxas info: 0 bytes spill stores"), 0);
+    void *b;
+    size_t n;
+    char *log;
+    assert_int_equal(cache_get(k1, &b, &n, &log), 1);
+    assert_int_equal(n, sizeof bin);
+    assert_memory_equal(b, bin, sizeof bin);
+    assert_string_equal(log, "ptxas info: 0 bytes spill stores");
+    free(b);
+    free(log);
+    assert_int_equal(cache_get(k2, &b, &n, &log), 0);
+    /* truncate the entry: a miss, and the file is gone */
+    snprintf(path, sizeof path, "%s/%s.bin", dir, k1);
+    assert_int_equal(truncate(path, 40), 0);
+    assert_int_equal(cache_get(k1, &b, &n, &log), 0);
+    assert_int_not_equal(access(path, F_OK), 0);
+    /* flip one byte of the binary */
+    assert_int_equal(cache_put(k1, bin, sizeof bin, NULL), 0);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    fseek(f, -3, SEEK_END);
+    fputc('#', f);
+    fclose(f);
+    assert_int_equal(cache_get(k1, &b, &n, &log), 0);
+    unsetenv("FABENCH_CACHE");
+}
+
 static int count_rows(const char *path)
 {
     csv_table *t;
@@ -189,6 +230,19 @@ static void test_tune_end_to_end(void **state)
     assert_int_equal(system(cmd), 0); /* resume: nothing new */
     snprintf(p, sizeof p, "%s/explored.csv", res);
     assert_int_equal(count_rows(p), 6);
+    /* a fresh results folder with a warm disk cache: everything runs again, nothing compiles */
+    char log[600];
+    snprintf(log, sizeof log, "%s/tune.log", tmpdir);
+    for (int round = 2; round <= 3; round++) {
+        snprintf(cmd, sizeof cmd, "FABENCH_CACHE=%s/kc %s tune --device opencl:0 --shapes %s --results %s/res%d "
+                 "--strategy random --budget 3 --rep-budget 0.01 --seed 7 2>%s", tmpdir, fab, shapes, tmpdir, round, log);
+        assert_int_equal(system(cmd), 0);
+    }
+    char *text;
+    size_t len;
+    assert_int_equal(fb_read_file(log, &text, &len, p, sizeof p), 0);
+    if (!strstr(text, " 0 binaries compiled, 6 loaded from the cache")) fail_msg("second tune compiled again:\n%s", text);
+    free(text);
     snprintf(p, sizeof p, "%s/manifest.csv", res);
     assert_true(count_rows(p) > 5);
 }
@@ -215,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_space_enumerate),
         cmocka_unit_test(test_class_key),
         cmocka_unit_test(test_lookup),
+        cmocka_unit_test(test_cache),
         cmocka_unit_test(test_tune_end_to_end),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

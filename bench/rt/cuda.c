@@ -697,6 +697,27 @@ static int cu_compile(rt_ctx *c, const char *source, const char *const *defines,
     return 0;
 }
 
+static int cu_load_binary(rt_ctx *c, const void *bin, size_t len, const char *log, rt_module **out,
+                          char *err, size_t errlen)
+{
+    rt_module *m = calloc(1, sizeof *m);
+    if (!m) FAIL("%s", "out of memory");
+    m->c = c;
+    m->bin = malloc(len);
+    if (!m->bin) { free(m); FAIL("%s", "out of memory"); }
+    memcpy(m->bin, bin, len);
+    m->binlen = len;
+    m->log = log ? strdup(log) : NULL;
+    if (make_current(c, err, errlen) != 0) {
+        free(m->bin); free(m->log); free(m);
+        return RT_ERR;
+    }
+    CUresult r = cu.cuModuleLoadData(&m->mod, m->bin);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuModuleLoadData", r, free(m->bin), free(m->log), free(m));
+    *out = m;
+    return 0;
+}
+
 static int cu_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_kernel_attrs *attrs,
                          char *err, size_t errlen)
 {
@@ -942,6 +963,7 @@ const rt_runtime rt_cuda = {
     .kernel_free = cu_kernel_free,
     .binary = cu_binary,
     .module_free = cu_module_free,
+    .load_binary = cu_load_binary,
     .alloc = cu_alloc,
     .buf_free = cu_buf_free,
     .upload = cu_upload,

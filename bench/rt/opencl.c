@@ -53,7 +53,9 @@
     X(clGetEventInfo, cl_int, (cl_event, cl_event_info, size_t, void *, size_t *), 1)          \
     X(clGetEventProfilingInfo, cl_int, (cl_event, cl_profiling_info, size_t, void *, size_t *), 1) \
     X(clReleaseEvent, cl_int, (cl_event), 1)                                                   \
-    X(clEnqueueMarkerWithWaitList, cl_int, (cl_command_queue, cl_uint, const cl_event *, cl_event *), 0)
+    X(clEnqueueMarkerWithWaitList, cl_int, (cl_command_queue, cl_uint, const cl_event *, cl_event *), 0) \
+    X(clCreateProgramWithBinary, cl_program, (cl_context, cl_uint, const cl_device_id *, const size_t *,  \
+        const unsigned char **, cl_int *, cl_int *), 1)
 
 #define X_TYPEDEF(name, ret, params, req) typedef ret(CL_API_CALL *name##_fn) params;
 CL_API(X_TYPEDEF)
@@ -291,6 +293,27 @@ static int cl_compile(rt_ctx *c, const char *source, const char *const *defines,
     return 0;
 }
 
+static int cl_load_binary(rt_ctx *c, const void *bin, size_t len, const char *log, rt_module **out,
+                          char *err, size_t errlen)
+{
+    (void)log;
+    cl_int e, st = CL_SUCCESS;
+    const unsigned char *ptr = bin;
+    cl_program p = cl.clCreateProgramWithBinary(c->context, 1, &c->dev, &len, &ptr, &st, &e);
+    if (e != CL_SUCCESS || st != CL_SUCCESS) FAIL("clCreateProgramWithBinary: %s", cl_errstr(e != CL_SUCCESS ? e : st));
+    e = cl.clBuildProgram(p, 1, &c->dev, "", NULL, NULL);
+    if (e != CL_SUCCESS) {
+        cl.clReleaseProgram(p);
+        FAIL("clBuildProgram (binary): %s", cl_errstr(e));
+    }
+    rt_module *m = calloc(1, sizeof *m);
+    if (!m) { cl.clReleaseProgram(p); FAIL("%s", "out of memory"); }
+    m->prog = p;
+    m->dev = c->dev;
+    *out = m;
+    return 0;
+}
+
 static int cl_binary(rt_module *m, void **data, size_t *len)
 {
     size_t n = 0;
@@ -478,6 +501,7 @@ const rt_runtime rt_opencl = {
     .kernel_free = cl_kernel_free,
     .binary = cl_binary,
     .module_free = cl_module_free,
+    .load_binary = cl_load_binary,
     .alloc = cl_alloc,
     .buf_free = cl_buf_free,
     .upload = cl_upload,

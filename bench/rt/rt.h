@@ -77,6 +77,10 @@ typedef struct rt_runtime {
     /* The module's binary (PTX, cubin, code object...) as the runtime holds it; malloc'd. */
     int (*binary)(rt_module *mod, void **data, size_t *len);
     void (*module_free)(rt_module *mod);
+    /* Loads a binary that `binary` returned earlier for the same device (the disk cache),
+     * with the compile log that came with it (may be NULL). 0 or RT_ERR. */
+    int (*load_binary)(rt_ctx *ctx, const void *bin, size_t len, const char *log, rt_module **out,
+                       char *err, size_t errlen);
 
     int (*alloc)(rt_ctx *ctx, size_t bytes, rt_buf **out, char *err, size_t errlen);
     void (*buf_free)(rt_buf *buf);
