@@ -17,12 +17,13 @@
 #include "csvio.h"
 #include "manifest.h"
 #include "shapes.h"
+#include "search.h"
 #include "space.h"
 
 static const char *const explored_header[] = {
     "gpu", "backend", "kernel", "config", "shape_class", "shape", "status", "reason", "compile_ms",
     "median_us", "tflops", "registers", "spill_bytes", "shared_bytes", "private_bytes", "binary_bytes",
-    "max_abs_err"};
+    "max_abs_err", "strategy", "step"};
 #define EXPLORED_NCOLS (sizeof explored_header / sizeof explored_header[0])
 static const char *const tuning_header[] = {
     "gpu", "backend", "shape_class", "config", "median_us", "tflops", "configs_explored", "configs_in_space",
@@ -103,42 +104,6 @@ int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, 
     return 1;
 }
 
-/* ---- the searchers: ask for the next candidate index, tell them the result ---- */
-
-typedef struct {
-    long n, next;
-    long *order;
-} searcher;
-
-static uint64_t mix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static int searcher_init(searcher *se, const char *strategy, long n, uint64_t seed)
-{
-    se->n = n;
-    se->next = 0;
-    se->order = malloc(sizeof(long) * (size_t)(n ? n : 1));
-    if (!se->order) return -1;
-    for (long i = 0; i < n; i++) se->order[i] = i;
-    if (!strcmp(strategy, "random"))
-        for (long i = n - 1; i > 0; i--) { /* Fisher-Yates, reproducible from the seed */
-            long j = (long)(mix64(&seed) % (uint64_t)(i + 1));
-            long tmp = se->order[i];
-            se->order[i] = se->order[j];
-            se->order[j] = tmp;
-        }
-    return 0;
-}
-
-static long searcher_ask(searcher *se) { return se->next < se->n ? se->order[se->next++] : -1; }
-static void searcher_tell(searcher *se, long idx, double us) { (void)se; (void)idx; (void)us; }
-static void searcher_free(searcher *se) { free(se->order); }
-
 static volatile sig_atomic_t stop_requested;
 static void on_sigint(int sig) { (void)sig; stop_requested = 1; }
 
@@ -154,7 +119,8 @@ static void usage(FILE *f)
             "  --device SEL        as for `fabench run`\n"
             "  --suite NAME | --shapes FILE\n"
             "  --dtype T           override the shapes' dtype (default bf16 where a shape names none)\n"
-            "  --strategy S        exhaustive (default) or random\n"
+            "  --strategy S        exhaustive (default), random, or bo (a Gaussian-process model of\n"
+            "                      the time steers the search after 8 random probes)\n"
             "  --budget N          at most N candidates timed per class (default: all)\n"
             "  --time S            at most S seconds per class\n"
             "  --seed N            for random (default 1)\n"
@@ -205,8 +171,8 @@ int cmd_tune(int argc, char **argv)
             have_dtype = 1;
             break;
         case O_STRATEGY:
-            if (strcmp(optarg, "exhaustive") && strcmp(optarg, "random")) {
-                fprintf(stderr, "fabench tune: --strategy: unknown '%s' (known: exhaustive, random)\n", optarg);
+            if (!search_strategy_known(optarg)) {
+                fprintf(stderr, "fabench tune: --strategy: unknown '%s' (known: exhaustive, random, bo)\n", optarg);
                 return FB_EXIT_BADINPUT;
             }
             strategy = optarg;
@@ -308,16 +274,21 @@ int cmd_tune(int argc, char **argv)
         long before;
         long n = space_enumerate(&space, &dev.info, s, dt, &cands, &before);
         if (n < 0) { fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; break; }
-        searcher se;
-        if (searcher_init(&se, strategy, n, seed) != 0) { free(cands); fatal = 1; break; }
-        {   /* compile what the searcher may ask for on all cores first (into the disk cache) */
-            long m = budget > 0 && budget < n ? budget : n;
+        searcher *se = searcher_new(strategy, cands, n, seed);
+        if (!se) { free(cands); fatal = 1; break; }
+        {   /* compile what the searcher may ask for on all cores first (into the disk cache);
+             * a model-guided search may ask for any of them */
+            long m = budget > 0 && budget < n ? (strcmp(strategy, "bo") ? budget : 4 * budget) : n;
+            if (m > n) m = n;
             kconfig *pre = malloc(sizeof *pre * (size_t)(m ? m : 1));
-            if (pre) {
-                for (long i = 0; i < m; i++) pre[i] = cands[se.order[i]];
+            long *ord = malloc(sizeof *ord * (size_t)(m ? m : 1));
+            if (pre && ord) {
+                searcher_preview(se, ord, m);
+                for (long i = 0; i < m; i++) pre[i] = cands[ord[i]];
                 attn_precompile(runner, s, dt, pre, m, ao.write_lse);
-                free(pre);
             }
+            free(pre);
+            free(ord);
         }
         double t0 = fb_now(), best_us = INFINITY;
         long best = -1, explored_n = 0;
@@ -327,8 +298,7 @@ int cmd_tune(int argc, char **argv)
             col_be = csvt_col(explored, "backend"), col_st = csvt_col(explored, "status"),
             col_us = csvt_col(explored, "median_us"), col_gpu = csvt_col(explored, "gpu");
         long idx;
-        while ((idx = searcher_ask(&se)) >= 0 && !stop_requested) {
-            if (budget > 0 && explored_n >= budget) break;
+        while (!stop_requested && (budget <= 0 || explored_n < budget) && (idx = searcher_ask(se)) >= 0) {
             if (time_limit > 0 && fb_now() - t0 > time_limit) break;
             char cs[256];
             kconfig_str(&cands[idx], cs, sizeof cs);
@@ -340,7 +310,9 @@ int cmd_tune(int argc, char **argv)
                     continue;
                 done = 1;
                 explored_n++;
-                if (!strcmp(row[col_st], "ok") && row[col_us][0] && atof(row[col_us]) < best_us) {
+                int row_ok = !strcmp(row[col_st], "ok") && row[col_us][0];
+                searcher_tell(se, idx, row_ok ? atof(row[col_us]) : NAN);
+                if (row_ok && atof(row[col_us]) < best_us) {
                     best_us = atof(row[col_us]);
                     best = idx;
                     snprintf(best_cfg, sizeof best_cfg, "%s", cs);
@@ -356,7 +328,7 @@ int cmd_tune(int argc, char **argv)
             explored_n++;
             int ok = res.status == ST_OK;
             double us = ok ? res.us.median : NAN;
-            searcher_tell(&se, idx, us);
+            searcher_tell(se, idx, us);
             if (ok && us < best_us) { best_us = us; best = idx; snprintf(best_cfg, sizeof best_cfg, "%s", cs); }
             char f[12][48];
             snprintf(f[0], 48, "%.1f", res.compile_ms);
@@ -368,9 +340,10 @@ int cmd_tune(int argc, char **argv)
             snprintf(f[6], 48, "%ld", res.attrs.private_bytes);
             snprintf(f[7], 48, "%ld", res.attrs.binary_bytes);
             if (res.ver.rows_checked) snprintf(f[8], 48, "%.3g", res.ver.max_abs_err); else f[8][0] = 0;
+            snprintf(f[9], 48, "%ld", explored_n);
             const char *row[EXPLORED_NCOLS] = {dev.info.name, dev.rt->name, "attn_fwd", cs, keys[ci], s->name,
                                                status_name(res.status), res.reason, f[0], f[1], f[2], f[3], f[4],
-                                               f[5], f[6], f[7], f[8]};
+                                               f[5], f[6], f[7], f[8], strategy, f[9]};
             if (csvt_add(explored, row) != 0 || csvt_write_atomic(explored, p_explored, err, sizeof err) != 0) {
                 fprintf(stderr, "fabench tune: %s\n", err);
                 fatal = 1;
@@ -380,7 +353,7 @@ int cmd_tune(int argc, char **argv)
                 fprintf(stderr, "\r[%zu/%zu] %s: %ld/%ld, best %.1f us   ", ci + 1, nclass, keys[ci], explored_n,
                         budget > 0 && budget < n ? budget : n, best_us);
         }
-        searcher_free(&se);
+        searcher_free(se);
         free(cands);
         if (!quiet)
             fprintf(stderr, "%s[%zu/%zu] %s: %ld configurations in the space, %ld fit the device, %ld explored; best %s%s%s\n",

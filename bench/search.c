@@ -1,0 +1,188 @@
+/* search.c: exhaustive, random and Gaussian-process (bo) searchers. */
+#include "search.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NFEAT 9
+#define BO_INIT 8          /* random probes before the model steers */
+#define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space */
+#define BO_NOISE 1e-2      /* observation noise (standardised log time) */
+#define BO_MAX_OBS 512
+
+struct searcher {
+    int bo;
+    long n, next;        /* exhaustive/random: position in order */
+    long *order;         /* the exhaustive or random order */
+    char *asked;
+    double (*feat)[NFEAT];
+    long nobs;
+    long obs_idx[BO_MAX_OBS];
+    double obs_us[BO_MAX_OBS];
+};
+
+static uint64_t mix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+int search_strategy_known(const char *s)
+{
+    return !strcmp(s, "exhaustive") || !strcmp(s, "random") || !strcmp(s, "bo");
+}
+
+/* Each parameter mapped to about [0, 1]. */
+static void features(const kconfig *c, double *f)
+{
+    f[0] = log2((double)c->block_m) / 8.0;
+    f[1] = log2((double)c->block_n) / 7.0;
+    f[2] = log2((double)c->num_warps) / 3.0;
+    f[3] = (double)(c->warp_m - 1);
+    f[4] = (double)(c->stages - 1) / 3.0;
+    f[5] = (double)c->mma;
+    f[6] = (double)c->kpad;
+    f[7] = log2((double)c->split_kv) / 3.0;
+    f[8] = (double)c->pack_gqa;
+}
+
+searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)
+{
+    if (!search_strategy_known(strategy)) return NULL;
+    searcher *se = calloc(1, sizeof *se);
+    if (!se) return NULL;
+    se->n = n;
+    se->bo = !strcmp(strategy, "bo");
+    se->order = malloc(sizeof(long) * (size_t)(n ? n : 1));
+    se->asked = calloc((size_t)(n ? n : 1), 1);
+    se->feat = malloc(sizeof *se->feat * (size_t)(n ? n : 1));
+    if (!se->order || !se->asked || !se->feat) { searcher_free(se); return NULL; }
+    for (long i = 0; i < n; i++) {
+        se->order[i] = i;
+        features(&cands[i], se->feat[i]);
+    }
+    if (strcmp(strategy, "exhaustive"))
+        for (long i = n - 1; i > 0; i--) { /* Fisher-Yates, reproducible from the seed */
+            long j = (long)(mix64(&seed) % (uint64_t)(i + 1));
+            long t = se->order[i];
+            se->order[i] = se->order[j];
+            se->order[j] = t;
+        }
+    return se;
+}
+
+void searcher_preview(const searcher *se, long *out, long k)
+{
+    for (long i = 0; i < k && i < se->n; i++) out[i] = se->order[i];
+}
+
+static double kern(const double *a, const double *b)
+{
+    double d2 = 0;
+    for (int i = 0; i < NFEAT; i++) d2 += (a[i] - b[i]) * (a[i] - b[i]);
+    return exp(-d2 / (2 * BO_LENGTH * BO_LENGTH));
+}
+
+/* The unasked candidate with the largest expected improvement of standardised log time. */
+static long bo_pick(searcher *se)
+{
+    long m = se->nobs;
+    double *y = malloc(sizeof(double) * (size_t)m), *L = malloc(sizeof(double) * (size_t)(m * m));
+    double *alpha = malloc(sizeof(double) * (size_t)m), *v = malloc(sizeof(double) * (size_t)m);
+    long pick = -1;
+    if (!y || !L || !alpha || !v) goto out;
+    /* targets: log time; a failed candidate counts as clearly worse than the worst success */
+    double worst = -INFINITY;
+    for (long i = 0; i < m; i++)
+        if (isfinite(se->obs_us[i])) worst = fmax(worst, log(se->obs_us[i]));
+    if (!isfinite(worst)) worst = 0;
+    double mean = 0, sd = 0;
+    for (long i = 0; i < m; i++) {
+        y[i] = isfinite(se->obs_us[i]) ? log(se->obs_us[i]) : worst + 1.0;
+        mean += y[i];
+    }
+    mean /= (double)m;
+    for (long i = 0; i < m; i++) sd += (y[i] - mean) * (y[i] - mean);
+    sd = sqrt(sd / (double)m);
+    if (!(sd > 1e-9)) sd = 1;
+    double best = INFINITY;
+    for (long i = 0; i < m; i++) {
+        y[i] = (y[i] - mean) / sd;
+        best = fmin(best, y[i]);
+    }
+    /* Cholesky of K + noise I */
+    for (long i = 0; i < m; i++)
+        for (long j = 0; j <= i; j++) {
+            double s = kern(se->feat[se->obs_idx[i]], se->feat[se->obs_idx[j]]) + (i == j ? BO_NOISE : 0);
+            for (long k = 0; k < j; k++) s -= L[i * m + k] * L[j * m + k];
+            if (i == j) L[i * m + i] = sqrt(s > 1e-12 ? s : 1e-12);
+            else L[i * m + j] = s / L[j * m + j];
+        }
+    /* alpha = K^-1 y by two triangular solves */
+    for (long i = 0; i < m; i++) {
+        double s = y[i];
+        for (long k = 0; k < i; k++) s -= L[i * m + k] * alpha[k];
+        alpha[i] = s / L[i * m + i];
+    }
+    for (long i = m - 1; i >= 0; i--) {
+        double s = alpha[i];
+        for (long k = i + 1; k < m; k++) s -= L[k * m + i] * alpha[k];
+        alpha[i] = s / L[i * m + i];
+    }
+    double best_ei = -1;
+    for (long c = 0; c < se->n; c++) {
+        if (se->asked[c]) continue;
+        double mu = 0;
+        for (long i = 0; i < m; i++) {
+            v[i] = kern(se->feat[c], se->feat[se->obs_idx[i]]);
+            mu += v[i] * alpha[i];
+        }
+        for (long i = 0; i < m; i++) { /* v = L^-1 k* */
+            double s = v[i];
+            for (long k = 0; k < i; k++) s -= L[i * m + k] * v[k];
+            v[i] = s / L[i * m + i];
+        }
+        double var = 1.0;
+        for (long i = 0; i < m; i++) var -= v[i] * v[i];
+        double s = sqrt(var > 1e-12 ? var : 1e-12);
+        double imp = best - mu - 0.01, z = imp / s;
+        double ei = imp * 0.5 * erfc(-z / sqrt(2.0)) + s * exp(-0.5 * z * z) / 2.5066282746310002; /* sqrt(2 pi) */
+        if (ei > best_ei) { best_ei = ei; pick = c; }
+    }
+out:
+    free(y); free(L); free(alpha); free(v);
+    return pick;
+}
+
+long searcher_ask(searcher *se)
+{
+    long idx = -1;
+    if (se->bo && se->nobs >= BO_INIT && se->nobs < BO_MAX_OBS) idx = bo_pick(se);
+    while (idx < 0 && se->next < se->n) {
+        long c = se->order[se->next++];
+        if (!se->asked[c]) idx = c;
+    }
+    if (idx >= 0) se->asked[idx] = 1;
+    return idx;
+}
+
+void searcher_tell(searcher *se, long idx, double us)
+{
+    if (idx < 0 || idx >= se->n || se->nobs >= BO_MAX_OBS) return;
+    se->asked[idx] = 1;
+    se->obs_idx[se->nobs] = idx;
+    se->obs_us[se->nobs] = us;
+    se->nobs++;
+}
+
+void searcher_free(searcher *se)
+{
+    if (!se) return;
+    free(se->order);
+    free(se->asked);
+    free(se->feat);
+    free(se);
+}

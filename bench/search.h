@@ -1,0 +1,24 @@
+/* search.h: searchers over a list of candidate configurations, behind one ask/tell
+ * interface: exhaustive (in order), random (a seeded permutation) and bo (a Gaussian-
+ * process model of log time with expected improvement, after a few random probes). */
+#ifndef FABENCH_SEARCH_H
+#define FABENCH_SEARCH_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+typedef struct searcher searcher;
+
+/* strategy: "exhaustive", "random" or "bo". NULL when out of memory or unknown. */
+searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed);
+/* Index of the next candidate to try, or -1 when all were asked. */
+long searcher_ask(searcher *se);
+/* The result of candidate idx: its median time in microseconds, NaN when it failed. */
+void searcher_tell(searcher *se, long idx, double us);
+/* The first k candidates it would ask for if told nothing (for precompiling). */
+void searcher_preview(const searcher *se, long *out, long k);
+void searcher_free(searcher *se);
+int search_strategy_known(const char *s);
+
+#endif
