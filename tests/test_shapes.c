@@ -424,7 +424,7 @@ static void test_unknown_suite(void **state)
         char want[128];
         snprintf(want, sizeof want, "unknown suite '%s'", bad[i]);
         assert_non_null(strstr(err, want));
-        assert_non_null(strstr(err, "decode, llm, paper, smoke"));
+        assert_non_null(strstr(err, "decode, llm, paper, ref, smoke"));
     }
 }
 
