@@ -12,15 +12,12 @@
 #include "config.h"
 #include "csvio.h"
 #include "manifest.h"
+#include "perf.h"
 #include "rt.h"
 #include "shapes.h"
 #include "tune.h"
 
-static const char *const perf_header[] = {
-    "gpu", "backend", "impl", "config", "name", "dtype", "batch", "hq", "hkv", "sq", "skv", "d",
-    "causal", "median_us", "p20_us", "p80_us", "min_us", "reps", "tflops", "gbps", "max_abs_err",
-    "rel_l2_err", "status", "reason", "config_source"};
-#define PERF_NCOLS (sizeof perf_header / sizeof perf_header[0])
+
 
 static void usage_main(FILE *f)
 {
@@ -117,11 +114,6 @@ static int parse_double(const char *opt, const char *v, double lo, double *out)
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 
-static void fmt_num(char *out, size_t len, double v, const char *fmt)
-{
-    if (isnan(v)) out[0] = 0;
-    else snprintf(out, len, fmt, v);
-}
 
 static int cmd_run(int argc, char **argv)
 {
@@ -204,8 +196,8 @@ static int cmd_run(int argc, char **argv)
     if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); return FB_EXIT_BADINPUT; }
 
     csv_table *table = NULL;
-    if (append) rc = csvt_open_append(out, perf_header, PERF_NCOLS, &table, err, sizeof err);
-    else { table = csvt_new(perf_header, PERF_NCOLS); rc = table ? 0 : -1; snprintf(err, sizeof err, "out of memory"); }
+    if (append) rc = csvt_open_append(out, perf_header, perf_ncols, &table, err, sizeof err);
+    else { table = csvt_new(perf_header, perf_ncols); rc = table ? 0 : -1; snprintf(err, sizeof err, "out of memory"); }
     if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); shapes_free(&shapes); return FB_EXIT_BADINPUT; }
 
     rt_device dev;
@@ -268,47 +260,18 @@ static int cmd_run(int argc, char **argv)
             break;
         }
         int ok = res.status == ST_OK;
-        int timed = ok && !ao.verify_only;
-        double us = timed ? res.us.median : NAN;
-        double tflops = timed ? shape_flops(s) / (us * 1e-6) / 1e12 : NAN;
-        double gbps = timed ? shape_bytes(s, dt) / (us * 1e-6) / 1e9 : NAN;
-        int verified = res.ver.rows_checked > 0;
-        char f[PERF_NCOLS][96], cfgs[256];
+        char cfgs[256];
         kconfig_str(&res.config, cfgs, sizeof cfgs);
-        snprintf(f[5], 96, "%s", dtype_name(dt));
-        snprintf(f[6], 96, "%d", s->batch);
-        snprintf(f[7], 96, "%d", s->hq);
-        snprintf(f[8], 96, "%d", s->hkv);
-        snprintf(f[9], 96, "%d", s->sq);
-        snprintf(f[10], 96, "%d", s->skv);
-        snprintf(f[11], 96, "%d", s->d);
-        snprintf(f[12], 96, "%d", s->causal);
-        fmt_num(f[13], 96, us, "%.3f");
-        fmt_num(f[14], 96, timed ? res.us.p20 : NAN, "%.3f");
-        fmt_num(f[15], 96, timed ? res.us.p80 : NAN, "%.3f");
-        fmt_num(f[16], 96, timed ? res.us.min : NAN, "%.3f");
-        if (timed) snprintf(f[17], 96, "%zu", res.us.n); else f[17][0] = 0;
-        fmt_num(f[18], 96, tflops, "%.4f");
-        fmt_num(f[19], 96, gbps, "%.2f");
-        fmt_num(f[20], 96, verified ? res.ver.max_abs_err : NAN, "%.3g");
-        fmt_num(f[21], 96, verified ? res.ver.rel_l2_err : NAN, "%.3g");
-        const char *row[PERF_NCOLS] = {dev.info.name, dev.rt->name, "portable", cfgs, s->name, f[5], f[6], f[7],
-                                       f[8], f[9], f[10], f[11], f[12], f[13], f[14], f[15], f[16], f[17], f[18],
-                                       f[19], f[20], f[21], status_name(res.status), res.reason, source};
-        if (csvt_add(table, row) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
+        perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = "portable", .config = cfgs,
+                       .config_source = source, .shape = s, .dt = dt, .status = res.status, .reason = res.reason,
+                       .ver = &res.ver, .us = ok && !ao.verify_only ? &res.us : NULL};
+        if (perf_add(table, &pr) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
             fprintf(stderr, "fabench run: %s\n", err);
             fatal = 1;
             break;
         }
         if (!ok) failures++;
-        if (!quiet) {
-            if (timed)
-                fprintf(stderr, "[%zu/%zu] %-34s %s %10.1f us  %8.3f TFLOP/s  %8.1f GB/s  err %.2g  %s (%s)\n", i + 1,
-                        shapes.n, s->name, dtype_name(dt), us, tflops, gbps, res.ver.max_abs_err, cfgs, source);
-            else
-                fprintf(stderr, "[%zu/%zu] %-34s %s %s%s%s\n", i + 1, shapes.n, s->name, dtype_name(dt),
-                        status_name(res.status), res.reason[0] ? ": " : "", res.reason);
-        }
+        if (!quiet) perf_progress(stderr, i + 1, shapes.n, &pr);
     }
     if (interrupted && !quiet) fprintf(stderr, "fabench run: interrupted; %zu finished rows are in %s\n", table->nrows, out);
     attn_close(runner);

@@ -1,0 +1,63 @@
+/* perf.c: building perf.csv rows and progress lines from verification and timing. */
+#include "perf.h"
+
+#include <math.h>
+
+const char *const perf_header[] = {
+    "gpu", "backend", "impl", "config", "name", "dtype", "batch", "hq", "hkv", "sq", "skv", "d",
+    "causal", "median_us", "p20_us", "p80_us", "min_us", "reps", "tflops", "gbps", "max_abs_err",
+    "rel_l2_err", "status", "reason", "config_source"};
+const size_t perf_ncols = sizeof perf_header / sizeof perf_header[0];
+
+static void fmt_num(char *out, size_t len, double v, const char *fmt)
+{
+    if (isnan(v)) out[0] = 0;
+    else snprintf(out, len, fmt, v);
+}
+
+int perf_add(csv_table *t, const perf_row *r)
+{
+    const shape_t *s = r->shape;
+    const int timed = r->us != NULL && r->status == ST_OK;
+    const int verified = r->ver && r->ver->rows_checked > 0;
+    const double us = timed ? r->us->median : NAN;
+    char f[16][64];
+    snprintf(f[0], 64, "%s", dtype_name(r->dt));
+    snprintf(f[1], 64, "%d", s->batch);
+    snprintf(f[2], 64, "%d", s->hq);
+    snprintf(f[3], 64, "%d", s->hkv);
+    snprintf(f[4], 64, "%d", s->sq);
+    snprintf(f[5], 64, "%d", s->skv);
+    snprintf(f[6], 64, "%d", s->d);
+    snprintf(f[7], 64, "%d", s->causal);
+    fmt_num(f[8], 64, us, "%.3f");
+    fmt_num(f[9], 64, timed ? r->us->p20 : NAN, "%.3f");
+    fmt_num(f[10], 64, timed ? r->us->p80 : NAN, "%.3f");
+    fmt_num(f[11], 64, timed ? r->us->min : NAN, "%.3f");
+    if (timed) snprintf(f[12], 64, "%zu", r->us->n); else f[12][0] = 0;
+    fmt_num(f[13], 64, timed ? shape_flops(s) / (us * 1e-6) / 1e12 : NAN, "%.4f");
+    fmt_num(f[14], 64, timed ? shape_bytes(s, r->dt) / (us * 1e-6) / 1e9 : NAN, "%.2f");
+    char e1[32], e2[32];
+    fmt_num(e1, sizeof e1, verified ? r->ver->max_abs_err : NAN, "%.3g");
+    fmt_num(e2, sizeof e2, verified ? r->ver->rel_l2_err : NAN, "%.3g");
+    const char *row[] = {r->gpu, r->backend, r->impl, r->config ? r->config : "", s->name, f[0], f[1], f[2], f[3],
+                         f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13], f[14], e1, e2,
+                         status_name(r->status), r->reason ? r->reason : "", r->config_source ? r->config_source : ""};
+    return csvt_add(t, row);
+}
+
+void perf_progress(FILE *f, size_t i, size_t n, const perf_row *r)
+{
+    const shape_t *s = r->shape;
+    if (r->us && r->status == ST_OK) {
+        double us = r->us->median;
+        fprintf(f, "[%zu/%zu] %-34s %s %-15s %10.1f us  %8.3f TFLOP/s  %8.1f GB/s  err %.2g  %s%s%s%s\n", i, n, s->name,
+                dtype_name(r->dt), r->impl, us, shape_flops(s) / (us * 1e-6) / 1e12,
+                shape_bytes(s, r->dt) / (us * 1e-6) / 1e9, r->ver ? r->ver->max_abs_err : NAN,
+                r->config ? r->config : "", r->config_source ? " (" : "", r->config_source ? r->config_source : "",
+                r->config_source ? ")" : "");
+    } else {
+        fprintf(f, "[%zu/%zu] %-34s %s %-15s %s%s%s\n", i, n, s->name, dtype_name(r->dt), r->impl,
+                status_name(r->status), r->reason && r->reason[0] ? ": " : "", r->reason ? r->reason : "");
+    }
+}

@@ -1,0 +1,31 @@
+/* perf.h: perf.csv, the one row format every implementation (ours and the vendors')
+ * writes: schema, row construction from a verification and a timing, progress lines. */
+#ifndef FABENCH_PERF_H
+#define FABENCH_PERF_H
+
+#include <stdio.h>
+
+#include "common.h"
+#include "csvio.h"
+#include "refcheck.h"
+#include "stats.h"
+
+extern const char *const perf_header[];
+extern const size_t perf_ncols;
+
+typedef struct {
+    const char *gpu, *backend, *impl, *config, *config_source;
+    const shape_t *shape;
+    dtype_t dt;
+    status_t status;
+    const char *reason;
+    const verify_result *ver; /* NULL or rows_checked == 0: not verified */
+    const stats_t *us;        /* NULL: not timed */
+} perf_row;
+
+/* Appends the row to t. 0 or -1 (out of memory). */
+int perf_add(csv_table *t, const perf_row *r);
+/* One progress line ("[i/n] name dtype 123.4 us 1.2 TFLOP/s ... config") on f. */
+void perf_progress(FILE *f, size_t i, size_t n, const perf_row *r);
+
+#endif
