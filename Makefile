@@ -3,7 +3,7 @@
 CC      ?= cc
 OPT     ?= -O2 -g
 CFLAGS  += $(OPT) -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -D_POSIX_C_SOURCE=200809L \
-           -Ibench -Ibench/rt -MMD -MP
+           -Ibench -Ibench/rt -Ivendors -MMD -MP
 LDLIBS  += -lcsv -ldl -lm -lpthread
 
 SRC     := $(wildcard bench/*.c bench/rt/*.c vendors/*/*.c)
@@ -29,7 +29,7 @@ build/tests/%: tests/%.c $(LIBOBJ)
 # Every tests/test_*.c is one cmocka program, tests/cli.sh checks the command line; all
 # of them run, and the summary line counts programs, so one failure hides no other.
 test: build/fabench $(TESTS)
-	@bash tests/run-all.sh $(TESTS) tests/cli.sh
+	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/adapter.sh
 
 clean:
 	rm -rf build

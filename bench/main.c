@@ -17,6 +17,8 @@
 #include "shapes.h"
 #include "tune.h"
 
+int cmd_vendors(int argc, char **argv);
+
 
 
 static void usage_main(FILE *f)
@@ -28,6 +30,7 @@ static void usage_main(FILE *f)
             "  devices   list runtimes and devices, and why an absent runtime is absent\n"
             "  run       verify and time the portable kernel on shapes; write perf.csv rows\n"
             "  tune      search the kernel's configuration space per shape class; explored.csv, tuning.csv\n"
+            "  vendors   the vendors' kernels (PyTorch SDPA, FlexAttention) on the same shapes, verified\n"
             "  help      this text\n");
 }
 
@@ -289,6 +292,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "devices")) return cmd_devices(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
+    if (!strcmp(cmd, "vendors")) return cmd_vendors(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage_main(stdout); return 0; }
     fprintf(stderr, "fabench: unknown command '%s'\n\n", cmd);
     usage_main(stderr);

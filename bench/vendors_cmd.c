@@ -1,0 +1,256 @@
+/* vendors_cmd.c: `fabench vendors`: the vendors' attention kernels on the same shapes and
+ * inputs as the portable kernel, through the same verification, written as perf.csv rows. */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "csvio.h"
+#include "manifest.h"
+#include "perf.h"
+#include "refcheck.h"
+#include "shapes.h"
+#include "stats.h"
+#include "timing.h"
+#include "vendor.h"
+
+static const vendor *const all_vendors[] = {&vendor_torch};
+#define NVENDORS (sizeof all_vendors / sizeof all_vendors[0])
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) { (void)sig; interrupted = 1; }
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: fabench vendors --device SEL (--suite NAME | --shapes FILE) --out FILE.csv [options]\n\n"
+            "Measures the vendors' attention kernels on the shapes, with the inputs the portable\n"
+            "kernel gets (same seed), verifies each output against the same CPU reference with the\n"
+            "same tolerances, and times them with the same protocol. A vendor that is not installed\n"
+            "is reported as absent; a shape a vendor cannot do is a row with status unsupported and\n"
+            "the vendor's reason. Vendors: torch (SDPA flash, efficient, cudnn; FlexAttention).\n\n"
+            "  --device SEL       the GPU, as `fabench devices` lists it (cuda:0)\n"
+            "  --impl LIST        only these implementations (torch-flash,torch-efficient,torch-cudnn,flex)\n"
+            "  --append, --manifest FILE, --dtype T, --budget S, --warmup S, --min-reps N,\n"
+            "  --verify-rows N, --seed N, --quiet: as for `fabench run`\n");
+}
+
+/* Writes n bytes to path; 0 or -1. */
+static int write_raw(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int ok = fwrite(data, 1, n, f) == n;
+    return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+static int wanted(const char *impl, const char *list)
+{
+    if (!list) return 1;
+    size_t n = strlen(impl);
+    for (const char *p = list; (p = strstr(p, impl)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+    return 0;
+}
+
+int cmd_vendors(int argc, char **argv)
+{
+    enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_OUT, O_APPEND, O_MANIFEST, O_DTYPE, O_BUDGET, O_WARMUP, O_MINREPS,
+           O_VROWS, O_SEED, O_IMPL, O_QUIET, O_HELP };
+    static const struct option opts[] = {
+        {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
+        {"shapes", required_argument, 0, O_SHAPES}, {"out", required_argument, 0, O_OUT},
+        {"append", no_argument, 0, O_APPEND}, {"manifest", required_argument, 0, O_MANIFEST},
+        {"dtype", required_argument, 0, O_DTYPE}, {"budget", required_argument, 0, O_BUDGET},
+        {"warmup", required_argument, 0, O_WARMUP}, {"min-reps", required_argument, 0, O_MINREPS},
+        {"verify-rows", required_argument, 0, O_VROWS}, {"seed", required_argument, 0, O_SEED},
+        {"impl", required_argument, 0, O_IMPL}, {"quiet", no_argument, 0, O_QUIET},
+        {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+    const char *device = NULL, *suite = NULL, *shapes_file = NULL, *out = NULL, *manifest_path = NULL, *impls = NULL;
+    int append = 0, quiet = 0, have_dtype = 0;
+    dtype_t dtype = DT_BF16;
+    timing_opts topt;
+    timing_defaults(&topt);
+    size_t verify_rows = 2048;
+    uint64_t seed = 20250505;
+    char err[FB_ERRLEN], *end;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        double x = 0;
+        if (c == O_BUDGET || c == O_WARMUP || c == O_MINREPS || c == O_VROWS || c == O_SEED) {
+            x = strtod(optarg, &end);
+            if (*end || end == optarg || !(x >= 0) || !isfinite(x)) {
+                fprintf(stderr, "fabench vendors: %s: bad number '%s'\n", argv[optind - 1], optarg);
+                return FB_EXIT_BADINPUT;
+            }
+        }
+        switch (c) {
+        case O_DEVICE: device = optarg; break;
+        case O_SUITE: suite = optarg; break;
+        case O_SHAPES: shapes_file = optarg; break;
+        case O_OUT: out = optarg; break;
+        case O_APPEND: append = 1; break;
+        case O_MANIFEST: manifest_path = optarg; break;
+        case O_IMPL: impls = optarg; break;
+        case O_QUIET: quiet = 1; break;
+        case O_BUDGET: topt.budget_s = x; break;
+        case O_WARMUP: topt.warmup_s = x; break;
+        case O_MINREPS: topt.min_reps = x < 1 ? 1 : (int)x; if (topt.max_reps < topt.min_reps) topt.max_reps = topt.min_reps; break;
+        case O_VROWS: verify_rows = (size_t)x; break;
+        case O_SEED: seed = (uint64_t)x; break;
+        case O_DTYPE:
+            if (dtype_parse(optarg, &dtype) != 0) {
+                fprintf(stderr, "fabench vendors: --dtype: unknown '%s' (known: fp32, fp16, bf16)\n", optarg);
+                return FB_EXIT_BADINPUT;
+            }
+            have_dtype = 1;
+            break;
+        case 'h':
+        case O_HELP: usage(stdout); return 0;
+        case ':': fprintf(stderr, "fabench vendors: %s needs a value\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
+        default: fprintf(stderr, "fabench vendors: unknown option '%s'\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
+        }
+    }
+    if (optind < argc || !device || !out || (!suite == !shapes_file)) {
+        fprintf(stderr, "fabench vendors: needs --device, --out and one of --suite or --shapes\n\n");
+        usage(stderr);
+        return FB_EXIT_BADINPUT;
+    }
+    shape_list_t shapes = {0};
+    int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err) : shapes_load_suite(suite, &shapes, err, sizeof err);
+    if (rc != 0) { fprintf(stderr, "fabench vendors: %s\n", err); return FB_EXIT_BADINPUT; }
+    rt_device dev;
+    csv_table *table = NULL;
+    if (rt_select(device, &dev, err, sizeof err) != 0 ||
+        (append ? csvt_open_append(out, perf_header, perf_ncols, &table, err, sizeof err)
+                : ((table = csvt_new(perf_header, perf_ncols)) ? 0 : (snprintf(err, sizeof err, "out of memory"), -1))) != 0 ||
+        csvt_write_atomic(table, out, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench vendors: %s\n", err);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
+
+    vendor_session *vs[NVENDORS] = {0};
+    int any = 0;
+    csv_table *man = NULL;
+    static const char *const mh[2] = {"key", "value"};
+    if (manifest_path && (csvt_open_append(manifest_path, mh, 2, &man, err, sizeof err) != 0 ||
+                          manifest_fill(man, &dev, argc + 1, argv - 1) != 0)) {
+        fprintf(stderr, "fabench vendors: manifest: %s\n", err);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
+    for (size_t i = 0; i < NVENDORS; i++) {
+        char versions[512] = "", why[512] = "";
+        if (all_vendors[i]->open(&dev, &vs[i], versions, sizeof versions, why, sizeof why) != 0) {
+            fprintf(stderr, "fabench vendors: %s is absent: %s\n", all_vendors[i]->name, why);
+            vs[i] = NULL;
+            if (man) {
+                char k[64];
+                snprintf(k, sizeof k, "vendor.%s", all_vendors[i]->name);
+                manifest_set(man, k, "absent");
+            }
+            continue;
+        }
+        any = 1;
+        if (man) {
+            char copy[512], *save = NULL;
+            snprintf(copy, sizeof copy, "%s", versions);
+            for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+                char *eq = strchr(tok, '=');
+                if (!eq) continue;
+                *eq = 0;
+                char k[128];
+                snprintf(k, sizeof k, "vendor.%s.%s", all_vendors[i]->name, tok);
+                manifest_set(man, k, eq + 1);
+            }
+        }
+    }
+    if (man && csvt_write_atomic(man, manifest_path, err, sizeof err) != 0) fprintf(stderr, "fabench vendors: manifest: %s\n", err);
+    csvt_free(man);
+
+    char tmpl[] = "/tmp/fabench-vendors-XXXXXX";
+    char *tdir = any ? mkdtemp(tmpl) : NULL;
+    if (any && !tdir) { fprintf(stderr, "fabench vendors: cannot make a temporary folder\n"); any = 0; }
+    char qp[128], kp[128], vp[128], op[128];
+    if (tdir) {
+        snprintf(qp, sizeof qp, "%s/q.bin", tdir);
+        snprintf(kp, sizeof kp, "%s/k.bin", tdir);
+        snprintf(vp, sizeof vp, "%s/v.bin", tdir);
+        snprintf(op, sizeof op, "%s/o.bin", tdir);
+    }
+    signal(SIGINT, on_sigint);
+    int failures = 0, fatal = 0;
+    for (size_t i = 0; any && i < shapes.n && !interrupted && !fatal; i++) {
+        const shape_t *s = &shapes.v[i];
+        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        size_t es = dtype_size(dt), nq = (size_t)s->batch * s->hq * s->sq * s->d, nkv = (size_t)s->batch * s->hkv * s->skv * s->d;
+        void *q = malloc(nq * es), *k = malloc(nkv * es), *v = malloc(nkv * es), *o = malloc(nq * es);
+        if (!q || !k || !v || !o) {
+            fprintf(stderr, "fabench vendors: %s: host memory exhausted\n", s->name);
+            free(q); free(k); free(v); free(o);
+            continue;
+        }
+        fb_fill_inputs(s, dt, seed, q, k, v);
+        if (write_raw(qp, q, nq * es) || write_raw(kp, k, nkv * es) || write_raw(vp, v, nkv * es)) {
+            fprintf(stderr, "fabench vendors: cannot write the inputs to %s\n", tdir);
+            fatal = 1;
+        }
+        vendor_inputs in = {.q = q, .k = k, .v = v, .qpath = qp, .kpath = kp, .vpath = vp, .opath = op};
+        attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
+        for (size_t vi = 0; vi < NVENDORS && !fatal && !interrupted; vi++) {
+            if (!vs[vi]) continue;
+            for (const char *const *im = all_vendors[vi]->impls(vs[vi]); *im && !interrupted; im++) {
+                if (!wanted(*im, impls)) continue;
+                fb_poison(o, nq, dt);
+                unlink(op);
+                vendor_result vr;
+                if (all_vendors[vi]->run(vs[vi], *im, s, dt, &in, o, &topt, &vr, err, sizeof err) != 0) {
+                    fprintf(stderr, "fabench vendors: %s: %s\n", all_vendors[vi]->name, err);
+                    all_vendors[vi]->close(vs[vi]);
+                    vs[vi] = NULL;
+                    break;
+                }
+                verify_result ver = {0};
+                stats_t st;
+                status_t status = vr.status;
+                const char *reason = vr.reason;
+                if (status == ST_OK) {
+                    fb_verify(&prob, q, k, v, o, NULL, verify_rows, seed, &ver);
+                    if (!ver.pass) { status = ST_WRONG_RESULT; reason = ver.reason; }
+                    else if (stats_compute(vr.samples_us, vr.nsamples, &st) != 0) { status = ST_LAUNCH_ERROR; reason = "no valid timing samples"; }
+                }
+                perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = *im, .config = "",
+                               .config_source = "vendor", .shape = s, .dt = dt, .status = status, .reason = reason,
+                               .ver = &ver, .us = status == ST_OK ? &st : NULL};
+                if (perf_add(table, &pr) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
+                    fprintf(stderr, "fabench vendors: %s\n", err);
+                    fatal = 1;
+                }
+                if (!quiet) perf_progress(stderr, i + 1, shapes.n, &pr);
+                failures += status != ST_OK && status != ST_UNSUPPORTED;
+                free(vr.samples_us);
+            }
+        }
+        free(q); free(k); free(v); free(o);
+    }
+    for (size_t vi = 0; vi < NVENDORS; vi++)
+        if (vs[vi]) all_vendors[vi]->close(vs[vi]);
+    if (tdir) { unlink(qp); unlink(kp); unlink(vp); unlink(op); rmdir(tdir); }
+    if (!any && !quiet) fprintf(stderr, "fabench vendors: no vendor library is available here; %s has no rows\n", out);
+    csvt_free(table);
+    shapes_free(&shapes);
+    if (fatal) return 1;
+    if (interrupted) return 130;
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,46 @@
+/* vendor.h: the interface every vendor adapter implements (vendors/<name>/): open on a
+ * device or say why it is absent, list the implementations it measures, run one shape on
+ * the harness's inputs and hand back the output and the timing samples. The harness
+ * verifies the output itself and writes the same perf.csv rows as for the portable kernel. */
+#ifndef FABENCH_VENDOR_H
+#define FABENCH_VENDOR_H
+
+#include <stddef.h>
+
+#include "common.h"
+#include "rt.h"
+#include "timing.h"
+
+typedef struct vendor_session vendor_session;
+
+/* The inputs of one shape, in host memory and, for adapters in other processes, in files. */
+typedef struct {
+    const void *q, *k, *v;
+    const char *qpath, *kpath, *vpath; /* raw [B, H, S, D] arrays of the dtype */
+    const char *opath;                 /* where an out-of-process adapter writes O */
+} vendor_inputs;
+
+typedef struct {
+    status_t status;       /* ok, unsupported (the vendor's reason), launch_error */
+    char reason[512];
+    double *samples_us;    /* malloc'd timing samples (status ok) */
+    size_t nsamples;
+} vendor_result;
+
+typedef struct vendor {
+    const char *name;
+    /* 0 and a session, or -1 with the reason the vendor is absent in why. versions gets
+     * "key=value" pairs separated by spaces for the manifest. */
+    int (*open)(const rt_device *dev, vendor_session **out, char *versions, size_t vlen, char *why, size_t wlen);
+    /* The implementations (perf.csv impl names), NULL-terminated. */
+    const char *const *(*impls)(vendor_session *vs);
+    /* Runs impl on the shape: O (dtype dt, [B, Hq, Sq, D]) into o. 0 with res filled, or -1
+     * when the adapter itself broke (err says why; the session is unusable). */
+    int (*run)(vendor_session *vs, const char *impl, const shape_t *s, dtype_t dt, const vendor_inputs *in, void *o,
+               const timing_opts *t, vendor_result *res, char *err, size_t errlen);
+    void (*close)(vendor_session *vs);
+} vendor;
+
+extern const vendor vendor_torch;
+
+#endif
