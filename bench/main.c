@@ -18,6 +18,7 @@
 #include "tune.h"
 
 int cmd_vendors(int argc, char **argv);
+#include "codegen.h"
 
 
 
@@ -31,6 +32,7 @@ static void usage_main(FILE *f)
             "  run       verify and time the portable kernel on shapes; write perf.csv rows\n"
             "  tune      search the kernel's configuration space per shape class; explored.csv, tuning.csv\n"
             "  vendors   the vendors' kernels (PyTorch SDPA, FlexAttention) on the same shapes, verified\n"
+            "  compile   compile for a GPU that need not be present; code metrics to codegen.csv\n"
             "  help      this text\n");
 }
 
@@ -293,6 +295,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
     if (!strcmp(cmd, "vendors")) return cmd_vendors(argc - 1, argv + 1);
+    if (!strcmp(cmd, "compile")) return cmd_compile(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage_main(stdout); return 0; }
     fprintf(stderr, "fabench: unknown command '%s'\n\n", cmd);
     usage_main(stderr);

@@ -1,0 +1,264 @@
+/* codegen.c: PTX instruction histograms and `fabench compile --target`. */
+#define _GNU_SOURCE
+#include "codegen.h"
+
+#include <ctype.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "attn.h"
+#include "config.h"
+#include "csvio.h"
+#include "manifest.h"
+#include "rt.h"
+#include "shapes.h"
+#include "space.h"
+#include "tune.h"
+
+static int hist_add(op_histogram *h, const char *op, size_t len)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (strlen(h->op[i]) == len && !memcmp(h->op[i], op, len)) { h->count[i]++; return 0; }
+    char **nop = realloc(h->op, sizeof *nop * (h->n + 1));
+    if (!nop) return -1;
+    h->op = nop;
+    long *nc = realloc(h->count, sizeof *nc * (h->n + 1));
+    if (!nc) return -1;
+    h->count = nc;
+    h->op[h->n] = strndup(op, len);
+    if (!h->op[h->n]) return -1;
+    h->count[h->n++] = 1;
+    return 0;
+}
+
+int ptx_histogram(const char *ptx, size_t len, op_histogram *h)
+{
+    memset(h, 0, sizeof *h);
+    const char *p = ptx, *end = ptx + len;
+    int in_comment = 0;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol) eol = end;
+        const char *s = p;
+        p = eol + 1;
+        while (s < eol && isspace((unsigned char)*s)) s++;
+        if (in_comment) {
+            const char *c = memmem(s, (size_t)(eol - s), "*/", 2);
+            if (!c) continue;
+            in_comment = 0;
+            s = c + 2;
+            while (s < eol && isspace((unsigned char)*s)) s++;
+        }
+        if (s + 1 < eol && s[0] == '/' && s[1] == '*') { in_comment = !memmem(s, (size_t)(eol - s), "*/", 2); continue; }
+        if (s >= eol || *s == '.' || *s == '/' || *s == '{' || *s == '}' || *s == ')' || *s == '(') continue;
+        if (*s == '@') { /* predicate guard */
+            while (s < eol && !isspace((unsigned char)*s)) s++;
+            while (s < eol && isspace((unsigned char)*s)) s++;
+        }
+        const char *e = s;
+        while (e < eol && !isspace((unsigned char)*e) && *e != ';' && *e != ',') e++;
+        if (e == s || e[-1] == ':') continue; /* a label */
+        if (!isalpha((unsigned char)*s)) continue;
+        if (hist_add(h, s, (size_t)(e - s)) != 0) { op_histogram_free(h); return -1; }
+    }
+    return 0;
+}
+
+void op_histogram_free(op_histogram *h)
+{
+    for (size_t i = 0; i < h->n; i++) free(h->op[i]);
+    free(h->op);
+    free(h->count);
+    memset(h, 0, sizeof *h);
+}
+
+/* What a named NVIDIA target offers the kernel: the device facts kconfig needs. */
+static int target_info(const char *arch, rt_device_info *d)
+{
+    int cc;
+    if (sscanf(arch, "sm_%d", &cc) != 1 || cc < 50) return -1;
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", arch);
+    snprintf(d->arch, sizeof d->arch, "%s", arch);
+    d->is_gpu = 1;
+    d->warp_size = 32;
+    d->max_group_size = 1024;
+    d->static_shared_bytes = 48 * 1024;
+    d->shared_bytes = cc >= 90 ? 227 * 1024 : cc == 80 ? 163 * 1024 : cc >= 86 ? 99 * 1024 : 48 * 1024;
+    d->compute_units = cc >= 90 ? 132 : cc == 80 ? 108 : 80;
+    if (cc >= 80) d->features |= RT_FEAT_MMA_SYNC;
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: fabench compile --target ARCH (--suite NAME | --shapes FILE) [options]\n\n"
+            "Compiles the portable kernel for a GPU that need not be present (NVIDIA: sm_80, sm_90,\n"
+            "... through NVRTC) and records its static code: codegen.csv (PTX instruction histogram\n"
+            "per configuration) and compiled.csv (registers, spills, shared memory, stack, binary\n"
+            "bytes, instruction counts) under the output folder.\n\n"
+            "  --target ARCH     sm_XY\n"
+            "  --config K=V,...  one configuration for every shape (default: the per-shape default)\n"
+            "  --space           every configuration of kernels/space.csv per shape class\n"
+            "  --dtype T         override the shapes' dtype\n"
+            "  --out DIR         default results/<target>\n");
+}
+
+int cmd_compile(int argc, char **argv)
+{
+    enum { O_TARGET = 1, O_SUITE, O_SHAPES, O_CONFIG, O_SPACE, O_DTYPE, O_OUT, O_HELP };
+    static const struct option opts[] = {
+        {"target", required_argument, 0, O_TARGET}, {"suite", required_argument, 0, O_SUITE},
+        {"shapes", required_argument, 0, O_SHAPES}, {"config", required_argument, 0, O_CONFIG},
+        {"space", no_argument, 0, O_SPACE}, {"dtype", required_argument, 0, O_DTYPE},
+        {"out", required_argument, 0, O_OUT}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+    const char *target = NULL, *suite = NULL, *shapes_file = NULL, *outdir = NULL;
+    int use_space = 0, have_dtype = 0;
+    dtype_t dtype = DT_BF16;
+    kconfig cfg = {0};
+    char err[FB_ERRLEN];
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_TARGET: target = optarg; break;
+        case O_SUITE: suite = optarg; break;
+        case O_SHAPES: shapes_file = optarg; break;
+        case O_SPACE: use_space = 1; break;
+        case O_OUT: outdir = optarg; break;
+        case O_CONFIG:
+            if (kconfig_parse(optarg, &cfg, err, sizeof err) != 0) { fprintf(stderr, "fabench compile: --config: %s\n", err); return FB_EXIT_BADINPUT; }
+            break;
+        case O_DTYPE:
+            if (dtype_parse(optarg, &dtype) != 0) { fprintf(stderr, "fabench compile: --dtype: unknown '%s'\n", optarg); return FB_EXIT_BADINPUT; }
+            have_dtype = 1;
+            break;
+        case 'h':
+        case O_HELP: usage(stdout); return 0;
+        case ':': fprintf(stderr, "fabench compile: %s needs a value\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
+        default: fprintf(stderr, "fabench compile: unknown option '%s'\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
+        }
+    }
+    if (optind < argc || !target || (!suite == !shapes_file)) {
+        fprintf(stderr, "fabench compile: needs --target and one of --suite or --shapes\n\n");
+        usage(stderr);
+        return FB_EXIT_BADINPUT;
+    }
+    rt_device_info dev;
+    if (target_info(target, &dev) != 0) {
+        fprintf(stderr, "fabench compile: target '%s': expected an NVIDIA sm_XY (AMD gfx targets need the HIP runtime, "
+                        "an open issue)\n", target);
+        return FB_EXIT_BADINPUT;
+    }
+    const rt_runtime *rt = rt_find("cuda");
+    if (!rt || !rt->compile_offline) { fprintf(stderr, "fabench compile: no CUDA runtime in this build\n"); return 1; }
+    shape_list_t shapes = {0};
+    int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err) : shapes_load_suite(suite, &shapes, err, sizeof err);
+    if (rc != 0) { fprintf(stderr, "fabench compile: %s\n", err); return FB_EXIT_BADINPUT; }
+    space_t space;
+    if (use_space && space_load_default(&space, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench compile: %s\n", err);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
+    char dir[1024], pc[1100], pk[1100];
+    if (outdir) snprintf(dir, sizeof dir, "%s", outdir); else snprintf(dir, sizeof dir, "results/%s", target);
+    mkdir(dir, 0777);
+    snprintf(pc, sizeof pc, "%s/codegen.csv", dir);
+    snprintf(pk, sizeof pk, "%s/compiled.csv", dir);
+    static const char *const ch[] = {"gpu", "backend", "config", "shape_class", "instruction", "count"};
+    static const char *const kh[] = {"gpu", "backend", "config", "shape_class", "status", "reason", "registers", "spill_bytes",
+                                     "shared_bytes", "private_bytes", "binary_bytes", "ptx_instructions", "distinct_instructions"};
+    csv_table *cg = csvt_new(ch, 6), *kt = csvt_new(kh, 13);
+    char *src = NULL;
+    if (!cg || !kt || attn_source("cuda", &src, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench compile: %s\n", err);
+        csvt_free(cg); csvt_free(kt); shapes_free(&shapes);
+        return 1;
+    }
+    char classes[256][96];
+    int nclass = 0, failures = 0;
+    long compiled = 0;
+    char ptx_arch[32];
+    snprintf(ptx_arch, sizeof ptx_arch, "compute_%s", target + 3);
+    for (size_t i = 0; i < shapes.n; i++) {
+        const shape_t *s = &shapes.v[i];
+        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        char key[96];
+        tune_class_key(s, dt, key, sizeof key);
+        int seen = 0;
+        for (int k = 0; k < nclass; k++) seen |= !strcmp(classes[k], key);
+        if (seen || nclass == 256) continue;
+        snprintf(classes[nclass++], sizeof classes[0], "%s", key);
+        kconfig *cands = NULL;
+        long n = 1, before;
+        if (use_space) n = space_enumerate(&space, &dev, s, dt, &cands, &before);
+        else if ((cands = malloc(sizeof *cands))) { cands[0] = cfg; kconfig_complete(&cands[0], &dev, s, dt); }
+        if (!cands || n < 0) { fprintf(stderr, "fabench compile: out of memory\n"); failures++; break; }
+        for (long j = 0; j < n; j++) {
+            char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], cs[256], reason[512] = "";
+            const char *dp[ATTN_MAX_DEFINES];
+            int nd = attn_defines(s, dt, &cands[j], 1, defs);
+            for (int k = 0; k < nd; k++) dp[k] = defs[k];
+            kconfig_str(&cands[j], cs, sizeof cs);
+            void *bin = NULL, *ptx = NULL;
+            size_t blen = 0, plen = 0;
+            char *log = NULL;
+            rt_kernel_attrs a = {-1, -1, -1, -1, -1, -1};
+            status_t st = ST_OK;
+            int r1 = rt->compile_offline(target, src, dp, nd, "attn_fwd", &bin, &blen, &a, &log, err, sizeof err);
+            if (r1 == 0) r1 = rt->compile_offline(ptx_arch, src, dp, nd, "attn_fwd", &ptx, &plen, NULL, NULL, err, sizeof err);
+            op_histogram h = {0};
+            long total = 0;
+            if (r1 != 0) {
+                st = ST_COMPILE_ERROR;
+                snprintf(reason, sizeof reason, "%.500s", r1 == RT_ECOMPILE && log ? log : err);
+                reason[strcspn(reason, "\n")] = 0;
+                failures++;
+            } else if (ptx_histogram(ptx, plen, &h) == 0) {
+                for (size_t k = 0; k < h.n; k++) {
+                    char cnt[32];
+                    snprintf(cnt, sizeof cnt, "%ld", h.count[k]);
+                    const char *row[] = {target, "cuda", cs, key, h.op[k], cnt};
+                    csvt_add(cg, row);
+                    total += h.count[k];
+                }
+                compiled++;
+            }
+            char f[8][32];
+            snprintf(f[0], 32, "%ld", a.registers);
+            snprintf(f[1], 32, "%ld", a.spill_bytes);
+            snprintf(f[2], 32, "%ld", a.shared_bytes >= 0 ? a.shared_bytes + (long)kconfig_dynamic_shared(&cands[j], s->d) : -1);
+            snprintf(f[3], 32, "%ld", a.private_bytes);
+            snprintf(f[4], 32, "%zu", blen);
+            snprintf(f[5], 32, "%ld", total);
+            snprintf(f[6], 32, "%zu", h.n);
+            const char *krow[] = {target, "cuda", cs, key, status_name(st), reason, f[0], f[1], f[2], f[3], f[4], f[5], f[6]};
+            csvt_add(kt, krow);
+            op_histogram_free(&h);
+            free(bin);
+            free(ptx);
+            free(log);
+        }
+        fprintf(stderr, "fabench compile: %s %s: %ld configuration%s\n", target, key, n, n == 1 ? "" : "s");
+        free(cands);
+    }
+    char pm[1100];
+    snprintf(pm, sizeof pm, "%s/manifest.csv", dir);
+    rt_device rdev = {.rt = rt, .index = -1, .info = dev};
+    snprintf(rdev.info.compiler, sizeof rdev.info.compiler, "NVRTC (offline, no device)");
+    int wrc = csvt_write_atomic(cg, pc, err, sizeof err) || csvt_write_atomic(kt, pk, err, sizeof err) ||
+              manifest_update(pm, &rdev, argc + 1, argv - 1, err, sizeof err);
+    if (wrc) fprintf(stderr, "fabench compile: %s\n", err);
+    else fprintf(stderr, "fabench compile: %ld compiled for %s; %s and %s\n", compiled, target, pc, pk);
+    free(src);
+    csvt_free(cg);
+    csvt_free(kt);
+    shapes_free(&shapes);
+    return wrc ? 1 : failures ? 1 : 0;
+}
