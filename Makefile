@@ -29,7 +29,7 @@ build/tests/%: tests/%.c $(LIBOBJ)
 # Every tests/test_*.c is one cmocka program, tests/cli.sh checks the command line; all
 # of them run, and the summary line counts programs, so one failure hides no other.
 test: build/fabench $(TESTS)
-	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/adapter.sh
+	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/adapter.sh tests/tools.sh
 
 clean:
 	rm -rf build

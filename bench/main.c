@@ -19,6 +19,7 @@
 
 int cmd_vendors(int argc, char **argv);
 #include "codegen.h"
+int cmd_loc(int argc, char **argv);
 
 
 
@@ -33,6 +34,7 @@ static void usage_main(FILE *f)
             "  tune      search the kernel's configuration space per shape class; explored.csv, tuning.csv\n"
             "  vendors   the vendors' kernels (PyTorch SDPA, FlexAttention) on the same shapes, verified\n"
             "  compile   compile for a GPU that need not be present; code metrics to codegen.csv\n"
+            "  loc       non-blank, non-comment lines of C/C++/CUDA/OpenCL/Python sources\n"
             "  help      this text\n");
 }
 
@@ -296,6 +298,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
     if (!strcmp(cmd, "vendors")) return cmd_vendors(argc - 1, argv + 1);
     if (!strcmp(cmd, "compile")) return cmd_compile(argc - 1, argv + 1);
+    if (!strcmp(cmd, "loc")) return cmd_loc(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage_main(stdout); return 0; }
     fprintf(stderr, "fabench: unknown command '%s'\n\n", cmd);
     usage_main(stderr);

@@ -1,0 +1,499 @@
+#!/usr/bin/env python3
+"""prep.py: turns one results/<gpu>/ folder's perf.csv (and manifest.csv) into the data
+files and the variables the gnuplot scripts in plots/ draw from.
+
+    prep.py PERF_CSV MANIFEST_CSV OUT_PLOTS_DIR TMP_DIR
+
+For every figure (perf_prefill, perf_decode, ref) it writes TMP_DIR/<figure>/vars.gp
+(gnuplot commands: titles, output paths, ranges, ticks and one array entry per series or
+bar) and whitespace-separated .dat files next to it, then prints one line per figure on
+stdout: "<figure> <script>" when it has data, "skip <figure> <why>" when it has none.
+Only rows with status ok are drawn. MANIFEST_CSV may be missing (the date is "undated").
+"""
+import csv
+import math
+import os
+import re
+import sys
+
+# One colour per (impl, backend), in the same order in every figure of a folder; the
+# Okabe-Ito colours first (distinct for colour-blind readers), then more.
+COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+          "#000000", "#8C564B", "#7F7F7F", "#BCBD22", "#17BECF", "#9467BD"]
+# One point type and dash type per series variant (batch, and whatever else differs).
+POINTS = [7, 5, 9, 11, 13, 15, 6, 4, 8, 10, 12, 14]
+DASHES = [1, 2, 4, 5, 3]
+
+DECODE_MAX_SQ = 16
+
+
+def gp_str(s):
+    """A gnuplot single-quoted string literal (no escapes inside; ' is doubled)."""
+    return "'" + str(s).replace("'", "''") + "'"
+
+
+def gp_enh(s):
+    """Text safe for enhanced-text mode: its control characters taken literally."""
+    out = []
+    for ch in str(s):
+        if ch in "^_@&~{}\\":
+            out.append("\\\\" + ch if ch != "\\" else "\\\\\\\\")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def num(row, key):
+    try:
+        v = float(row.get(key, "") or "nan")
+    except ValueError:
+        return float("nan")
+    return v
+
+
+def ival(row, key):
+    v = num(row, key)
+    return int(v) if math.isfinite(v) else None
+
+
+def family(name):
+    """The model family of a shape name: what comes before -prefill / -decode
+    (llama3-8b-prefill-b1-s1024 -> llama3-8b), else the name less its -b<N>-... tail
+    (paper-h32kv8-b4-s512 -> paper-h32kv8), else the whole name."""
+    for tag in ("-prefill", "-decode"):
+        i = name.find(tag)
+        if i > 0:
+            return name[:i]
+    m = re.match(r"^(.*?)-b\d+(-.*)?$", name)
+    if m and m.group(1):
+        return m.group(1)
+    return name
+
+
+def impl_key(row):
+    return (row["impl"], row["backend"])
+
+
+def impl_order(keys):
+    # our portable kernel first, then the vendors, each by backend
+    return sorted(set(keys), key=lambda k: (k[0] != "portable", k[0], k[1]))
+
+
+def pow2_label(v):
+    if v >= 1024 * 1024 and v % (1024 * 1024) == 0:
+        return "%dM" % (v // (1024 * 1024))
+    if v >= 1024 and v % 1024 == 0:
+        return "%dK" % (v // 1024)
+    return "%d" % v
+
+
+def log2_ticks(lo, hi):
+    """Powers of two covering [lo, hi], thinned to at most 9 labels."""
+    a = 2 ** math.floor(math.log2(lo))
+    b = 2 ** math.ceil(math.log2(hi))
+    ticks = []
+    v = a
+    while v <= b:
+        ticks.append(int(v))
+        v *= 2
+    step = 1
+    while len(ticks[::step]) > 9:
+        step += 1
+    return ticks[::step]
+
+
+def log_ticks(lo, hi):
+    """1-2-5 ticks on a log axis between lo and hi (both > 0)."""
+    ticks = []
+    e = math.floor(math.log10(lo)) - 1
+    while 10 ** e <= hi * 10:
+        for m in (1, 2, 5):
+            v = m * 10 ** e
+            if lo <= v <= hi:
+                ticks.append(v)
+        e += 1
+    if len(ticks) < 3:  # a narrow range: add 1.5/3/7 style steps too
+        ticks = []
+        e = math.floor(math.log10(lo)) - 1
+        while 10 ** e <= hi * 10:
+            for m in (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9):
+                v = m * 10 ** e
+                if lo <= v <= hi:
+                    ticks.append(v)
+            e += 1
+    return ticks
+
+
+def fmt_tick(v):
+    if v >= 1:
+        return "%g" % round(v, 6)
+    return "%g" % v
+
+
+def fmt_value(v):
+    if v >= 100:
+        return "%.0f" % v
+    if v >= 10:
+        return "%.1f" % v
+    return "%.2f" % v
+
+
+def shape_desc(rows, fields):
+    """'Hq=32 Hkv=8 d=128 causal' for the fields that one value covers in rows."""
+    parts = []
+    for f, label in fields:
+        vals = {r[f] for r in rows}
+        if len(vals) != 1:
+            continue
+        v = vals.pop()
+        if f == "causal":
+            parts.append("causal" if v in ("1", "true", "yes") else "non-causal")
+        elif f == "hkv" and {r["hq"] for r in rows} == {v}:
+            continue  # MHA: Hkv = Hq says nothing more
+        else:
+            parts.append("%s=%s" % (label, v))
+    return " ".join(parts)
+
+
+VARIANT_FIELDS = [("batch", "B"), ("hq", "Hq"), ("hkv", "Hkv"), ("d", "d"),
+                  ("causal", "causal"), ("dtype", ""), ("sq", "Sq")]
+
+
+def variant_label(key, varying):
+    parts = []
+    for (f, label), v in zip(VARIANT_FIELDS, key):
+        if f not in varying:
+            continue
+        if f == "causal":
+            parts.append("causal" if v in ("1", "true", "yes") else "non-causal")
+        elif f == "dtype":
+            parts.append(v)
+        else:
+            parts.append("%s=%s" % (label, v))
+    return " ".join(parts)
+
+
+def title_parts(rows, date):
+    gpus = sorted({r["gpu"] for r in rows if r.get("gpu")}) or ["unknown GPU"]
+    dtypes = sorted({r["dtype"] for r in rows if r.get("dtype")}) or ["?"]
+    return "%s, %s, %s" % (", ".join(gpus), "/".join(dtypes), date)
+
+
+class Vars:
+    def __init__(self):
+        self.lines = []
+
+    def set(self, name, value):
+        if isinstance(value, str):
+            self.lines.append("%s = %s" % (name, gp_str(value)))
+        else:
+            self.lines.append("%s = %s" % (name, repr(value)))
+
+    def array(self, name, values):
+        n = max(len(values), 1)
+        if not values:
+            self.lines.append("array %s[1]" % name)
+            return
+        items = ", ".join(gp_str(v) if isinstance(v, str) else repr(v) for v in values)
+        self.lines.append("array %s[%d] = [%s]" % (name, n, items))
+
+    def write(self, path):
+        with open(path, "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+
+
+def legend_arrays(v, impls, color_of, variants_seen, variant_names, kind):
+    """The shared legend: a header, one coloured entry per (impl, backend), a header, one
+    black entry per variant (point and dash type)."""
+    titles, colors, pts, dts, pss = [], [], [], [], []
+
+    def add(t, c, p, d, s):
+        titles.append(t)
+        colors.append(c)
+        pts.append(p)
+        dts.append(d)
+        pss.append(s)
+
+    add("{/:Bold impl / backend}", "#FFFFFF", 7, 1, 0.0)
+    for k in impls:
+        add(gp_enh("%s / %s" % k), color_of[k], 7, 1, 1.3 if kind == "lines" else 0.0)
+    if variants_seen:
+        add(" ", "#FFFFFF", 7, 1, 0.0)
+        add("{/:Bold %s}" % gp_enh(variant_names), "#FFFFFF", 7, 1, 0.0)
+        for label, pt, dt in variants_seen:
+            add(gp_enh(label), "#333333", pt, dt, 1.3)
+    v.array("L_title", titles)
+    v.array("L_color", colors)
+    v.array("L_pt", pts)
+    v.array("L_dt", dts)
+    v.array("L_ps", pss)
+    v.set("nlegend", len(titles))
+
+
+def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode):
+    """perf_prefill / perf_decode: one panel per model family, x = sequence length (sq) or
+    KV length (skv), y = TFLOP/s or GB/s with p20/p80 error bars."""
+    if not rows:
+        return "no %s rows with status ok" % ("decode (sq <= 16)" if decode
+                                              else "prefill (sq == skv > 16)")
+    xcol = "skv" if decode else "sq"
+    ycol = "gbps" if decode else "tflops"
+    fams = {}
+    for r in rows:
+        fams.setdefault(family(r["name"]), []).append(r)
+    # panels in the order their families first appear in perf.csv
+    order = []
+    for r in rows:
+        f = family(r["name"])
+        if f not in order:
+            order.append(f)
+
+    d = os.path.join(tmp, fig)
+    os.makedirs(d, exist_ok=True)
+    v = Vars()
+    # the fields that tell two series of one panel apart beyond (impl, backend)
+    varying = set()
+    for f in order:
+        fr = fams[f]
+        for fld, _ in VARIANT_FIELDS:
+            if fld == "sq" and not decode:
+                continue
+            if len({r[fld] for r in fr}) > 1:
+                varying.add(fld)
+    varying.add("batch")
+    variant_style = {}
+    series = []  # (panel index, impl key, variant key, points)
+    p_first, p_last, p_title = [], [], []
+    xs, ys = [], []
+    for pi, f in enumerate(order):
+        fr = fams[f]
+        groups = {}
+        for r in fr:
+            vk = tuple(r[fld] if fld in varying else "" for fld, _ in VARIANT_FIELDS)
+            groups.setdefault((impl_key(r), vk), []).append(r)
+        first = len(series) + 1
+
+        def vsort(vk):
+            return tuple(int(x) if x.isdigit() else 0 for x in vk) + vk
+
+        for ik in [k for k in all_impls]:
+            for vk in sorted({g[1] for g in groups if g[0] == ik}, key=vsort):
+                pts = []
+                for r in groups[(ik, vk)]:
+                    x = num(r, xcol)
+                    y = num(r, ycol)
+                    med, p20, p80 = num(r, "median_us"), num(r, "p20_us"), num(r, "p80_us")
+                    if not (math.isfinite(x) and x > 0 and math.isfinite(y) and y > 0):
+                        continue
+                    lo = y * med / p80 if med > 0 and p80 > 0 else y  # slower -> lower
+                    hi = y * med / p20 if med > 0 and p20 > 0 else y
+                    pts.append((x, y, min(lo, y), max(hi, y)))
+                    xs.append(x)
+                    ys.extend([y, min(lo, y), max(hi, y)])
+                if not pts:
+                    continue
+                pts.sort()
+                if vk not in variant_style:
+                    i = len(variant_style)
+                    variant_style[vk] = (POINTS[i % len(POINTS)],
+                                         DASHES[i % len(DASHES)])
+                series.append((pi, ik, vk, pts))
+        last = len(series)
+        if last < first:
+            continue
+        p_first.append(first)
+        p_last.append(last)
+        desc = shape_desc(fr, [("hq", "Hq"), ("hkv", "Hkv"), ("d", "d"), ("causal", "")])
+        p_title.append("{/:Bold %s}%s" % (gp_enh(f), ("   " + gp_enh(desc)) if desc else ""))
+    if not series:
+        return "no rows with a positive %s" % ycol
+
+    for k, (_, _, _, pts) in enumerate(series, 1):
+        with open(os.path.join(d, "s%d.dat" % k), "w") as fh:
+            fh.write("# %s %s_p80 %s_p20\n" % (xcol, ycol, ycol))
+            for p in pts:
+                fh.write("%g %.6g %.6g %.6g\n" % p)
+
+    npanels = len(p_first)
+    ncols = 1 if npanels == 1 else 2 if npanels <= 4 else 3 if npanels <= 9 else 4
+    nrows = (npanels + ncols - 1) // ncols
+
+    ymin, ymax = min(ys), max(ys)
+    logy = ymax / ymin > 20
+    if logy:
+        ylo = 10 ** math.floor(math.log10(ymin) * 4) / 4
+        ylo = ymin / 1.35
+        yhi = ymax * 1.35
+        ticks = log_ticks(ylo, yhi)
+    else:
+        ylo, yhi = 0.0, ymax * 1.12
+        ticks = []
+    xmin, xmax = min(xs), max(xs)
+    xt = log2_ticks(xmin, xmax)
+
+    what = "Decode" if decode else "Prefill"
+    v.set("out_png", os.path.join(outdir, fig + ".png"))
+    v.set("out_svg", os.path.join(outdir, fig + ".svg"))
+    v.set("datadir", d)
+    v.set("fig_title", "{/:Bold %s attention}  %s" % (what, gp_enh(title_parts(rows, date))))
+    if decode:
+        v.set("fig_sub", "effective bandwidth (bytes of Q, K, V, O moved once / median time)"
+              " against KV-cache length;  error bars: p20 to p80 of the timed repetitions")
+        v.set("xlabel", "KV length S_{kv} (log_2)")
+        v.set("ylabel", "GB/s")
+    else:
+        v.set("fig_sub", "TFLOP/s (4 d * unmasked query-key pairs * B * H_q / median time) "
+              "against sequence length S_q = S_{kv};  error bars: p20 to p80")
+        v.set("xlabel", "sequence length S_q = S_{kv} (log_2)")
+        v.set("ylabel", "TFLOP/s")
+    v.set("npanels", npanels)
+    v.set("ncols", ncols)
+    v.set("nrows", nrows)
+    v.set("xmin", xmin / 1.45)
+    v.set("xmax", xmax * 1.45)
+    v.set("ymin", ylo)
+    v.set("ymax", yhi)
+    v.set("logy", 1 if logy else 0)
+    v.set("xtics_cmd", "set xtics (" + ", ".join('"%s" %d' % (pow2_label(t), t) for t in xt) + ")")
+    if logy:
+        v.set("ytics_cmd", "set ytics (" + ", ".join('"%s" %r' % (fmt_tick(t), t)
+                                                      for t in ticks) + ")")
+    else:
+        v.set("ytics_cmd", "set ytics autofreq")
+    v.array("P_first", p_first)
+    v.array("P_last", p_last)
+    v.array("P_title", p_title)
+    v.set("nseries", len(series))
+    v.array("S_color", [color_of[s[1]] for s in series])
+    v.array("S_pt", [variant_style[s[2]][0] for s in series])
+    v.array("S_dt", [variant_style[s[2]][1] for s in series])
+    used_impls = [k for k in all_impls if any(s[1] == k for s in series)]
+    vnames = " / ".join(("" if lab == "" else lab) or fld for fld, lab in VARIANT_FIELDS
+                        if fld in varying)
+    vnames = vnames.replace("B", "batch", 1) if vnames.startswith("B") else vnames
+    seen = [(variant_label(vk, varying), st[0], st[1]) for vk, st in variant_style.items()]
+    legend_arrays(v, used_impls, color_of, seen, vnames, "lines")
+    v.write(os.path.join(d, "vars.gp"))
+    return None
+
+
+def ref_figure(rows, all_impls, color_of, date, outdir, tmp):
+    """ref: one panel of bars for the prefill references (TFLOP/s), one for the decode
+    reference (GB/s); one bar per (impl, backend) in each shape's cluster."""
+    if not rows:
+        return "no rows named ref-* with status ok"
+    d = os.path.join(tmp, "ref")
+    os.makedirs(d, exist_ok=True)
+    v = Vars()
+    panels = []
+    pre = [r for r in rows if ival(r, "sq") is None or ival(r, "sq") > DECODE_MAX_SQ]
+    dec = [r for r in rows if r not in pre]
+    if pre:
+        panels.append(("Prefill references", "TFLOP/s", "tflops", pre))
+    if dec:
+        panels.append(("Decode reference", "GB/s (effective)", "gbps", dec))
+    used = [k for k in all_impls if any(impl_key(r) == k for r in rows)]
+    pt_titles, pt_ylabels, pt_ymax, pt_nshapes = [], [], [], []
+    for pi, (title, ylabel, col, pr) in enumerate(panels, 1):
+        shapes = []
+        for r in pr:
+            if r["name"] not in shapes:
+                shapes.append(r["name"])
+        ik = [k for k in used if any(impl_key(r) == k for r in pr)]
+        n = len(ik)
+        width = 0.8 / max(n, 1)
+        ymax = 0.0
+        with open(os.path.join(d, "bars%d.dat" % pi), "w") as fb, \
+                open(os.path.join(d, "tics%d.dat" % pi), "w") as ft:
+            fb.write("# x y width color label\n")
+            ft.write("# x line1 line2\n")
+            for ci, name in enumerate(shapes):
+                srows = [r for r in pr if r["name"] == name]
+                r0 = srows[0]
+                causal = "causal" if r0["causal"] in ("1", "true", "yes") else "non-causal"
+                heads = "H=%s" % r0["hq"] if r0["hq"] == r0["hkv"] else \
+                    "Hq=%s Hkv=%s" % (r0["hq"], r0["hkv"])
+                seq = "S=%s" % r0["sq"] if r0["sq"] == r0["skv"] else \
+                    "Sq=%s Skv=%s" % (r0["sq"], r0["skv"])
+                line1 = "B=%s %s %s d=%s" % (r0["batch"], heads, seq, r0["d"])
+                line2 = "%s, %s" % (causal, r0["dtype"])
+                ft.write('%d "%s" "%s"\n' % (ci, line1.replace('"', "'"), line2.replace('"', "'")))
+                for bi, k in enumerate(ik):
+                    vals = [num(r, col) for r in srows if impl_key(r) == k]
+                    vals = [x for x in vals if math.isfinite(x)]
+                    if not vals:
+                        continue
+                    y = max(vals)
+                    ymax = max(ymax, y)
+                    x = ci + (bi - (n - 1) / 2.0) * width
+                    fb.write('%.4f %.6g %.4f %d "%s"\n' % (
+                        x, y, width * 0.92, int(color_of[k][1:], 16), fmt_value(y)))
+        pt_titles.append("{/:Bold %s}" % title)
+        pt_ylabels.append(ylabel)
+        pt_ymax.append(ymax * 1.15 if ymax > 0 else 1.0)
+        pt_nshapes.append(len(shapes))
+    v.set("out_png", os.path.join(outdir, "ref.png"))
+    v.set("out_svg", os.path.join(outdir, "ref.svg"))
+    v.set("datadir", d)
+    v.set("fig_title", "{/:Bold Reference shapes}  %s" % gp_enh(title_parts(rows, date)))
+    v.set("fig_sub", "median-time throughput of the ref suite; value printed on each bar")
+    v.set("npanels", len(panels))
+    v.array("P_title", pt_titles)
+    v.array("P_ylabel", pt_ylabels)
+    v.array("P_ymax", pt_ymax)
+    v.array("P_nshapes", pt_nshapes)
+    legend_arrays(v, used, color_of, [], "", "bars")
+    v.write(os.path.join(d, "vars.gp"))
+    return None
+
+
+def main(argv):
+    if len(argv) != 5:
+        sys.stderr.write("usage: prep.py PERF_CSV MANIFEST_CSV OUT_PLOTS_DIR TMP_DIR\n")
+        return 2
+    perf, manifest, outdir, tmp = argv[1:]
+    with open(perf, newline="") as f:
+        reader = csv.DictReader(f)
+        need = {"gpu", "backend", "impl", "name", "dtype", "batch", "hq", "hkv", "sq", "skv",
+                "d", "causal", "median_us", "p20_us", "p80_us", "tflops", "gbps", "status"}
+        missing = need - set(reader.fieldnames or [])
+        if missing:
+            sys.stderr.write("%s: missing columns: %s\n" % (perf, ", ".join(sorted(missing))))
+            return 2
+        rows = [r for r in reader if (r.get("status") or "").strip() == "ok"]
+    date = "undated"
+    if os.path.exists(manifest):
+        with open(manifest, newline="") as f:
+            for rec in csv.reader(f):
+                if len(rec) >= 2 and rec[0].strip() == "date" and rec[1].strip():
+                    date = rec[1].strip()[:10]
+    impls = impl_order(impl_key(r) for r in rows)
+    color_of = {k: COLORS[i % len(COLORS)] for i, k in enumerate(impls)}
+
+    def sq(r):
+        return ival(r, "sq")
+
+    def skv(r):
+        return ival(r, "skv")
+
+    perf_rows = [r for r in rows if not r["name"].startswith("ref-")]
+    prefill = [r for r in perf_rows
+               if sq(r) is not None and sq(r) == skv(r) and sq(r) > DECODE_MAX_SQ]
+    decode = [r for r in perf_rows if sq(r) is not None and sq(r) <= DECODE_MAX_SQ]
+    ref = [r for r in rows if r["name"].startswith("ref-")]
+
+    for fig, why in (
+            ("perf_prefill", lines_figure("perf_prefill", prefill, impls, color_of, date,
+                                          outdir, tmp, False)),
+            ("perf_decode", lines_figure("perf_decode", decode, impls, color_of, date,
+                                         outdir, tmp, True)),
+            ("ref", ref_figure(ref, impls, color_of, date, outdir, tmp))):
+        if why:
+            print("skip %s %s" % (fig, why))
+        else:
+            print("%s %s" % (fig, "bars.gp" if fig == "ref" else "lines.gp"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Checks `fabench loc` (exact counts on small fixtures) and `fabench compile --target`
+# (offline NVRTC compiles; skipped, saying so, where NVRTC is missing). Prints
+# "N passed, N failed" last.
+set -u
+cd "$(dirname "$0")/.."
+fab=build/fabench
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+check() { if eval "$2"; then echo "ok - $1"; pass=$((pass+1)); else echo "FAIL - $1"; fail=$((fail+1)); fi; }
+
+mkdir -p "$T/src/.hidden"
+printf 'int a; // c\n/* x\n y */ int b = 1; /* z */\n\n  // only\nchar *s = "/* not */";\n' > "$T/src/a.c"
+printf '"""doc\nmore"""\nimport os  # c\n# only\n\ndef f():\n    """one"""\n    return 1\n' > "$T/src/b.py"
+printf 'kernel void k() {}\n' > "$T/src/.hidden/skip.cl"
+printf 'not code\n' > "$T/src/notes.txt"
+out=$($fab loc --label fx --out "$T/loc.csv" "$T/src")
+check "loc counts 3 C lines and 3 Python lines, skips hidden folders and text" \
+      "printf '%s' \"\$out\" | grep -qE '2 files +3 C-family +3 Python +6 total'"
+check "loc writes a row with label and totals" "grep -q '^fx,.*,2,3,3,6$' '$T/loc.csv'"
+$fab loc /no/such/path >/dev/null 2>&1; check "loc on a missing path exits 2" "[ $? -eq 2 ]"
+
+$fab compile --target gfx90a --suite smoke >/dev/null 2>"$T/err"; rc=$?
+check "compile for an AMD target without the HIP runtime exits 2 and says why" "[ $rc -eq 2 ] && grep -q HIP '$T/err'"
+printf 'name,batch,hq,hkv,sq,skv,d,causal\nx,1,8,2,1,4096,128,1\ny,1,8,8,512,512,64,0\n' > "$T/s.csv"
+if $fab compile --target sm_90 --shapes "$T/s.csv" --out "$T/cg" >"$T/log" 2>&1; then
+    check "compile writes codegen.csv with tensor-core instructions" \
+          "grep -q ',mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32,' '$T/cg/codegen.csv'"
+    check "compile writes compiled.csv: two ok rows with registers" \
+          "[ \$(awk -F, 'NR > 1 && \$5 == \"ok\" && \$7 > 0' '$T/cg/compiled.csv' | wc -l) -eq 2 ]"
+    check "compile writes a manifest" "grep -q '^gpu,sm_90$' '$T/cg/manifest.csv'"
+elif grep -q "NVRTC" "$T/log"; then
+    echo "skip - compile --target sm_90: NVRTC is not available here ($(head -c 200 "$T/log"))"
+else
+    check "compile --target sm_90 runs" "false"; cat "$T/log"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
