@@ -31,6 +31,8 @@ struct attn_runner {
     module_entry mods[MAX_MODULES];
     int nmods;
     long compiled, cached; /* binaries built here, binaries loaded from the disk cache */
+    int broken;            /* a launch timed out: the device still runs it, nothing more is trusted */
+    char broken_why[256];
 };
 
 void attn_counts(const attn_runner *r, long *compiled, long *cached)
@@ -239,6 +241,8 @@ typedef struct {
     long n, next;
     int write_lse;
     long built;
+    double deadline;          /* fb_now() after which nothing new starts; 0: none */
+    const volatile int *stop; /* set by a signal handler: stop starting compiles */
     pthread_mutex_t lock;
 } precompile_job;
 
@@ -250,7 +254,7 @@ static void *precompile_worker(void *arg)
         pthread_mutex_lock(&j->lock);
         long i = j->next++;
         pthread_mutex_unlock(&j->lock);
-        if (i >= j->n) break;
+        if (i >= j->n || (j->stop && *j->stop) || (j->deadline > 0 && fb_now() > j->deadline)) break;
         char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], key[512], ckey[33];
         const char *dp[ATTN_MAX_DEFINES];
         int nd = attn_defines(j->s, j->dt, &j->cands[i], j->write_lse, defs);
@@ -280,9 +284,11 @@ static void *precompile_worker(void *arg)
     return NULL;
 }
 
-long attn_precompile(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n, int write_lse)
+long attn_precompile(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n, int write_lse,
+                     double deadline, const volatile int *stop)
 {
-    precompile_job j = {.r = r, .s = s, .dt = dt, .cands = cands, .n = n, .write_lse = write_lse};
+    precompile_job j = {.r = r, .s = s, .dt = dt, .cands = cands, .n = n, .write_lse = write_lse,
+                        .deadline = deadline, .stop = stop};
     pthread_mutex_init(&j.lock, NULL);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int nth = ncpu > 1 ? (int)(ncpu > 64 ? 64 : ncpu) : 1;
@@ -335,6 +341,11 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     res->attrs.registers = res->attrs.spill_bytes = -1;
     res->config = *cfg;
     kconfig_complete(&res->config, &r->dev.info, s, dt);
+    if (r->broken) {
+        snprintf(res->reason, sizeof res->reason, "device unusable: %s; start a new run", r->broken_why);
+        res->status = ST_TIMEOUT;
+        return 0;
+    }
     const kconfig *c = &res->config;
 
     char reason[512];
@@ -412,6 +423,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     }
     if (rc != 0) {
         set_status(res, rc == RT_ETIMEOUT ? ST_TIMEOUT : rc == RT_ERESOURCE ? ST_RESOURCE_LIMIT : ST_LAUNCH_ERROR, reason);
+        if (rc == RT_ETIMEOUT) goto hung;
         goto done;
     }
     if (rt->download(r->ctx, ho, b[3], bytes[3], err, errlen) || rt->download(r->ctx, hl, b[4], bytes[4], err, errlen)) {
@@ -419,13 +431,17 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         goto done;
     }
     attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
-    fb_verify(&prob, hq, hk, hv, ho, o->write_lse ? hl : NULL, o->verify_rows, o->seed, &res->ver);
+    if (fb_verify(&prob, hq, hk, hv, ho, o->write_lse ? hl : NULL, o->verify_rows, o->seed, &res->ver) < 0) {
+        set_status(res, ST_RESOURCE_LIMIT, res->ver.reason); /* the reference could not run: not a verdict */
+        goto done;
+    }
     if (!res->ver.pass) { set_status(res, ST_WRONG_RESULT, res->ver.reason); goto done; }
     if (o->verify_only) { set_status(res, ST_OK, ""); goto done; }
 
     rc = time_device(rt, r->ctx, enqueue_plan, &p, &o->timing, &res->us, reason, sizeof reason);
     if (rc != 0) {
         set_status(res, rc == RT_ETIMEOUT ? ST_TIMEOUT : ST_LAUNCH_ERROR, reason);
+        if (rc == RT_ETIMEOUT) goto hung;
         goto done;
     }
     /* The timed runs must have computed the same bits: a race shows up here. */
@@ -435,6 +451,14 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         goto done;
     }
     set_status(res, ST_OK, "");
+hung:
+    if (res->status == ST_TIMEOUT) {
+        /* the kernel may still be running on these buffers: leave them, and trust nothing
+         * this device does from now on (the next rows say so instead of timing garbage) */
+        r->broken = 1;
+        snprintf(r->broken_why, sizeof r->broken_why, "an earlier launch (%s) never finished", s->name);
+        memset(b, 0, sizeof b);
+    }
 done:
     for (int i = 0; i < 7; i++) if (b[i]) rt->buf_free(b[i]);
     free(hq); free(hk); free(hv); free(ho); free(ho2); free(hl);

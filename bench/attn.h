@@ -48,7 +48,8 @@ void attn_close(attn_runner *r);
 
 /* Compiles, on all CPU cores, the candidates whose binaries are not yet in the disk
  * cache, so that attn_run later only loads them. Returns how many it built. */
-long attn_precompile(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n, int write_lse);
+long attn_precompile(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n, int write_lse,
+                     double deadline, const volatile int *stop);
 /* Binaries this runner compiled, and loaded from the disk cache, so far. */
 void attn_counts(const attn_runner *r, long *compiled, long *cached);
 

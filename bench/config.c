@@ -39,7 +39,10 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         *eq = 0;
         const char *k = tok, *v = eq + 1;
         int bad = 0;
-        if (!strcasecmp(k, "BLOCK_M")) { bad = parse_int(v, 1, 256, &c->block_m) || !is_pow2(c->block_m); c->set |= CFG_BLOCK_M; }
+        if (!strcasecmp(k, "BLOCK_M")) { /* a power of two, or 16 * WARP_M * NUM_WARPS rows */
+            bad = parse_int(v, 1, 512, &c->block_m) || !(is_pow2(c->block_m) || c->block_m % 16 == 0);
+            c->set |= CFG_BLOCK_M;
+        }
         else if (!strcasecmp(k, "BLOCK_N")) { bad = parse_int(v, 1, 256, &c->block_n) || !is_pow2(c->block_n); c->set |= CFG_BLOCK_N; }
         else if (!strcasecmp(k, "NUM_WARPS")) { bad = parse_int(v, 1, 32, &c->num_warps); c->set |= CFG_NUM_WARPS; }
         else if (!strcasecmp(k, "SPLIT_KV")) { bad = parse_int(v, 1, 256, &c->split_kv); c->set |= CFG_SPLIT_KV; }
@@ -61,13 +64,29 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         if (bad) {
             snprintf(err, errlen, "config: bad value '%s' for %s%s", v, k,
                      !strcasecmp(k, "MMA") ? " (known: fma, mma)" : !strcasecmp(k, "STAGES") ? " (1..4)" :
-                     !strncasecmp(k, "BLOCK_", 6) ? " (a power of two, 1..256)" : "");
+                     !strcasecmp(k, "BLOCK_N") ? " (a power of two, 1..256)" :
+                     !strcasecmp(k, "BLOCK_M") ? " (a power of two or a multiple of 16, up to 512)" : "");
             rc = FB_EXIT_BADINPUT;
             break;
         }
     }
     free(copy);
     return rc;
+}
+
+void kconfig_overlay(kconfig *dst, const kconfig *src)
+{
+    if (src->set & CFG_BLOCK_M) dst->block_m = src->block_m;
+    if (src->set & CFG_BLOCK_N) dst->block_n = src->block_n;
+    if (src->set & CFG_NUM_WARPS) dst->num_warps = src->num_warps;
+    if (src->set & CFG_SPLIT_KV) dst->split_kv = src->split_kv;
+    if (src->set & CFG_KPAD) dst->kpad = src->kpad;
+    if (src->set & CFG_MMA) dst->mma = src->mma;
+    if (src->set & CFG_STAGES) dst->stages = src->stages;
+    if (src->set & CFG_PACK_GQA) dst->pack_gqa = src->pack_gqa;
+    if (src->set & CFG_WARP_M) dst->warp_m = src->warp_m;
+    dst->set |= src->set;
+    if (src->fault_skip_last_tile) dst->fault_skip_last_tile = 1;
 }
 
 void kconfig_str(const kconfig *c, char *out, size_t outlen)
@@ -189,6 +208,21 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
     if (dev->max_group_size && (size_t)nt > dev->max_group_size) {
         snprintf(reason, len, "%d threads per group > device limit %zu", nt, dev->max_group_size);
         return ST_RESOURCE_LIMIT;
+    }
+    size_t grid[3];
+    kconfig_grid(c, s, grid);
+    if ((double)s->batch * s->hq * s->sq > 2147483647.0 || (double)kconfig_rows(c, s) + c->block_m > 2147483647.0) {
+        snprintf(reason, len, "more than 2^31-1 query rows: the kernel indexes rows with 32-bit integers");
+        return ST_UNSUPPORTED;
+    }
+    if (dev->max_grid[1] && grid[1] > dev->max_grid[1]) {
+        snprintf(reason, len, "%zu work-groups along grid dimension 1 (batch x heads) > device limit %zu%s", grid[1],
+                 dev->max_grid[1], c->pack_gqa ? "" : "; PACK_GQA=1 may fit");
+        return ST_UNSUPPORTED;
+    }
+    if (dev->max_grid[2] && grid[2] > dev->max_grid[2]) {
+        snprintf(reason, len, "SPLIT_KV=%zu > device grid limit %zu", grid[2], dev->max_grid[2]);
+        return ST_UNSUPPORTED;
     }
     size_t sh = kconfig_shared_bytes(c, s->d);
     size_t sh_limit = c->mma == MMA_SYNC ? dev->shared_bytes : dev->static_shared_bytes;

@@ -23,6 +23,9 @@ enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CF
  * Returns 0 or 2 with err naming the key. */
 int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen);
 
+/* Copies into dst every field src->set names (a user's --config over a tuned one). */
+void kconfig_overlay(kconfig *dst, const kconfig *src);
+
 /* Canonical text form, ';' separated, every tuned field. */
 void kconfig_str(const kconfig *c, char *out, size_t outlen);
 

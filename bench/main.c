@@ -1,5 +1,6 @@
 /* main.c: the fabench command line: `devices`, `run`, and help for each subcommand. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -175,12 +176,23 @@ static int cmd_run(int argc, char **argv)
         case O_WARMUP: if (parse_double("--warmup", optarg, 0, &ao.timing.warmup_s)) return FB_EXIT_BADINPUT; break;
         case O_TIMEOUT: if (parse_double("--timeout", optarg, 0.001, &ao.timing.timeout_s)) return FB_EXIT_BADINPUT; break;
         case O_MINREPS:
-            if (parse_double("--min-reps", optarg, 1, &x) || x > 100000) return FB_EXIT_BADINPUT;
+            if (parse_double("--min-reps", optarg, 1, &x)) return FB_EXIT_BADINPUT;
+            if (x > 100000) { fprintf(stderr, "fabench run: --min-reps: at most 100000\n"); return FB_EXIT_BADINPUT; }
             ao.timing.min_reps = (int)x;
             if (ao.timing.max_reps < ao.timing.min_reps) ao.timing.max_reps = ao.timing.min_reps;
             break;
         case O_VROWS: if (parse_double("--verify-rows", optarg, 1, &x)) return FB_EXIT_BADINPUT; ao.verify_rows = (size_t)x; break;
-        case O_SEED: if (parse_double("--seed", optarg, 0, &x)) return FB_EXIT_BADINPUT; ao.seed = (uint64_t)x; break;
+        case O_SEED: {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (end == optarg || *end || errno || optarg[0] == '-') {
+                fprintf(stderr, "fabench run: --seed: bad number '%s'\n", optarg);
+                return FB_EXIT_BADINPUT;
+            }
+            ao.seed = (uint64_t)v;
+            break;
+        }
         case O_QUIET: quiet = 1; break;
         case O_TUNED: tuned = 1; break;
         case O_TUNING: tuning_path = optarg; tuned = 1; break;
@@ -235,6 +247,16 @@ static int cmd_run(int argc, char **argv)
         snprintf(tuning_default, sizeof tuning_default, "results/%s/tuning.csv", slug);
         tuning_path = tuning_default;
     }
+    if (tuned) { /* a malformed table is bad input: found before any work */
+        kconfig probe;
+        char src[300];
+        if (shapes.n && tune_lookup(tuning_path, &dev, &shapes.v[0], DT_BF16, &probe, src, sizeof src, err, sizeof err) == 2) {
+            fprintf(stderr, "fabench run: %s\n", err);
+            csvt_free(table);
+            shapes_free(&shapes);
+            return FB_EXIT_BADINPUT;
+        }
+    }
     attn_runner *runner;
     if (attn_open(&dev, &runner, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);
@@ -259,6 +281,11 @@ static int cmd_run(int argc, char **argv)
                 break;
             }
             if (lr == 0) shape_cfg = cfg;
+            else if (cfg.set) { /* the user's --config keys win over the tuned ones */
+                kconfig_overlay(&shape_cfg, &cfg);
+                size_t n = strlen(source);
+                snprintf(source + n, sizeof source - n, " + --config");
+            }
         }
         attn_result res;
         if (attn_run(runner, s, dt, &shape_cfg, &ao, &res, err, sizeof err) != 0) {

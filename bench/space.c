@@ -44,9 +44,10 @@ int space_load(const char *path, space_t *sp, char *err, size_t errlen)
         }
         /* the value must be one the configuration parser accepts */
         kconfig probe = {0};
-        char kv[64], perr[256];
+        char kv[64], perr[256] = "";
         snprintf(kv, sizeof kv, "%s=%s", name, val);
-        if (strlen(val) >= sizeof sp->p[0].value[0] || kconfig_parse(kv, &probe, perr, sizeof perr) != 0) {
+        if (strlen(val) >= sizeof sp->p[0].value[0]) snprintf(perr, sizeof perr, "value too long (at most %zu characters)", sizeof sp->p[0].value[0] - 1);
+        if (perr[0] || kconfig_parse(kv, &probe, perr, sizeof perr) != 0) {
             snprintf(err, errlen, "%s:%d: field 'value': %s", path, line, perr);
             rc = FB_EXIT_BADINPUT;
             break;

@@ -43,6 +43,10 @@ int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, con
         for (; k < BATCH && n + k < cap; k++)
             if ((rc = fn(arg, &first[k], &last[k], err, errlen)) != 0) break;
         if (rc == 0) rc = rt->finish(ctx, o->timeout_s, err, errlen);
+        else if (k > 0) {
+            char e2[256]; /* a launch failed mid-batch: let the earlier ones finish before freeing */
+            rt->finish(ctx, o->timeout_s, e2, sizeof e2);
+        }
         for (int i = 0; i < k; i++) {
             double ms;
             if (rc == 0 && rt->elapsed_ms(ctx, first[i], last[i], &ms) != 0) {

@@ -73,6 +73,13 @@ int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, 
     int best = -1;
     double best_dist = INFINITY;
     for (size_t i = 0; i < t->nrows; i++) {
+        kconfig probe = {0};
+        char perr[FB_ERRLEN];
+        if (kconfig_parse(t->rows[i][cf], &probe, perr, sizeof perr) != 0) { /* any bad row spoils the table */
+            snprintf(err, errlen, "%s:%d: field 'config': %.800s", table_path, t->row_line[i], perr);
+            csvt_free(t);
+            return 2;
+        }
         if (strcmp(t->rows[i][cg], dev->info.name) || strcmp(t->rows[i][cb], dev->rt->name)) continue;
         char cdt[16];
         int d, c, g, q, k;
@@ -104,7 +111,7 @@ int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, 
     return 1;
 }
 
-static volatile sig_atomic_t stop_requested;
+static volatile int stop_requested; /* set by SIGINT; read between candidates */
 static void on_sigint(int sig) { (void)sig; stop_requested = 1; }
 
 static void usage(FILE *f)
@@ -257,6 +264,8 @@ int cmd_tune(int argc, char **argv)
     size_t *rep = calloc(shapes.n ? shapes.n : 1, sizeof *rep);
     char (*keys)[96] = calloc(shapes.n ? shapes.n : 1, sizeof *keys);
     size_t nclass = 0;
+    int fatal = 0;
+    if (!rep || !keys) { fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; }
     for (size_t i = 0; rep && keys && i < shapes.n; i++) {
         dtype_t dt = have_dtype ? dtype : shapes.v[i].has_dtype ? shapes.v[i].dtype : DT_BF16;
         char key[96];
@@ -266,7 +275,6 @@ int cmd_tune(int argc, char **argv)
         if (k == nclass) { snprintf(keys[nclass], sizeof keys[0], "%s", key); rep[nclass++] = i; }
         else if (shape_flops(&shapes.v[i]) > shape_flops(&shapes.v[rep[k]])) rep[k] = i;
     }
-    int fatal = 0;
     for (size_t ci = 0; ci < nclass && !stop_requested && !fatal; ci++) {
         const shape_t *s = &shapes.v[rep[ci]];
         dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
@@ -274,6 +282,7 @@ int cmd_tune(int argc, char **argv)
         long before;
         long n = space_enumerate(&space, &dev.info, s, dt, &cands, &before);
         if (n < 0) { fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; break; }
+        double t0 = fb_now(), best_us = INFINITY;
         searcher *se = searcher_new(strategy, cands, n, seed);
         if (!se) { free(cands); fatal = 1; break; }
         {   /* compile what the searcher may ask for on all cores first (into the disk cache);
@@ -285,12 +294,12 @@ int cmd_tune(int argc, char **argv)
             if (pre && ord) {
                 searcher_preview(se, ord, m);
                 for (long i = 0; i < m; i++) pre[i] = cands[ord[i]];
-                attn_precompile(runner, s, dt, pre, m, ao.write_lse);
+                attn_precompile(runner, s, dt, pre, m, ao.write_lse, time_limit > 0 ? t0 + time_limit : 0,
+                                &stop_requested);
             }
             free(pre);
             free(ord);
         }
-        double t0 = fb_now(), best_us = INFINITY;
         long best = -1, explored_n = 0;
         char best_cfg[256] = "";
         /* resume: candidates this class already has rows for are not run again */
@@ -336,7 +345,7 @@ int cmd_tune(int argc, char **argv)
             if (ok) snprintf(f[2], 48, "%.4f", shape_flops(s) / (us * 1e-6) / 1e12); else f[2][0] = 0;
             snprintf(f[3], 48, "%ld", res.attrs.registers);
             snprintf(f[4], 48, "%ld", res.attrs.spill_bytes);
-            snprintf(f[5], 48, "%ld", res.attrs.shared_bytes + (long)kconfig_dynamic_shared(&res.config, s->d));
+            snprintf(f[5], 48, "%ld", res.attrs.shared_bytes < 0 ? -1 : res.attrs.shared_bytes + (long)kconfig_dynamic_shared(&res.config, s->d));
             snprintf(f[6], 48, "%ld", res.attrs.private_bytes);
             snprintf(f[7], 48, "%ld", res.attrs.binary_bytes);
             if (res.ver.rows_checked) snprintf(f[8], 48, "%.3g", res.ver.max_abs_err); else f[8][0] = 0;
@@ -344,7 +353,9 @@ int cmd_tune(int argc, char **argv)
             const char *row[EXPLORED_NCOLS] = {dev.info.name, dev.rt->name, "attn_fwd", cs, keys[ci], s->name,
                                                status_name(res.status), res.reason, f[0], f[1], f[2], f[3], f[4],
                                                f[5], f[6], f[7], f[8], strategy, f[9]};
-            if (csvt_add(explored, row) != 0 || csvt_write_atomic(explored, p_explored, err, sizeof err) != 0) {
+            if (csvt_add(explored, row) != 0) snprintf(err, sizeof err, "out of memory");
+            if (explored->nrows == 0 || strcmp(explored->rows[explored->nrows - 1][3], cs) ||
+                csvt_write_atomic(explored, p_explored, err, sizeof err) != 0) {
                 fprintf(stderr, "fabench tune: %s\n", err);
                 fatal = 1;
                 break;
@@ -383,6 +394,7 @@ int cmd_tune(int argc, char **argv)
                     if (v) { free(tuning->rows[r][k]); tuning->rows[r][k] = v; }
                 }
             } else if (csvt_add(tuning, row) != 0) {
+                fprintf(stderr, "fabench tune: out of memory\n");
                 fatal = 1;
             }
             if (!fatal && csvt_write_atomic(tuning, p_tuning, err, sizeof err) != 0) {

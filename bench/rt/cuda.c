@@ -553,6 +553,8 @@ static void fill_info(int i)
         cu.optin_shared[i] = v;
     }
     o->static_shared_bytes = 48 * 1024; /* the most a CUDA kernel may declare statically */
+    o->max_grid[0] = 2147483647;
+    o->max_grid[1] = o->max_grid[2] = 65535;
     if (major >= 8) o->features |= RT_FEAT_MMA_SYNC;
     size_t mem = 0;
     if (cu.cuDeviceTotalMem(&mem, d) == CUDA_SUCCESS) o->global_bytes = o->max_alloc_bytes = mem;

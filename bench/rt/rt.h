@@ -31,6 +31,7 @@ typedef struct {
     size_t max_alloc_bytes;  /* largest single buffer */
     int clock_mhz;           /* 0 when unknown */
     unsigned features;       /* RT_FEAT_* bits: what the kernel's tile primitives may use */
+    size_t max_grid[3];      /* work-groups per grid dimension; 0: no limit that matters */
 } rt_device_info;
 
 #define RT_FEAT_MMA_SYNC 1u  /* NVIDIA mma.sync/ldmatrix/cp.async (sm_80+) through this runtime */
