@@ -1,5 +1,5 @@
 # fabench: `make` builds build/fabench; `make test` builds and runs the tests;
-# `make clean`.
+# `make plots` draws results/<gpu>/plots/ from each perf.csv; `make clean`.
 CC      ?= cc
 OPT     ?= -O2 -g
 CFLAGS  += $(OPT) -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -D_POSIX_C_SOURCE=200809L \
@@ -12,7 +12,7 @@ LIBOBJ  := $(filter-out build/obj/bench/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTS   := $(TESTSRC:tests/%.c=build/tests/%)
 
-.PHONY: all test clean
+.PHONY: all test clean plots
 all: build/fabench
 
 build/fabench: $(OBJ)
@@ -30,6 +30,10 @@ build/tests/%: tests/%.c $(LIBOBJ)
 # of them run, and the summary line counts programs, so one failure hides no other.
 test: build/fabench $(TESTS)
 	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/adapter.sh tests/tools.sh
+
+# PNG and SVG figures for every results/<gpu>/ with a perf.csv (needs gnuplot, python3)
+plots:
+	@bash plots/render.sh
 
 clean:
 	rm -rf build

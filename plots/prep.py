@@ -28,8 +28,8 @@ DECODE_MAX_SQ = 16
 
 
 def gp_str(s):
-    """A gnuplot single-quoted string literal (no escapes inside; ' is doubled)."""
-    return "'" + str(s).replace("'", "''") + "'"
+    """A gnuplot double-quoted string literal: backslash, quote and newline escaped."""
+    return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def gp_enh(s):
@@ -37,7 +37,7 @@ def gp_enh(s):
     out = []
     for ch in str(s):
         if ch in "^_@&~{}\\":
-            out.append("\\\\" + ch if ch != "\\" else "\\\\\\\\")
+            out.append("\\" + ch)
         else:
             out.append(ch)
     return "".join(out)
@@ -87,8 +87,8 @@ def pow2_label(v):
     return "%d" % v
 
 
-def log2_ticks(lo, hi):
-    """Powers of two covering [lo, hi], thinned to at most 9 labels."""
+def log2_ticks(lo, hi, most=9):
+    """Powers of two covering [lo, hi], thinned to at most `most` labels."""
     a = 2 ** math.floor(math.log2(lo))
     b = 2 ** math.ceil(math.log2(hi))
     ticks = []
@@ -97,30 +97,29 @@ def log2_ticks(lo, hi):
         ticks.append(int(v))
         v *= 2
     step = 1
-    while len(ticks[::step]) > 9:
+    while len(ticks[::step]) > most:
         step += 1
     return ticks[::step]
 
 
-def log_ticks(lo, hi):
-    """1-2-5 ticks on a log axis between lo and hi (both > 0)."""
-    ticks = []
-    e = math.floor(math.log10(lo)) - 1
-    while 10 ** e <= hi * 10:
-        for m in (1, 2, 5):
-            v = m * 10 ** e
-            if lo <= v <= hi:
-                ticks.append(v)
-        e += 1
-    if len(ticks) < 3:  # a narrow range: add 1.5/3/7 style steps too
-        ticks = []
+def log_ticks(lo, hi, most=12):
+    """Ticks on a log axis between lo and hi (both > 0), at most `most` of them:
+    1-2-5 steps, else decades, else every other decade; 1-1.5-2-3-5-7 on a narrow range."""
+    def steps(mults, every=1):
+        out = []
         e = math.floor(math.log10(lo)) - 1
         while 10 ** e <= hi * 10:
-            for m in (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9):
-                v = m * 10 ** e
-                if lo <= v <= hi:
-                    ticks.append(v)
+            if e % every == 0:
+                out.extend(m * 10 ** e for m in mults if lo <= m * 10 ** e <= hi)
             e += 1
+        return out
+    ticks = steps((1, 2, 5))
+    if len(ticks) < 3:
+        ticks = steps((1, 1.5, 2, 3, 5, 7))
+    every = 1
+    while len(ticks) > most:
+        ticks = steps((1,), every)
+        every += 1
     return ticks
 
 
@@ -148,6 +147,8 @@ def shape_desc(rows, fields):
         v = vals.pop()
         if f == "causal":
             parts.append("causal" if v in ("1", "true", "yes") else "non-causal")
+        elif f == "dtype":
+            parts.append(v)
         elif f == "hkv" and {r["hq"] for r in rows} == {v}:
             continue  # MHA: Hkv = Hq says nothing more
         else:
@@ -157,6 +158,9 @@ def shape_desc(rows, fields):
 
 VARIANT_FIELDS = [("batch", "B"), ("hq", "Hq"), ("hkv", "Hkv"), ("d", "d"),
                   ("causal", "causal"), ("dtype", ""), ("sq", "Sq")]
+
+VARIANT_HEADERS = {"batch": "batch", "hq": "Hq", "hkv": "Hkv", "d": "head dim",
+                   "causal": "mask", "dtype": "dtype", "sq": "Sq"}
 
 
 def variant_label(key, varying):
@@ -214,12 +218,13 @@ def legend_arrays(v, impls, color_of, variants_seen, variant_names, kind):
         dts.append(d)
         pss.append(s)
 
-    add("{/:Bold impl / backend}", "#FFFFFF", 7, 1, 0.0)
+    if kind == "lines":  # the bars' legend has one group: its header is the key title
+        add("{/:Bold impl / backend}", "#FFFFFF", 7, 1, 0.01)
     for k in impls:
         add(gp_enh("%s / %s" % k), color_of[k], 7, 1, 1.3 if kind == "lines" else 0.0)
     if variants_seen:
-        add(" ", "#FFFFFF", 7, 1, 0.0)
-        add("{/:Bold %s}" % gp_enh(variant_names), "#FFFFFF", 7, 1, 0.0)
+        add(" ", "#FFFFFF", 7, 1, 0.01)
+        add("{/:Bold %s}" % gp_enh(variant_names), "#FFFFFF", 7, 1, 0.01)
         for label, pt, dt in variants_seen:
             add(gp_enh(label), "#333333", pt, dt, 1.3)
     v.array("L_title", titles)
@@ -276,7 +281,7 @@ def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode):
         def vsort(vk):
             return tuple(int(x) if x.isdigit() else 0 for x in vk) + vk
 
-        for ik in [k for k in all_impls]:
+        for ik in all_impls:
             for vk in sorted({g[1] for g in groups if g[0] == ik}, key=vsort):
                 pts = []
                 for r in groups[(ik, vk)]:
@@ -303,8 +308,9 @@ def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode):
             continue
         p_first.append(first)
         p_last.append(last)
-        desc = shape_desc(fr, [("hq", "Hq"), ("hkv", "Hkv"), ("d", "d"), ("causal", "")])
-        p_title.append("{/:Bold %s}%s" % (gp_enh(f), ("   " + gp_enh(desc)) if desc else ""))
+        desc = shape_desc(fr, [("hq", "Hq"), ("hkv", "Hkv"), ("d", "d"), ("causal", "")]
+                          + ([("dtype", "")] if len({r["dtype"] for r in rows}) > 1 else []))
+        p_title.append((f, desc))
     if not series:
         return "no rows with a positive %s" % ycol
 
@@ -321,7 +327,6 @@ def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode):
     ymin, ymax = min(ys), max(ys)
     logy = ymax / ymin > 20
     if logy:
-        ylo = 10 ** math.floor(math.log10(ymin) * 4) / 4
         ylo = ymin / 1.35
         yhi = ymax * 1.35
         ticks = log_ticks(ylo, yhi)
@@ -329,7 +334,18 @@ def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode):
         ylo, yhi = 0.0, ymax * 1.12
         ticks = []
     xmin, xmax = min(xs), max(xs)
-    xt = log2_ticks(xmin, xmax)
+    if logy:
+        # one y tick label per 22 px of a panel's plot area at most
+        panel_h = 900 * (1 - 0.085) / nrows - (3.2 + 3.6) * 15
+        ticks = log_ticks(ylo, yhi, max(3, int(panel_h // 22)))
+    # panel width in pixels of the 1400-wide figure (the legend takes 17 %): at most one
+    # x tick label per 50 px, and a panel title on two lines when one would not fit
+    panel_px = 1400 * (1 - 0.17) / ncols
+    xt = log2_ticks(xmin, xmax, max(3, int(panel_px // 50)))
+    two = any(len(f) + 3 + len(desc) > (panel_px - 20) / 7.5 for f, desc in p_title)
+    p_title = ["{/:Bold %s}%s" % (gp_enh(f), (("\n" if two else "   ") + gp_enh(desc))
+                                  if desc else "") for f, desc in p_title]
+    v.set("tmarg", 3.2 if two else 2.0)
 
     what = "Decode" if decode else "Prefill"
     v.set("out_png", os.path.join(outdir, fig + ".png"))
@@ -340,12 +356,16 @@ def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode):
         v.set("fig_sub", "effective bandwidth (bytes of Q, K, V, O moved once / median time)"
               " against KV-cache length;  error bars: p20 to p80 of the timed repetitions")
         v.set("xlabel", "KV length S_{kv} (log_2)")
-        v.set("ylabel", "GB/s")
+        v_ylabel = "GB/s"
     else:
         v.set("fig_sub", "TFLOP/s (4 d * unmasked query-key pairs * B * H_q / median time) "
               "against sequence length S_q = S_{kv};  error bars: p20 to p80")
         v.set("xlabel", "sequence length S_q = S_{kv} (log_2)")
-        v.set("ylabel", "TFLOP/s")
+        v_ylabel = "TFLOP/s"
+    if logy:
+        v.set("ylabel", v_ylabel + " (log scale)")
+    else:
+        v.set("ylabel", v_ylabel)
     v.set("npanels", npanels)
     v.set("ncols", ncols)
     v.set("nrows", nrows)
@@ -355,6 +375,12 @@ def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode):
     v.set("ymax", yhi)
     v.set("logy", 1 if logy else 0)
     v.set("xtics_cmd", "set xtics (" + ", ".join('"%s" %d' % (pow2_label(t), t) for t in xt) + ")")
+    # left margin: room for the widest y tick label and the axis label
+    if logy:
+        widest = max(len(fmt_tick(t)) for t in ticks) if ticks else 4
+    else:
+        widest = len("%g" % round(yhi)) + 1
+    v.set("lmarg", widest + 4.5)
     if logy:
         v.set("ytics_cmd", "set ytics (" + ", ".join('"%s" %r' % (fmt_tick(t), t)
                                                       for t in ticks) + ")")
@@ -368,9 +394,7 @@ def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode):
     v.array("S_pt", [variant_style[s[2]][0] for s in series])
     v.array("S_dt", [variant_style[s[2]][1] for s in series])
     used_impls = [k for k in all_impls if any(s[1] == k for s in series)]
-    vnames = " / ".join(("" if lab == "" else lab) or fld for fld, lab in VARIANT_FIELDS
-                        if fld in varying)
-    vnames = vnames.replace("B", "batch", 1) if vnames.startswith("B") else vnames
+    vnames = " / ".join(VARIANT_HEADERS[fld] for fld, _ in VARIANT_FIELDS if fld in varying)
     seen = [(variant_label(vk, varying), st[0], st[1]) for vk, st in variant_style.items()]
     legend_arrays(v, used_impls, color_of, seen, vnames, "lines")
     v.write(os.path.join(d, "vars.gp"))
