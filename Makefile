@@ -29,7 +29,7 @@ build/tests/%: tests/%.c $(LIBOBJ)
 # Every tests/test_*.c is one cmocka program, tests/cli.sh checks the command line; all
 # of them run, and the summary line counts programs, so one failure hides no other.
 test: build/fabench $(TESTS)
-	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/adapter.sh tests/tools.sh
+	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/adapter.sh tests/tools.sh tests/faults.sh
 
 # PNG and SVG figures for every results/<gpu>/ with a perf.csv (needs gnuplot, python3)
 plots:
@@ -39,3 +39,37 @@ clean:
 	rm -rf build
 
 -include $(OBJ:.o=.d) $(TESTS:=.d)
+
+# ---- fuzzing -------------------------------------------------------------------------
+# `make fuzz` builds one libFuzzer target per parser (tests/fuzz/fuzz_*.c) with clang,
+# AddressSanitizer and UndefinedBehaviorSanitizer (the library objects separately, under
+# build/fuzz/obj/), then runs each for FUZZ_SECONDS on a copy of its seed corpus
+# (tests/fuzz/corpus/NAME/ is never written) and fails on any crash, naming the input.
+# FUZZ_TARGETS="csv config" runs only those. Needs clang and libFuzzer (ensure-deps fuzz).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS  := -O1 -g -fno-omit-frame-pointer -std=c11 -D_POSIX_C_SOURCE=200809L \
+                -Ibench -Ibench/rt -Ivendors -MMD -MP
+FUZZ_OBJ     := $(LIBOBJ:build/obj/%=build/fuzz/obj/%)
+FUZZ_ALL     := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_TARGETS ?= $(FUZZ_ALL)
+FUZZ_BINS    := $(FUZZ_ALL:%=build/fuzz/fuzz_%)
+
+.PHONY: fuzz fuzz-build
+fuzz:
+	@CC=$(FUZZ_CC) bash tools/ensure-deps.sh fuzz
+	@$(MAKE) --no-print-directory fuzz-build
+	@bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-build: $(FUZZ_BINS)
+
+build/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) -c -o $@ $<
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itests/fuzz -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
+
+-include $(FUZZ_OBJ:.o=.d) $(FUZZ_BINS:=.d)

@@ -99,6 +99,11 @@ int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
 void attn_close(attn_runner *r)
 {
     if (!r) return;
+    if (r->broken) { /* a kernel may still run: releasing the context could wait for it forever */
+        free(r->source);
+        free(r);
+        return;
+    }
     const rt_runtime *rt = r->dev.rt;
     for (int i = 0; i < r->nmods; i++) {
         if (r->mods[i].fwd) rt->kernel_free(r->mods[i].fwd);
@@ -142,6 +147,9 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "WARP_M=%d", c->warp_m);
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "WRITE_LSE=%d", write_lse ? 1 : 0);
     if (c->fault_skip_last_tile) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_SKIP_LAST_TILE=1");
+    else if (c->fault_hang) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_HANG=1");
+    else if (c->fault_oob) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_OOB=1");
+    else if (c->fault_compile) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_COMPILE=1");
     return nd;
 }
 
@@ -362,7 +370,10 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     const size_t nkv = (size_t)s->batch * s->hkv * s->skv * s->d;
     const size_t rows = (size_t)s->batch * s->hq * s->sq;
     const size_t split = (size_t)c->split_kv;
-    const size_t bytes[7] = {nq * es, nkv * es, nkv * es, nq * es, rows * 4,
+    /* O carries a guard band after its end, poisoned like O: a kernel that writes past the
+     * end is caught even where the device does not fault */
+    const size_t guard = 65536;
+    const size_t bytes[7] = {nq * es, nkv * es, nkv * es, nq * es + guard, rows * 4,
                              split > 1 ? rows * split * (size_t)s->d * 4 : 4, split > 1 ? rows * split * 4 : 4};
     for (int i = 0; i < 7; i++)
         if (r->dev.info.max_alloc_bytes && bytes[i] > r->dev.info.max_alloc_bytes) {
@@ -387,7 +398,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
             set_status(res, ST_RESOURCE_LIMIT, reason);
             goto done;
         }
-    fb_poison(ho, nq, dt);
+    fb_poison(ho, bytes[3] / es, dt);
     fb_poison_f32(hl, rows);
     if (rt->upload(r->ctx, b[0], hq, bytes[0], err, errlen) || rt->upload(r->ctx, b[1], hk, bytes[1], err, errlen) ||
         rt->upload(r->ctx, b[2], hv, bytes[2], err, errlen) || rt->upload(r->ctx, b[3], ho, bytes[3], err, errlen) ||
@@ -429,6 +440,21 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     if (rt->download(r->ctx, ho, b[3], bytes[3], err, errlen) || rt->download(r->ctx, hl, b[4], bytes[4], err, errlen)) {
         ret = -1;
         goto done;
+    }
+    {
+        unsigned char *g = (unsigned char *)ho + nq * es, *want = malloc(guard);
+        size_t bad = 0;
+        if (want) {
+            fb_poison(want, guard / es, dt);
+            for (size_t i = 0; i < guard; i++) bad += g[i] != want[i];
+            free(want);
+        }
+        if (bad) {
+            snprintf(reason, sizeof reason, "the kernel wrote past the end of O (%zu bytes of the %zu-byte guard band changed)",
+                     bad, guard);
+            set_status(res, ST_WRONG_RESULT, reason);
+            goto done;
+        }
     }
     attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
     if (fb_verify(&prob, hq, hk, hv, ho, o->write_lse ? hl : NULL, o->verify_rows, o->seed, &res->ver) < 0) {

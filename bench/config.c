@@ -51,13 +51,16 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "PACK_GQA")) { bad = parse_int(v, 0, 1, &c->pack_gqa); c->set |= CFG_PACK_GQA; }
         else if (!strcasecmp(k, "STAGES")) { bad = parse_int(v, 1, 4, &c->stages); c->set |= CFG_STAGES; }
         else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); }
+        else if (!strcasecmp(k, "FAULT_HANG")) { bad = parse_int(v, 0, 1, &c->fault_hang); }
+        else if (!strcasecmp(k, "FAULT_OOB")) { bad = parse_int(v, 0, 1, &c->fault_oob); }
+        else if (!strcasecmp(k, "FAULT_COMPILE")) { bad = parse_int(v, 0, 1, &c->fault_compile); }
         else if (!strcasecmp(k, "MMA")) {
             if (!strcasecmp(v, "fma") || !strcmp(v, "0")) c->mma = MMA_FMA;
             else if (!strcasecmp(v, "mma") || !strcasecmp(v, "mma_sync") || !strcmp(v, "1")) c->mma = MMA_SYNC;
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
-            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, FAULT_SKIP_LAST_TILE)", k);
+            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, FAULT_*)", k);
             rc = FB_EXIT_BADINPUT;
             break;
         }
@@ -87,13 +90,17 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
     if (src->set & CFG_WARP_M) dst->warp_m = src->warp_m;
     dst->set |= src->set;
     if (src->fault_skip_last_tile) dst->fault_skip_last_tile = 1;
+    if (src->fault_hang) dst->fault_hang = 1;
+    if (src->fault_oob) dst->fault_oob = 1;
+    if (src->fault_compile) dst->fault_compile = 1;
 }
 
 void kconfig_str(const kconfig *c, char *out, size_t outlen)
 {
     snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
-             c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : "");
+             c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
+             c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" : "");
 }
 
 long kconfig_rows(const kconfig *c, const shape_t *s)

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Injected faults, each run through the real binary on the first OpenCL device: a kernel
+# that never finishes, one that writes out of bounds, one that fails to compile, a missing
+# OpenCL driver, an unwritable or full results folder, SIGINT and SIGKILL in the middle of
+# `tune` and `run`. Each must give a clear status, stop or go on cleanly, resume, and leave
+# no results file truncated. tests/README.md lists them. Last line: "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+fab=$PWD/build/fabench
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+check() { if eval "$2"; then echo "ok - $1"; pass=$((pass+1)); else echo "FAIL - $1"; fail=$((fail+1)); fi; }
+# a CSV file parses, every row has as many fields as the header, and it has at least N rows
+csv_ok() { python3 - "$1" "$2" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+ok = len(rows) >= 1 and all(len(r) == len(rows[0]) for r in rows) and len(rows) - 1 >= int(sys.argv[2])
+sys.exit(0 if ok else 1)
+PY
+}
+col() { python3 -c "import csv,sys; print('\n'.join(r[sys.argv[2]] for r in csv.DictReader(open(sys.argv[1]))))" "$1" "$2" 2>/dev/null; }
+pairs() { python3 -c "import csv,sys; print('\n'.join(r['shape_class'] + ' ' + r['config'] for r in csv.DictReader(open(sys.argv[1]))))" "$1"; }
+
+printf 'name,batch,hq,hkv,sq,skv,d,causal\na,1,2,2,33,70,64,0\nb,1,2,1,7,40,32,1\n' > "$T/s.csv"
+common=(--device opencl:0 --shapes "$T/s.csv" --budget 0.01 --warmup 0 --min-reps 1)
+
+# 1. a kernel that never finishes: a timeout row, then the device is not trusted; the process ends
+start=$(date +%s)
+timeout 120 $fab run "${common[@]}" --config FAULT_HANG=1 --timeout 3 --out "$T/hang.csv" --quiet; rc=$?
+check "hanging kernel: exit 1, not killed by the outer timeout" "[ $rc -eq 1 ]"
+check "hanging kernel: the first row is a timeout with its reason" "[ \"\$(col $T/hang.csv status | head -1)\" = timeout ] && col $T/hang.csv reason | head -1 | grep -q 'did not finish within 3.0 s'"
+check "hanging kernel: the next row says the device is unusable" "col $T/hang.csv reason | tail -1 | grep -q 'device unusable'"
+check "hanging kernel: the run ended within a minute" "[ \$(( \$(date +%s) - start )) -lt 60 ]"
+
+# 2. out-of-bounds writes are caught by the guard band after O
+$fab run "${common[@]}" --config FAULT_OOB=1 --out "$T/oob.csv" --quiet; rc=$?
+check "out-of-bounds kernel: exit 1" "[ $rc -eq 1 ]"
+check "out-of-bounds kernel: wrong_result, 'wrote past the end of O'" "[ \"\$(col $T/oob.csv status | sort -u)\" = wrong_result ] && col $T/oob.csv reason | grep -q 'past the end of O'"
+
+# 3. a kernel that does not compile: compile_error with the compiler's message
+$fab run "${common[@]}" --config FAULT_COMPILE=1 --out "$T/cc.csv" --quiet; rc=$?
+check "broken kernel source: exit 1, compile_error rows naming the #error" "[ $rc -eq 1 ] && [ \"\$(col $T/cc.csv status | sort -u)\" = compile_error ] && col $T/cc.csv reason | grep -q 'deliberately broken'"
+
+# 4. a runtime whose driver is missing: reported absent with the reason; a run says so, exit 2
+OCL_ICD_VENDORS=$T/none OCL_ICD_FILENAMES= $fab devices > "$T/dev.txt" 2>&1
+check "no OpenCL driver: devices reports opencl absent with a reason" "grep -q 'opencl *absent: .*no OpenCL platform' $T/dev.txt"
+OCL_ICD_VENDORS=$T/none OCL_ICD_FILENAMES= $fab run "${common[@]}" --out "$T/x.csv" 2> "$T/err"; rc=$?
+check "no OpenCL driver: run exits 2 before any work, saying why" "[ $rc -eq 2 ] && grep -q 'absent' $T/err && [ ! -e $T/x.csv ]"
+
+# 5. a results folder that cannot be written: exit 2 before any work
+$fab run "${common[@]}" --out /proc/fabench-perf.csv 2> "$T/err"; rc=$?
+check "unwritable results folder: exit 2 before any work, naming the file" "[ $rc -eq 2 ] && grep -q 'fabench-perf.csv' $T/err"
+
+# 6. a full disk in the middle of a run: the file keeps every row written before the disk
+#    filled, whole; no temp file stays
+$fab run "${common[@]}" --out "$T/full.csv" --quiet
+cp "$T/full.csv" "$T/full.before"
+( trap '' XFSZ; ulimit -f 1; exec $fab run "${common[@]}" --out "$T/full.csv" --append --quiet ) 2> "$T/err"; rc=$?
+check "disk full: the run fails" "[ $rc -ne 0 ]"
+check "disk full: the results file is whole and keeps the earlier rows" "csv_ok $T/full.csv 2 && head -c \$(wc -c < $T/full.before) $T/full.csv | cmp -s - $T/full.before"
+check "disk full: the error names the file and says it was not changed" "grep -q 'File too large (the file was not changed)' $T/err"
+check "disk full: no temp file left behind" "[ -z \"\$(ls $T | grep tmp)\" ]"
+
+# 7. SIGINT in the middle of tune: finished rows kept, exit 130, the same command resumes
+tune=(tune --device opencl:0 --shapes "$T/s.csv" --results "$T/tr" --strategy random --budget 12 --rep-budget 0.01 --seed 3 --quiet)
+$fab "${tune[@]}" & pid=$!
+for _ in $(seq 600); do [ -f "$T/tr/explored.csv" ] && [ "$(wc -l < "$T/tr/explored.csv")" -ge 3 ] && break; sleep 0.1; done
+kill -INT $pid; wait $pid; rc=$?
+n1=$(($(wc -l < "$T/tr/explored.csv") - 1))
+check "SIGINT in tune: exit 130" "[ $rc -eq 130 ]"
+check "SIGINT in tune: explored.csv whole, with the finished rows ($n1)" "csv_ok $T/tr/explored.csv 2"
+$fab "${tune[@]}"; rc=$?
+n2=$(($(wc -l < "$T/tr/explored.csv") - 1))
+dups=$(pairs "$T/tr/explored.csv" | sort | uniq -d | wc -l)
+check "SIGINT in tune: rerun resumes to 24 rows without repeating one" "[ $rc -eq 0 ] && [ $n2 -eq 24 ] && [ $dups -eq 0 ]"
+
+# 8. SIGKILL in the middle of run and tune: every file left behind is whole
+$fab run --device opencl:0 --suite smoke --budget 0.2 --out "$T/k.csv" --quiet & pid=$!
+for _ in $(seq 600); do [ -f "$T/k.csv" ] && [ "$(wc -l < "$T/k.csv")" -ge 2 ] && break; sleep 0.1; done
+kill -KILL $pid; wait $pid 2>/dev/null
+check "SIGKILL in run: perf.csv whole (every row complete)" "csv_ok $T/k.csv 1"
+$fab tune --device opencl:0 --shapes "$T/s.csv" --results "$T/tk" --strategy random --budget 12 --rep-budget 0.01 --quiet & pid=$!
+for _ in $(seq 600); do [ -f "$T/tk/explored.csv" ] && [ "$(wc -l < "$T/tk/explored.csv")" -ge 3 ] && break; sleep 0.1; done
+kill -KILL $pid; wait $pid 2>/dev/null
+check "SIGKILL in tune: explored.csv whole" "csv_ok $T/tk/explored.csv 2"
+$fab tune --device opencl:0 --shapes "$T/s.csv" --results "$T/tk" --strategy random --budget 12 --rep-budget 0.01 --quiet; rc=$?
+check "SIGKILL in tune: the same command resumes and finishes" "[ $rc -eq 0 ] && csv_ok $T/tk/explored.csv 24"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
