@@ -1,39 +1,55 @@
-# fabench: `make` builds build/fabench; `make test` builds and runs the tests;
-# `make plots` draws results/<gpu>/plots/ from each perf.csv; `make clean`.
+# fabench: `make` builds $(BUILD)/fabench; `make test` builds and runs the tests;
+# `make sanitize` runs tests under ASan+UBSan, `make valgrind` a smoke run under memcheck,
+# `make fuzz` the parsers' fuzzers; `make plots` draws results/<gpu>/plots/; `make clean`.
 CC      ?= cc
+BUILD   ?= build
 OPT     ?= -O2 -g
 CFLAGS  += $(OPT) -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -D_POSIX_C_SOURCE=200809L \
            -Ibench -Ibench/rt -Ivendors -MMD -MP
 LDLIBS  += -lcsv -ldl -lm -lpthread
 
 SRC     := $(wildcard bench/*.c bench/rt/*.c vendors/*/*.c)
-OBJ     := $(SRC:%.c=build/obj/%.o)
-LIBOBJ  := $(filter-out build/obj/bench/main.o,$(OBJ))
+OBJ     := $(SRC:%.c=$(BUILD)/obj/%.o)
+LIBOBJ  := $(filter-out $(BUILD)/obj/bench/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
-TESTS   := $(TESTSRC:tests/%.c=build/tests/%)
+TESTS   := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test clean plots
-all: build/fabench
+.PHONY: all test clean plots sanitize valgrind
+all: $(BUILD)/fabench
 
-build/fabench: $(OBJ)
+$(BUILD)/fabench: $(OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-build/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-build/tests/%: tests/%.c $(LIBOBJ)
+$(BUILD)/tests/%: tests/%.c $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIBOBJ) $(LDLIBS) -lcmocka
 
 # Every tests/test_*.c is one cmocka program, tests/cli.sh checks the command line; all
 # of them run, and the summary line counts programs, so one failure hides no other.
-test: build/fabench $(TESTS)
+test: $(BUILD)/fabench $(TESTS)
 	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/adapter.sh tests/tools.sh tests/faults.sh
 
 # PNG and SVG figures for every results/<gpu>/ with a perf.csv (needs gnuplot, python3)
 plots:
 	@bash plots/render.sh
+
+# The unit tests, a slice of the end-to-end tests and a smoke run, built with AddressSanitizer
+# and UndefinedBehaviorSanitizer into build/asan (PoCL's own leaks are suppressed by name).
+SAN_TESTS := test_csvio test_shapes test_stats test_refcheck test_search test_torch_proto test_tune test_e2e
+sanitize:
+	$(MAKE) BUILD=build/asan OPT='-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all' \
+	    LDFLAGS='-fsanitize=address,undefined' build/asan/fabench $(SAN_TESTS:%=build/asan/tests/%)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 FABENCH_BIN=build/asan/fabench \
+	    FABENCH_TEST_FILTER='test_gqa*' bash tests/run-all.sh $(SAN_TESTS:%=build/asan/tests/%) tests/sanitize-smoke.sh
+
+# memcheck on a smoke run (glibc's loader false positives suppressed by name)
+valgrind: $(BUILD)/fabench
+	@bash tests/valgrind.sh $(BUILD)/fabench
 
 clean:
 	rm -rf build
@@ -51,7 +67,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := -O1 -g -fno-omit-frame-pointer -std=c11 -D_POSIX_C_SOURCE=200809L \
                 -Ibench -Ibench/rt -Ivendors -MMD -MP
-FUZZ_OBJ     := $(LIBOBJ:build/obj/%=build/fuzz/obj/%)
+FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(filter-out bench/main.c,$(SRC)))
 FUZZ_ALL     := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_BINS    := $(FUZZ_ALL:%=build/fuzz/fuzz_%)

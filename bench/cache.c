@@ -75,6 +75,11 @@ int cache_get(const char *key, void **bin, size_t *len, char **log)
     int ok = fread(magic, 1, sizeof MAGIC - 1, f) == sizeof MAGIC - 1 && !memcmp(magic, MAGIC, sizeof MAGIC - 1) &&
              fscanf(f, "%llu %llu %llx", &blen, &llen, &sum) == 3 && fgetc(f) == '\n' && blen > 0 &&
              blen < (1ull << 32) && llen < (1ull << 28);
+    if (ok) { /* the header's lengths must match what the file holds before anything is allocated */
+        long here = ftell(f);
+        struct stat st;
+        ok = here >= 0 && fstat(fileno(f), &st) == 0 && (unsigned long long)st.st_size == (unsigned long long)here + blen + llen;
+    }
     if (ok) {
         b = malloc(blen);
         l = malloc(llen + 1);

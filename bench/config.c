@@ -40,7 +40,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         const char *k = tok, *v = eq + 1;
         int bad = 0;
         if (!strcasecmp(k, "BLOCK_M")) { /* a power of two, or 16 * WARP_M * NUM_WARPS rows */
-            bad = parse_int(v, 1, 512, &c->block_m) || !(is_pow2(c->block_m) || c->block_m % 16 == 0);
+            bad = parse_int(v, 1, 1024, &c->block_m) || !(is_pow2(c->block_m) || c->block_m % 16 == 0);
             c->set |= CFG_BLOCK_M;
         }
         else if (!strcasecmp(k, "BLOCK_N")) { bad = parse_int(v, 1, 256, &c->block_n) || !is_pow2(c->block_n); c->set |= CFG_BLOCK_N; }
@@ -68,7 +68,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
             snprintf(err, errlen, "config: bad value '%s' for %s%s", v, k,
                      !strcasecmp(k, "MMA") ? " (known: fma, mma)" : !strcasecmp(k, "STAGES") ? " (1..4)" :
                      !strcasecmp(k, "BLOCK_N") ? " (a power of two, 1..256)" :
-                     !strcasecmp(k, "BLOCK_M") ? " (a power of two or a multiple of 16, up to 512)" : "");
+                     !strcasecmp(k, "BLOCK_M") ? " (a power of two or a multiple of 16, up to 1024)" : "");
             rc = FB_EXIT_BADINPUT;
             break;
         }

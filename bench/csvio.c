@@ -248,6 +248,7 @@ static int needs_quotes(const char *s, size_t ncols)
     size_t n = strlen(s);
     if (n == 0) return ncols == 1; /* a lone empty field would be a blank line, skipped */
     if (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' || s[n - 1] == '\t') return 1;
+    if (n >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3)) return 1; /* bare, a reader would take it for a byte-order mark */
     return strpbrk(s, ",\"\r\n") != NULL;
 }
 

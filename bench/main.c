@@ -111,7 +111,7 @@ static int parse_double(const char *opt, const char *v, double lo, double *out)
 {
     char *end;
     double x = strtod(v, &end);
-    if (end == v || *end || !(x >= lo) || !isfinite(x)) {
+    if (end == v || *end || !(x >= lo) || !isfinite(x) || x > 1e15) {
         fprintf(stderr, "fabench run: %s: bad number '%s'\n", opt, v);
         return -1;
     }
@@ -181,7 +181,11 @@ static int cmd_run(int argc, char **argv)
             ao.timing.min_reps = (int)x;
             if (ao.timing.max_reps < ao.timing.min_reps) ao.timing.max_reps = ao.timing.min_reps;
             break;
-        case O_VROWS: if (parse_double("--verify-rows", optarg, 1, &x)) return FB_EXIT_BADINPUT; ao.verify_rows = (size_t)x; break;
+        case O_VROWS:
+            if (parse_double("--verify-rows", optarg, 1, &x)) return FB_EXIT_BADINPUT;
+            if (x > 1e15) { fprintf(stderr, "fabench run: --verify-rows: at most 1e15\n"); return FB_EXIT_BADINPUT; }
+            ao.verify_rows = (size_t)x;
+            break;
         case O_SEED: {
             char *end;
             errno = 0;

@@ -87,7 +87,9 @@ int cmd_vendors(int argc, char **argv)
         double x = 0;
         if (c == O_BUDGET || c == O_WARMUP || c == O_MINREPS || c == O_VROWS || c == O_SEED) {
             x = strtod(optarg, &end);
-            if (*end || end == optarg || !(x >= 0) || !isfinite(x)) {
+            /* counts and seeds must fit their integer types; times are bounded too */
+            double hi = c == O_MINREPS ? 100000 : c == O_VROWS ? 1e15 : c == O_SEED ? 9007199254740992.0 : 1e6;
+            if (*end || end == optarg || !(x >= 0) || !isfinite(x) || x > hi) {
                 fprintf(stderr, "fabench vendors: %s: bad number '%s'\n", argv[optind - 1], optarg);
                 return FB_EXIT_BADINPUT;
             }

@@ -74,7 +74,14 @@ n2=$(($(wc -l < "$T/tr/explored.csv") - 1))
 dups=$(pairs "$T/tr/explored.csv" | sort | uniq -d | wc -l)
 check "SIGINT in tune: rerun resumes to 24 rows without repeating one" "[ $rc -eq 0 ] && [ $n2 -eq 24 ] && [ $dups -eq 0 ]"
 
-# 8. SIGKILL in the middle of run and tune: every file left behind is whole
+# 8. SIGINT in the middle of run: the finished rows are kept, exit 130
+$fab run --device opencl:0 --suite smoke --budget 0.2 --out "$T/i.csv" --quiet & pid=$!
+for _ in $(seq 600); do [ -f "$T/i.csv" ] && [ "$(wc -l < "$T/i.csv")" -ge 2 ] && break; sleep 0.1; done
+kill -INT $pid; wait $pid; rc=$?
+check "SIGINT in run: exit 130 (or 0 if it had just finished)" "[ $rc -eq 130 ] || [ $rc -eq 0 ]"
+check "SIGINT in run: perf.csv whole with the finished rows" "csv_ok $T/i.csv 1"
+
+# 9. SIGKILL in the middle of run and tune: every file left behind is whole
 $fab run --device opencl:0 --suite smoke --budget 0.2 --out "$T/k.csv" --quiet & pid=$!
 for _ in $(seq 600); do [ -f "$T/k.csv" ] && [ "$(wc -l < "$T/k.csv")" -ge 2 ] && break; sleep 0.1; done
 kill -KILL $pid; wait $pid 2>/dev/null

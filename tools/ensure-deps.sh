@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ensure-deps.sh build|test|run: checks what fabench needs on this machine (by compiling
+# ensure-deps.sh build|test|run|fuzz: checks what fabench needs on this machine (by compiling
 # and probing, so headers unpacked elsewhere and named by CPATH count too), installs what
 # is missing with apt-get when root, else prints the exact command and exits 2.
 set -u
@@ -31,9 +31,20 @@ fi
 if [ "$mode" = test ]; then
     if have_cmd "$CC"; then { have_header cmocka.h && have_lib cmocka; } || need+=(libcmocka-dev); fi
     have_cmd python3 || need+=(python3)
+    have_cmd valgrind || need+=(valgrind) # make valgrind (CI)
 fi
 if [ "$mode" = run ]; then
     have_cmd gnuplot || need+=(gnuplot-nox)
+fi
+if [ "$mode" = fuzz ]; then
+    # make fuzz: clang with libFuzzer and the address/undefined sanitizers' runtimes
+    if ! have_cmd clang; then
+        need+=(clang libclang-rt-dev)
+    elif ! printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){return 0;}\n' |
+            clang -fsanitize=fuzzer,address,undefined -x c - -o /dev/null >/dev/null 2>&1; then
+        v=$(clang -dumpversion 2>/dev/null)
+        need+=("libclang-rt-${v%%.*}-dev")
+    fi
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 
