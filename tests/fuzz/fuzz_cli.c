@@ -1,12 +1,11 @@
-/* fuzz_cli.c: the command-line parsing of `fabench tune`, `fabench vendors` and
- * `fabench compile` (cmd_tune in bench/tune.c, cmd_vendors in bench/vendors_cmd.c,
- * cmd_compile in bench/codegen.c), without any device work.
+/* fuzz_cli.c: the command-line parsing of `fabench run`, `tune`, `vendors` and `compile`
+ * (bench/commands.h), without any device work.
  *
  * The first byte picks the subcommand; the rest is split on NUL or newline into at most
- * 32 words. `run` and `devices` are not fuzzed: cmd_run and cmd_devices are static in
- * bench/main.c; `loc` is not either (it walks whatever paths it is given).
+ * 32 words. `devices` is not fuzzed (it starts the runtimes), nor `loc` (it walks
+ * whatever paths it is given).
  *
- * What keeps it from doing work: tune and vendors always end with `--device
+ * What keeps it from doing work: run, tune and vendors always end with `--device
  * nosuchdevice`, and compile with `--target sm_1` (rejected before anything is read), so
  * each command stops at device selection at the latest: the last --device / --target
  * wins, and when the input's last word swallows ours as its value or ends the options
@@ -30,7 +29,7 @@
 #include "rt.h"
 #include "tune.h"
 
-int cmd_vendors(int argc, char **argv);
+#include "commands.h"
 
 #define MAX_WORDS 32
 
@@ -60,8 +59,8 @@ static void getopt_reset(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0) return 0;
-    static const char *const subs[] = {"tune", "vendors", "compile"};
-    const char *sub = subs[data[0] % 3];
+    static const char *const subs[] = {"tune", "vendors", "compile", "run"};
+    const char *sub = subs[data[0] % 4];
     int compile = !strcmp(sub, "compile");
 
     char *words[MAX_WORDS];
@@ -88,7 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     getopt_reset();
     int rc;
-    if (!strcmp(sub, "tune")) rc = cmd_tune(argc - 1, argv + 1);
+    if (!strcmp(sub, "run")) rc = cmd_run(argc - 1, argv + 1);
+    else if (!strcmp(sub, "tune")) rc = cmd_tune(argc - 1, argv + 1);
     else if (!strcmp(sub, "vendors")) rc = cmd_vendors(argc - 1, argv + 1);
     else rc = cmd_compile(argc - 1, argv + 1);
     if (rc != 0 && rc != 2) fz_fail("fabench %s returned %d: it went past device selection", sub, rc);

@@ -1,0 +1,12 @@
+/* commands.h: the subcommands of the fabench command line, each in its own file
+ * (run_cmd.c, tune.c, vendors_cmd.c, codegen.c, loc.c); main.c dispatches to them. */
+#ifndef FABENCH_COMMANDS_H
+#define FABENCH_COMMANDS_H
+
+int cmd_run(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_vendors(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
+int cmd_loc(int argc, char **argv);
+
+#endif

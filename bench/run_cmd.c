@@ -1,0 +1,269 @@
+/* run_cmd.c: `fabench run`: verify and time the portable kernel on shapes, one perf.csv
+ * row per shape (defaults, --config or the tuning table's configuration). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn.h"
+#include "commands.h"
+#include "common.h"
+#include "config.h"
+#include "csvio.h"
+#include "manifest.h"
+#include "perf.h"
+#include "rt.h"
+#include "shapes.h"
+#include "tune.h"
+
+static void usage_run(FILE *f)
+{
+    char suites[512];
+    shapes_list_suites(suites, sizeof suites);
+    fprintf(f,
+            "usage: fabench run --device SEL (--shapes FILE.csv | --suite NAME) --out FILE.csv [options]\n\n"
+            "Runs the portable kernel on each shape: compile, verify against the CPU reference\n"
+            "(double precision), then time with device events. One perf.csv row per shape.\n\n"
+            "  --device SEL       RUNTIME:INDEX as `fabench devices` lists it (opencl:0), or a\n"
+            "                     case-insensitive part of the device name\n"
+            "  --shapes FILE      CSV: name,batch,hq,hkv,sq,skv,d,causal[,dtype]\n"
+            "  --suite NAME       a suite in bench/suites/ (%s)\n"
+            "  --out FILE         perf.csv to write (atomically, rewritten after every shape)\n"
+            "  --append           add rows to an existing --out file instead of replacing it\n"
+            "  --config K=V,...   kernel parameters: MMA (fma, mma), BLOCK_M, BLOCK_N, NUM_WARPS,\n"
+            "                     WARP_M, STAGES, SPLIT_KV, PACK_GQA, KPAD; unset ones get\n"
+            "                     per-device, per-shape defaults\n"
+            "  --tuned            take each shape's configuration from the tuning table (`fabench\n"
+            "                     tune`): its class, else the nearest class, else the default\n"
+            "  --tuning FILE      the tuning table (default results/<gpu-slug>/tuning.csv)\n"
+            "  --dtype T          fp32, fp16 or bf16: overrides the shapes' dtype (default bf16)\n"
+            "  --manifest FILE    also write the run's manifest.csv (device, versions, commit)\n"
+            "  --verify-only      check correctness, do not time\n"
+            "  --budget S         seconds of timed repetitions per shape (default 0.3)\n"
+            "  --warmup S         seconds of warm-up per shape (default 0.05)\n"
+            "  --min-reps N       at least N timed repetitions (default 5)\n"
+            "  --verify-rows N    reference rows checked per shape at most (default 2048)\n"
+            "  --seed N           input seed (default 20250505)\n"
+            "  --timeout S        a launch running longer is recorded as a timeout (default 60)\n"
+            "  --quiet            no progress lines on stderr\n\n"
+            "Exit status: 0 all rows ok; 1 some row failed (see status, reason); 2 bad input.\n",
+            suites);
+}
+
+static int parse_double(const char *opt, const char *v, double lo, double *out)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x >= lo) || !isfinite(x) || x > 1e15) {
+        fprintf(stderr, "fabench run: %s: bad number '%s'\n", opt, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) { (void)sig; interrupted = 1; }
+
+
+int cmd_run(int argc, char **argv)
+{
+    enum { O_DEVICE = 1, O_SHAPES, O_SUITE, O_OUT, O_APPEND, O_CONFIG, O_DTYPE, O_MANIFEST, O_VERIFY_ONLY,
+           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING };
+    static const struct option opts[] = {
+        {"device", required_argument, 0, O_DEVICE}, {"shapes", required_argument, 0, O_SHAPES},
+        {"suite", required_argument, 0, O_SUITE}, {"out", required_argument, 0, O_OUT},
+        {"append", no_argument, 0, O_APPEND}, {"config", required_argument, 0, O_CONFIG},
+        {"dtype", required_argument, 0, O_DTYPE}, {"manifest", required_argument, 0, O_MANIFEST},
+        {"verify-only", no_argument, 0, O_VERIFY_ONLY}, {"budget", required_argument, 0, O_BUDGET},
+        {"warmup", required_argument, 0, O_WARMUP}, {"min-reps", required_argument, 0, O_MINREPS},
+        {"verify-rows", required_argument, 0, O_VROWS}, {"seed", required_argument, 0, O_SEED},
+        {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
+        {"tuned", no_argument, 0, O_TUNED}, {"tuning", required_argument, 0, O_TUNING},
+        {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+    const char *device = NULL, *shapes_file = NULL, *suite = NULL, *out = NULL, *manifest_path = NULL;
+    const char *tuning_path = NULL;
+    int append = 0, quiet = 0, have_dtype = 0, tuned = 0;
+    dtype_t dtype = DT_BF16;
+    kconfig cfg = {0};
+    attn_opts ao;
+    attn_opts_defaults(&ao);
+    char err[FB_ERRLEN];
+    double x;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_DEVICE: device = optarg; break;
+        case O_SHAPES: shapes_file = optarg; break;
+        case O_SUITE: suite = optarg; break;
+        case O_OUT: out = optarg; break;
+        case O_APPEND: append = 1; break;
+        case O_MANIFEST: manifest_path = optarg; break;
+        case O_CONFIG:
+            if (kconfig_parse(optarg, &cfg, err, sizeof err) != 0) {
+                fprintf(stderr, "fabench run: --config: %s\n", err);
+                return FB_EXIT_BADINPUT;
+            }
+            break;
+        case O_DTYPE:
+            if (dtype_parse(optarg, &dtype) != 0) {
+                fprintf(stderr, "fabench run: --dtype: unknown '%s' (known: fp32, fp16, bf16)\n", optarg);
+                return FB_EXIT_BADINPUT;
+            }
+            have_dtype = 1;
+            break;
+        case O_VERIFY_ONLY: ao.verify_only = 1; break;
+        case O_BUDGET: if (parse_double("--budget", optarg, 0, &ao.timing.budget_s)) return FB_EXIT_BADINPUT; break;
+        case O_WARMUP: if (parse_double("--warmup", optarg, 0, &ao.timing.warmup_s)) return FB_EXIT_BADINPUT; break;
+        case O_TIMEOUT: if (parse_double("--timeout", optarg, 0.001, &ao.timing.timeout_s)) return FB_EXIT_BADINPUT; break;
+        case O_MINREPS:
+            if (parse_double("--min-reps", optarg, 1, &x)) return FB_EXIT_BADINPUT;
+            if (x > 100000) { fprintf(stderr, "fabench run: --min-reps: at most 100000\n"); return FB_EXIT_BADINPUT; }
+            ao.timing.min_reps = (int)x;
+            if (ao.timing.max_reps < ao.timing.min_reps) ao.timing.max_reps = ao.timing.min_reps;
+            break;
+        case O_VROWS:
+            if (parse_double("--verify-rows", optarg, 1, &x)) return FB_EXIT_BADINPUT;
+            if (x > 1e15) { fprintf(stderr, "fabench run: --verify-rows: at most 1e15\n"); return FB_EXIT_BADINPUT; }
+            ao.verify_rows = (size_t)x;
+            break;
+        case O_SEED: {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (end == optarg || *end || errno || optarg[0] == '-') {
+                fprintf(stderr, "fabench run: --seed: bad number '%s'\n", optarg);
+                return FB_EXIT_BADINPUT;
+            }
+            ao.seed = (uint64_t)v;
+            break;
+        }
+        case O_QUIET: quiet = 1; break;
+        case O_TUNED: tuned = 1; break;
+        case O_TUNING: tuning_path = optarg; tuned = 1; break;
+        case 'h':
+        case O_HELP: usage_run(stdout); return 0;
+        case ':': fprintf(stderr, "fabench run: %s needs a value\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
+        default: fprintf(stderr, "fabench run: unknown option '%s' (fabench run --help)\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
+        }
+    }
+    if (optind < argc) { fprintf(stderr, "fabench run: unexpected argument '%s'\n", argv[optind]); return FB_EXIT_BADINPUT; }
+    if (!device || !out || (!shapes_file == !suite)) {
+        fprintf(stderr, "fabench run: needs --device, --out and one of --shapes or --suite\n\n");
+        usage_run(stderr);
+        return FB_EXIT_BADINPUT;
+    }
+
+    shape_list_t shapes = {0};
+    int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err)
+                         : shapes_load_suite(suite, &shapes, err, sizeof err);
+    if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); return FB_EXIT_BADINPUT; }
+
+    csv_table *table = NULL;
+    if (append) rc = csvt_open_append(out, perf_header, perf_ncols, &table, err, sizeof err);
+    else { table = csvt_new(perf_header, perf_ncols); rc = table ? 0 : -1; snprintf(err, sizeof err, "out of memory"); }
+    if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); shapes_free(&shapes); return FB_EXIT_BADINPUT; }
+
+    rt_device dev;
+    if (rt_select(device, &dev, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: %s\n", err);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
+    /* nothing half-written: prove the output can be written before any work */
+    if (csvt_write_atomic(table, out, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: %s\n", err);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
+    if (manifest_path && manifest_update(manifest_path, &dev, argc + 1, argv - 1, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: manifest: %s\n", err);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
+
+    char tuning_default[1200];
+    if (tuned && !tuning_path) {
+        char slug[256];
+        fb_slug(dev.info.name, slug, sizeof slug);
+        snprintf(tuning_default, sizeof tuning_default, "results/%s/tuning.csv", slug);
+        tuning_path = tuning_default;
+    }
+    if (tuned) { /* a malformed table is bad input: found before any work */
+        kconfig probe;
+        char src[300];
+        if (shapes.n && tune_lookup(tuning_path, &dev, &shapes.v[0], DT_BF16, &probe, src, sizeof src, err, sizeof err) == 2) {
+            fprintf(stderr, "fabench run: %s\n", err);
+            csvt_free(table);
+            shapes_free(&shapes);
+            return FB_EXIT_BADINPUT;
+        }
+    }
+    attn_runner *runner;
+    if (attn_open(&dev, &runner, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: %s\n", err);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return 1;
+    }
+    if (!quiet) fprintf(stderr, "fabench run: %zu shapes on %s:%d (%s)\n", shapes.n, dev.rt->name, dev.index, dev.info.name);
+    signal(SIGINT, on_sigint);
+    int failures = 0, fatal = 0;
+    for (size_t i = 0; i < shapes.n && !interrupted; i++) {
+        const shape_t *s = &shapes.v[i];
+        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        kconfig shape_cfg = cfg;
+        char source[300] = "default";
+        if (cfg.set) snprintf(source, sizeof source, "--config");
+        if (tuned) {
+            int lr = tune_lookup(tuning_path, &dev, s, dt, &shape_cfg, source, sizeof source, err, sizeof err);
+            if (lr == 2) {
+                fprintf(stderr, "fabench run: %s\n", err);
+                fatal = 2;
+                break;
+            }
+            if (lr == 0) shape_cfg = cfg;
+            else if (cfg.set) { /* the user's --config keys win over the tuned ones */
+                kconfig_overlay(&shape_cfg, &cfg);
+                size_t n = strlen(source);
+                snprintf(source + n, sizeof source - n, " + --config");
+            }
+        }
+        attn_result res;
+        if (attn_run(runner, s, dt, &shape_cfg, &ao, &res, err, sizeof err) != 0) {
+            fprintf(stderr, "fabench run: %s: %s\n", s->name, err);
+            fatal = 1;
+            break;
+        }
+        int ok = res.status == ST_OK;
+        char cfgs[256];
+        kconfig_str(&res.config, cfgs, sizeof cfgs);
+        perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = "portable", .config = cfgs,
+                       .config_source = source, .shape = s, .dt = dt, .status = res.status, .reason = res.reason,
+                       .ver = &res.ver, .us = ok && !ao.verify_only ? &res.us : NULL};
+        if (perf_add(table, &pr) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
+            fprintf(stderr, "fabench run: %s\n", err);
+            fatal = 1;
+            break;
+        }
+        if (!ok) failures++;
+        if (!quiet) perf_progress(stderr, i + 1, shapes.n, &pr);
+    }
+    if (interrupted && !quiet) fprintf(stderr, "fabench run: interrupted; %zu finished rows are in %s\n", table->nrows, out);
+    attn_close(runner);
+    csvt_free(table);
+    shapes_free(&shapes);
+    if (fatal) return fatal == 2 ? FB_EXIT_BADINPUT : 1;
+    if (interrupted) return 130;
+    return failures ? 1 : 0;
+}
+
