@@ -48,6 +48,7 @@ INLINE u32 fb_float_to_bits(float f) { return __float_as_uint(f); }
 /* ---- warp-level primitives ---- */
 #define FB_HAS_WARP_PRIMITIVES 1
 INLINE float fb_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+INLINE int fb_any(int pred) { return __any_sync(0xffffffffu, pred); }
 INLINE int fb_lane(void) { return (int)(threadIdx.x & 31); }
 INLINE int fb_warp(void) { return (int)(threadIdx.x >> 5); }
 
@@ -79,26 +80,30 @@ INLINE void fb_mma16816(float *d, const u32 *a, const u32 *b)
 
 INLINE u32 fb_smem_addr(const void *p) { return (u32)__cvta_generic_to_shared(p); }
 
+/* Shared memory is addressed with 32-bit shared-window byte addresses (fb_smem_addr of a
+ * generic pointer), so per-lane offsets are computed once and constant offsets fold into
+ * the instructions' immediates. */
+
 /* Four 8x8 16-bit matrices from shared memory, transposed (B operands from row-major V). */
-INLINE void fb_ldmatrix_x4_trans(u32 *r, const void *row_ptr)
+INLINE void fb_ldmatrix_x4_trans(u32 *r, u32 addr)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(fb_smem_addr(row_ptr)));
+                 : "r"(addr));
 }
 
 /* Four 8x8 16-bit matrices from shared memory (A operands, or B operands from row-major K). */
-INLINE void fb_ldmatrix_x4(u32 *r, const void *row_ptr)
+INLINE void fb_ldmatrix_x4(u32 *r, u32 addr)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(fb_smem_addr(row_ptr)));
+                 : "r"(addr));
 }
 
 /* Asynchronous 16-byte global->shared copy; src_bytes < 16 zero-fills the rest. */
-INLINE void fb_cp_async16(void *dst, const void *src, int src_bytes)
+INLINE void fb_cp_async16(u32 dst, const void *src, int src_bytes)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(fb_smem_addr(dst)), "l"(src), "r"(src_bytes));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 INLINE void fb_cp_async_commit(void) { asm volatile("cp.async.commit_group;"); }
 template <int N> __device__ __forceinline__ void fb_cp_async_wait(void) { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }

@@ -187,7 +187,9 @@ static void test_mma_sync(void **state)
                           "MMA=mma,NUM_WARPS=2,BLOCK_M=32,BLOCK_N=128,STAGES=2",
                           "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=32,STAGES=4,SPLIT_KV=3",
                           "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=32,STAGES=2",
-                          "MMA=mma,NUM_WARPS=2,WARP_M=2,BLOCK_M=64,BLOCK_N=64,STAGES=3,PACK_GQA=1"};
+                          "MMA=mma,NUM_WARPS=2,WARP_M=2,BLOCK_M=64,BLOCK_N=64,STAGES=3,PACK_GQA=1",
+                          "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=64,STAGES=2",
+                          "MMA=mma,NUM_WARPS=8,WARP_M=1,BLOCK_M=128,BLOCK_N=128,STAGES=2"};
     for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++)
         for (size_t k = 0; k < fb_n_supported_d; k++)
             for (int dt = DT_FP16; dt <= DT_BF16; dt++) {
