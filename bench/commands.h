@@ -5,6 +5,7 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_tune_replay(int argc, char **argv);
 int cmd_vendors(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_loc(int argc, char **argv);

@@ -16,6 +16,7 @@ static void usage_main(FILE *f)
             "  devices   list runtimes and devices, and why an absent runtime is absent\n"
             "  run       verify and time the portable kernel on shapes; write perf.csv rows\n"
             "  tune      search the kernel's configuration space per shape class; explored.csv, tuning.csv\n"
+            "  tune-replay  the searchers replayed over an exhaustive tune's times; convergence.csv\n"
             "  vendors   the vendors' kernels (PyTorch SDPA, FlexAttention) on the same shapes, verified\n"
             "  compile   compile for a GPU that need not be present; code metrics to codegen.csv\n"
             "  loc       non-blank, non-comment lines of C/C++/CUDA/OpenCL/Python sources\n"
@@ -63,6 +64,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "devices")) return cmd_devices(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tune-replay")) return cmd_tune_replay(argc - 1, argv + 1);
     if (!strcmp(cmd, "vendors")) return cmd_vendors(argc - 1, argv + 1);
     if (!strcmp(cmd, "compile")) return cmd_compile(argc - 1, argv + 1);
     if (!strcmp(cmd, "loc")) return cmd_loc(argc - 1, argv + 1);

@@ -360,9 +360,14 @@ int cmd_tune(int argc, char **argv)
                 fatal = 1;
                 break;
             }
-            if (!quiet && is_tty)
-                fprintf(stderr, "\r[%zu/%zu] %s: %ld/%ld, best %.1f us   ", ci + 1, nclass, keys[ci], explored_n,
-                        budget > 0 && budget < n ? budget : n, best_us);
+            if (!quiet && is_tty) {
+                /* ETA from this class's pace so far, capped by --time */
+                const long total = budget > 0 && budget < n ? budget : n;
+                double eta = (fb_now() - t0) / (double)explored_n * (double)(total - explored_n);
+                if (time_limit > 0 && eta > time_limit - (fb_now() - t0)) eta = time_limit - (fb_now() - t0);
+                fprintf(stderr, "\r[%zu/%zu] %s: %ld/%ld, best %.1f us, ETA %.0f s   ", ci + 1, nclass, keys[ci],
+                        explored_n, total, best_us, eta > 0 ? eta : 0.0);
+            }
         }
         searcher_free(se);
         free(cands);

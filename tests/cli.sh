@@ -298,6 +298,44 @@ if [ -d "$DATA" ]; then
     done
 fi
 
+# ---- tune-replay: the searchers over recorded times (a synthetic explored.csv built from
+# the committed sm_90 space listing; the times are a made-up smooth function of the
+# configuration, with every seventh configuration failed) ----
+SPACE=results/sm_90/space-d128-prefill/compiled.csv
+if [ -f "$SPACE" ]; then
+    awk -F, 'NR == 1 { print "gpu,backend,kernel,config,shape_class,shape,status,reason,compile_ms,median_us,tflops,registers,spill_bytes,shared_bytes,private_bytes,binary_bytes,max_abs_err,strategy,step"; next }
+             { split($3, kv, ";"); t = 1000; for (i in kv) { split(kv[i], p, "=");
+                 if (p[1] == "BLOCK_M") t *= (1 + (log(p[2]) / log(2) - 6.5) ^ 2 / 4);
+                 if (p[1] == "BLOCK_N") t *= (1 + (log(p[2]) / log(2) - 6) ^ 2 / 3);
+                 if (p[1] == "NUM_WARPS") t *= (1 + (p[2] - 4) ^ 2 / 20);
+                 if (p[1] == "MMA" && p[2] == "fma") t *= 8; }
+               st = (NR % 7 == 0) ? "wrong_result" : "ok";
+               printf "GPU X,cuda,attn_fwd,%s,%s,s,%s,,1,%s,,,,,,,,exhaustive,%d\n", $3, $4, st, st == "ok" ? sprintf("%.3f", t) : "", NR - 1 }' \
+        "$SPACE" > "$T/explored.csv"
+    run tune-replay "$T/explored.csv" --seeds 5 --out "$T/conv.csv"
+    check "tune-replay: replays random and bo over a recorded class and prints a summary" 0 \
+        out "165 configurations" out "summary over 1 classes" out "random" out "bo"
+    if [ -f "$T/conv.csv" ] && [ "$(($(wc -l < "$T/conv.csv") - 1))" -eq $((165 * 10)) ]; then
+        ok "tune-replay: convergence.csv has one row per configuration asked, per strategy and seed"
+    else
+        bad "tune-replay: convergence.csv rows" "$(wc -l < "$T/conv.csv" 2>/dev/null)"
+    fi
+    run tune-replay "$T/explored.csv" --strategy exhaustive --seeds 3 --budget-frac 1
+    check "tune-replay: exhaustive replays once, in file order, and finds the best with the whole space" 0 out "exhaustive" out "1 of 1 runs"
+    run tune-replay "$T/explored.csv" --strategy annealing
+    check "tune-replay: an unknown strategy exits 2 naming it" 2 err "annealing"
+    head -1 "$T/explored.csv" | sed 's/median_us/med/' > "$T/nocol.csv"
+    run tune-replay "$T/nocol.csv"
+    check "tune-replay: a file without median_us exits 2 naming the file and column" 2 err "$T/nocol.csv:1" err "median_us"
+    sed '5s/,ok,,1,[0-9.]*,/,ok,,1,fast,/' "$T/explored.csv" > "$T/badtime.csv"
+    run tune-replay "$T/badtime.csv"
+    check "tune-replay: a bad time exits 2 naming file, line and field" 2 err "$T/badtime.csv:5: median_us"
+    run tune-replay "$T/explored.csv" --min-configs 500
+    check "tune-replay: too small a space is an error, not an empty summary" 2 err "no class has 500"
+else
+    skipc "tune-replay: $SPACE is missing"
+fi
+
 [ "$skip" -eq 0 ] || echo "$skip skipped"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
