@@ -12,7 +12,7 @@
 static const char *const known_params[] = {"MMA", "BLOCK_M", "BLOCK_N", "NUM_WARPS", "WARP_M",
                                            "STAGES", "KPAD", "SPLIT_KV", "PACK_GQA"};
 static const char *const known_conds[] = {"feature:mma_sync", "dtype:16bit", "MMA=fma", "MMA=mma",
-                                          "decode", "prefill", "gqa"};
+                                          "decode", "prefill", "gqa", "fill"};
 
 static int known(const char *s, const char *const *list, size_t n)
 {
@@ -63,7 +63,7 @@ int space_load(const char *path, space_t *sp, char *err, size_t errlen)
         for (char *c = strtok_r(wcopy, "&", &save); c && rc == 0; c = strtok_r(NULL, "&", &save))
             if (!known(c, known_conds, sizeof known_conds / sizeof known_conds[0])) {
                 snprintf(err, errlen, "%s:%d: field 'when': unknown condition '%s' (known: feature:mma_sync, "
-                         "dtype:16bit, MMA=fma, MMA=mma, decode, prefill, gqa)", path, line, c);
+                         "dtype:16bit, MMA=fma, MMA=mma, decode, prefill, gqa, fill)", path, line, c);
                 rc = FB_EXIT_BADINPUT;
             }
         if (rc) break;
@@ -117,8 +117,33 @@ static int holds(const char *when, const rt_device_info *dev, const shape_t *s, 
         if (!strcmp(c, "decode") && !decode) return 0;
         if (!strcmp(c, "prefill") && decode) return 0;
         if (!strcmp(c, "gqa") && s->hq == s->hkv) return 0;
+        /* "fill" is checked on the whole configuration (space_fills) */
     }
     return 1;
+}
+
+/* "fill" on a BLOCK_M value: the work-group's rows fill more than half of such a block
+ * (decode rows leave larger blocks idle; PACK_GQA decides how many rows there are). */
+static int space_fills(const space_t *sp, const int *idx, const kconfig *c, const shape_t *s)
+{
+    for (int k = 0; k < sp->nparams; k++)
+        if (strstr(sp->p[k].when[idx[k]], "fill") && !strcmp(sp->p[k].name, "BLOCK_M") &&
+            2 * kconfig_rows(c, s) <= c->block_m)
+            return 0;
+    return 1;
+}
+
+/* Tensor-core candidates first: an exhaustive search cut short by --time has then tried
+ * the likely winners. The sort is stable, so the order is otherwise the enumeration's. */
+static void mma_first(kconfig *v, long n)
+{
+    long w = 0;
+    for (long i = 0; i < n; i++)
+        if (v[i].mma != MMA_FMA) {
+            kconfig c = v[i];
+            memmove(&v[w + 1], &v[w], sizeof *v * (size_t)(i - w));
+            v[w++] = c;
+        }
 }
 
 long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t *s, dtype_t dt,
@@ -146,7 +171,7 @@ long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t
             }
             kconfig_complete(&c, dev, s, dt); /* parameters the space leaves out */
             char reason[256];
-            if (kconfig_check(&c, dev, s, dt, reason, sizeof reason) == ST_OK) {
+            if (space_fills(sp, idx, &c, s) && kconfig_check(&c, dev, s, dt, reason, sizeof reason) == ST_OK) {
                 if (n == cap) {
                     kconfig *nv = realloc(v, sizeof *v * (size_t)(cap *= 2));
                     if (!nv) { free(v); return -1; }
@@ -159,6 +184,7 @@ long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t
         while (k < sp->nparams && ++idx[k] == sp->p[k].nvalues) idx[k++] = 0;
         if (k == sp->nparams) break;
     }
+    mma_first(v, n);
     *out = v;
     if (before) *before = all;
     return n;

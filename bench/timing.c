@@ -13,6 +13,7 @@ void timing_defaults(timing_opts *o)
     o->min_reps = 5;
     o->max_reps = 1000;
     o->timeout_s = 60;
+    o->abandon_us = 0;
 }
 
 #define BATCH 8
@@ -40,7 +41,8 @@ int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, con
         rt_event *first[BATCH] = {0}, *last[BATCH] = {0};
         int k = 0;
         rc = 0;
-        for (; k < BATCH && n + k < cap; k++)
+        const int batch = n == 0 && o->abandon_us > 0 ? 1 : BATCH;
+        for (; k < batch && n + k < cap; k++)
             if ((rc = fn(arg, &first[k], &last[k], err, errlen)) != 0) break;
         if (rc == 0) rc = rt->finish(ctx, o->timeout_s, err, errlen);
         else if (k > 0) {
@@ -58,6 +60,7 @@ int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, con
             rt->event_free(first[i]);
         }
         if (rc != 0) { free(us); return rc; }
+        if (n == 1 && o->abandon_us > 0 && us[0] > o->abandon_us) break;
     }
     rc = stats_compute(us, (size_t)n, st) == 0 ? 0 : RT_ERR;
     if (rc) snprintf(err, errlen, "no valid timing samples");

@@ -11,6 +11,8 @@ typedef struct {
     double budget_s;  /* wall time for timed repetitions */
     int min_reps, max_reps;
     double timeout_s; /* one batch of runs longer than this is a hang */
+    double abandon_us; /* > 0: the first timed run alone, and no more when it is slower than this
+                        * (a tuner's hopeless candidate: one honest sample instead of a full budget) */
 } timing_opts;
 
 void timing_defaults(timing_opts *o);

@@ -23,7 +23,8 @@
 static const char *const explored_header[] = {
     "gpu", "backend", "kernel", "config", "shape_class", "shape", "status", "reason", "compile_ms",
     "median_us", "tflops", "registers", "spill_bytes", "shared_bytes", "private_bytes", "binary_bytes",
-    "max_abs_err", "strategy", "step"};
+    "max_abs_err", "strategy", "step", "reps"};
+#define TUNE_ABANDON 4.0
 #define EXPLORED_NCOLS (sizeof explored_header / sizeof explored_header[0])
 static const char *const tuning_header[] = {
     "gpu", "backend", "shape_class", "config", "median_us", "tflops", "configs_explored", "configs_in_space",
@@ -329,6 +330,8 @@ int cmd_tune(int argc, char **argv)
             }
             if (done) continue;
             attn_result res;
+            /* a candidate more than ABANDON times slower than the best so far gets one timed run */
+            ao.timing.abandon_us = isfinite(best_us) ? TUNE_ABANDON * best_us : 0;
             if (attn_run(runner, s, dt, &cands[idx], &ao, &res, err, sizeof err) != 0) {
                 fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
                 fatal = 1;
@@ -339,7 +342,8 @@ int cmd_tune(int argc, char **argv)
             double us = ok ? res.us.median : NAN;
             searcher_tell(se, idx, us);
             if (ok && us < best_us) { best_us = us; best = idx; snprintf(best_cfg, sizeof best_cfg, "%s", cs); }
-            char f[12][48];
+            char f[12][48], reps[24];
+            if (ok) snprintf(reps, sizeof reps, "%zu", res.us.n); else reps[0] = 0;
             snprintf(f[0], 48, "%.1f", res.compile_ms);
             if (ok) snprintf(f[1], 48, "%.3f", us); else f[1][0] = 0;
             if (ok) snprintf(f[2], 48, "%.4f", shape_flops(s) / (us * 1e-6) / 1e12); else f[2][0] = 0;
@@ -352,7 +356,7 @@ int cmd_tune(int argc, char **argv)
             snprintf(f[9], 48, "%ld", explored_n);
             const char *row[EXPLORED_NCOLS] = {dev.info.name, dev.rt->name, "attn_fwd", cs, keys[ci], s->name,
                                                status_name(res.status), res.reason, f[0], f[1], f[2], f[3], f[4],
-                                               f[5], f[6], f[7], f[8], strategy, f[9]};
+                                               f[5], f[6], f[7], f[8], strategy, f[9], reps};
             if (csvt_add(explored, row) != 0) snprintf(err, sizeof err, "out of memory");
             if (explored->nrows == 0 || strcmp(explored->rows[explored->nrows - 1][3], cs) ||
                 csvt_write_atomic(explored, p_explored, err, sizeof err) != 0) {
