@@ -536,6 +536,8 @@ static void describe_config(fbdnn_graph *g, fbdnn_desc cfg, fbdnn_plan *pl)
     int64_t cnt = 0;
     pl->engine = -1;
     pl->knobs[0] = 0;
+    const int log = g->log_calls;
+    g->log_calls = 0; /* 64 knob descriptors would drown the trace: one summary line instead */
     fbdnn_desc eng = create(g, CUDNN_BACKEND_ENGINE_DESCRIPTOR, "engine", e, sizeof e);
     if (eng && get(g, cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cnt, &eng, e, sizeof e) == 0) {
         int64_t idx = -1;
@@ -563,6 +565,12 @@ static void describe_config(fbdnn_graph *g, fbdnn_desc cfg, fbdnn_plan *pl)
         }
     }
     for (int i = 0; i < nk; i++) fbdnn_destroy(g, knobs[i]);
+    g->log_calls = log;
+    if (g->L->debug && log)
+        fprintf(stderr, "[cudnn] chosen engine config: heuristics mode %s, config %d of %d (%d refused before it), "
+                        "engine %" PRId64 ", knobs {%s}, workspace %" PRId64 " bytes\n",
+                pl->mode, pl->index, pl->mode[0] == 'a' ? pl->heur_configs : pl->fallback_configs, pl->tried,
+                pl->engine, pl->knobs, pl->workspace);
 }
 
 /* Prints the plan's JSON (engine name, knobs) in debug mode. */
