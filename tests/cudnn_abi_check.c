@@ -14,6 +14,9 @@
 #define CHECK_VALUE(name, value) _Static_assert((long long)(name) == (value), #name " is not " #value " in cuDNN's header");
 #define CHECK_LIST(list, type) list(CHECK_VALUE)
 FBDNN_ENUM_TYPES(CHECK_LIST)
+#if CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 >= 90800
+FBDNN_ENUM_TYPES_98(CHECK_LIST)
+#endif
 
 /* each enum type travels as an int */
 #define CHECK_SIZE(list, type) _Static_assert(sizeof(type) == sizeof(int), #type " is not int-sized");

@@ -184,6 +184,18 @@ static void test_error_message(void **state)
     fbdnn_graph_free(&g);
 }
 
+/* Device properties need a handle (a GPU): without one, an error and no JSON. */
+static void test_deviceprop_without_gpu(void **state)
+{
+    (void)state;
+    if (!lib) skip();
+    char *json = (char *)1, err[512] = "";
+    assert_int_equal(fbdnn_deviceprop_json(lib, NULL, &json, err, sizeof err), -1);
+    assert_null(json);
+    assert_true(err[0] != 0);
+    printf("# %s\n", err);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -324,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_debug_trace),
         cmocka_unit_test(test_error_message),
         cmocka_unit_test(test_open_absent),
+        cmocka_unit_test(test_deviceprop_without_gpu),
         cmocka_unit_test(test_configs_out_options),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

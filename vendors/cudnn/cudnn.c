@@ -252,6 +252,20 @@ static int cudnn_open(const rt_device *dev, vendor_session **out, char *versions
         cudnn_close(vs);
         return -1;
     }
+    const char *dp_out = getenv("FABENCH_CUDNN_DEVICEPROP_OUT");
+    if (dp_out && dp_out[0]) { /* for plans built without a GPU later: a record, never a failure */
+        char *json = NULL, e[512] = "";
+        FILE *f = NULL;
+        if (fbdnn_deviceprop_json(L, vs->h, &json, e, sizeof e) == 0 && (f = fopen(dp_out, "w")) != NULL) {
+            fputs(json, f);
+            if (fclose(f) != 0) snprintf(e, sizeof e, "cannot write %s", dp_out);
+        } else if (json) {
+            snprintf(e, sizeof e, "cannot write %s", dp_out);
+        }
+        if (e[0]) fprintf(stderr, "fabench vendors: cudnn: device properties not saved: %s\n", e);
+        else dbg(vs, "device properties saved to %s", dp_out);
+        free(json);
+    }
     size_t v = L->version;
     size_t major = v / 10000, minor = (v % 10000) / 100, patch = v % 100;
     size_t rtv = L->cudnnGetCudartVersion ? L->cudnnGetCudartVersion() : 0;

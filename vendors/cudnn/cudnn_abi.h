@@ -134,6 +134,13 @@
     X(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, 1611)                                              \
     X(CUDNN_ATTR_OPERATION_REDUCTION_DESC, 1612)
 
+/* Since cuDNN 9.8: device properties, serializable, for plans built without the device. */
+#define FBDNN_DESCRIPTOR_TYPE_LIST_98(X) X(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, 38)
+#define FBDNN_ATTR_NAME_LIST_98(X)                                                             \
+    X(CUDNN_ATTR_DEVICEPROP_DEVICE_ID, 2700)                                                   \
+    X(CUDNN_ATTR_DEVICEPROP_HANDLE, 2701)                                                      \
+    X(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, 2702)
+
 /* X(list, cuDNN's enum type) for the ABI check: each list's values belong to that type. */
 #define FBDNN_ENUM_TYPES(X)                                                                    \
     X(FBDNN_STATUS_LIST, cudnnStatus_t)                                                        \
@@ -145,6 +152,9 @@
     X(FBDNN_ATTR_TYPE_LIST, cudnnBackendAttributeType_t)                                       \
     X(FBDNN_ATTR_NAME_LIST, cudnnBackendAttributeName_t)                                       \
     X(FBDNN_KNOB_TYPE_ONLY, cudnnBackendKnobType_t)
+#define FBDNN_ENUM_TYPES_98(X)                                                                 \
+    X(FBDNN_DESCRIPTOR_TYPE_LIST_98, cudnnBackendDescriptorType_t)                             \
+    X(FBDNN_ATTR_NAME_LIST_98, cudnnBackendAttributeName_t)
 
 /* knob types are only read back and printed as numbers; the list exists for the size check */
 #define FBDNN_KNOB_TYPE_ONLY(X) X(CUDNN_KNOB_TYPE_SWIZZLE, 1)
@@ -193,9 +203,9 @@ enum { FBDNN_DATA_TYPE_LIST(FBDNN_X_ENUMERATOR) };
 enum { FBDNN_POINTWISE_MODE_LIST(FBDNN_X_ENUMERATOR) };
 enum { FBDNN_REDUCE_OP_LIST(FBDNN_X_ENUMERATOR) };
 enum { FBDNN_HEUR_MODE_LIST(FBDNN_X_ENUMERATOR) };
-enum { FBDNN_DESCRIPTOR_TYPE_LIST(FBDNN_X_ENUMERATOR) };
+enum { FBDNN_DESCRIPTOR_TYPE_LIST(FBDNN_X_ENUMERATOR) FBDNN_DESCRIPTOR_TYPE_LIST_98(FBDNN_X_ENUMERATOR) };
 enum { FBDNN_ATTR_TYPE_LIST(FBDNN_X_ENUMERATOR) };
-enum { FBDNN_ATTR_NAME_LIST(FBDNN_X_ENUMERATOR) };
+enum { FBDNN_ATTR_NAME_LIST(FBDNN_X_ENUMERATOR) FBDNN_ATTR_NAME_LIST_98(FBDNN_X_ENUMERATOR) };
 #undef FBDNN_X_ENUMERATOR
 #endif
 

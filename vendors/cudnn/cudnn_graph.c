@@ -24,8 +24,16 @@
 /* ---- names, for messages ---- */
 
 #define FBDNN_X_CASE(name, value) case value: return #name;
-const char *fbdnn_attr_name(int v) { switch (v) { FBDNN_ATTR_NAME_LIST(FBDNN_X_CASE) } return NULL; }
-const char *fbdnn_desc_type_name(int v) { switch (v) { FBDNN_DESCRIPTOR_TYPE_LIST(FBDNN_X_CASE) } return NULL; }
+const char *fbdnn_attr_name(int v)
+{
+    switch (v) { FBDNN_ATTR_NAME_LIST(FBDNN_X_CASE) FBDNN_ATTR_NAME_LIST_98(FBDNN_X_CASE) }
+    return NULL;
+}
+const char *fbdnn_desc_type_name(int v)
+{
+    switch (v) { FBDNN_DESCRIPTOR_TYPE_LIST(FBDNN_X_CASE) FBDNN_DESCRIPTOR_TYPE_LIST_98(FBDNN_X_CASE) }
+    return NULL;
+}
 const char *fbdnn_attr_type_name(int v) { switch (v) { FBDNN_ATTR_TYPE_LIST(FBDNN_X_CASE) } return NULL; }
 static const char *data_type_name(int v) { switch (v) { FBDNN_DATA_TYPE_LIST(FBDNN_X_CASE) } return NULL; }
 static const char *pw_mode_name(int v) { switch (v) { FBDNN_POINTWISE_MODE_LIST(FBDNN_X_CASE) } return NULL; }
@@ -719,4 +727,30 @@ int fbdnn_execute(fbdnn_graph *g, fbdnn_handle h, const fbdnn_plan *pl, fbdnn_de
         snprintf(err, errlen, "cudnnBackendExecute(%s): %s", label_of(g, pl->plan), m);
     }
     return st;
+}
+
+int fbdnn_deviceprop_json(const fbdnn_lib *L, fbdnn_handle h, char **json, char *err, size_t errlen)
+{
+    *json = NULL;
+    if (L->version < 90800) {
+        snprintf(err, errlen, "device properties need cuDNN 9.8 (this is %zu)", L->version);
+        return -1;
+    }
+    fbdnn_graph g = {.L = L, .log_calls = 1};
+    int64_t n = 0;
+    int rc = -1;
+    fbdnn_desc dp = create(&g, CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, "deviceprop", err, errlen);
+    if (dp && !set(&g, dp, CUDNN_ATTR_DEVICEPROP_HANDLE, CUDNN_TYPE_HANDLE, 1, &h, err, errlen) &&
+        !finalize(&g, dp, err, errlen) &&
+        !get(&g, dp, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, 0, &n, NULL, err, errlen) && n > 0 &&
+        n < (1 << 24) && (*json = calloc(1, (size_t)n + 1)) != NULL &&
+        !get(&g, dp, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, n, &n, *json, err, errlen))
+        rc = 0;
+    if (rc != 0) {
+        if (!err[0]) snprintf(err, errlen, "no JSON representation (%" PRId64 " bytes)", n);
+        free(*json);
+        *json = NULL;
+    }
+    fbdnn_graph_free(&g);
+    return rc;
 }

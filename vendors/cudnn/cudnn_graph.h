@@ -93,6 +93,10 @@ int fbdnn_execute(fbdnn_graph *g, fbdnn_handle h, const fbdnn_plan *pl, fbdnn_de
 /* Destroys one descriptor made for g (a variant pack). */
 void fbdnn_destroy(fbdnn_graph *g, fbdnn_desc d);
 
+/* The device properties of handle h as cuDNN serializes them (JSON, malloc'd; cuDNN 9.8+), for
+ * building plans without the device later. 0 or -1 (err). */
+int fbdnn_deviceprop_json(const fbdnn_lib *L, fbdnn_handle h, char **json, char *err, size_t errlen);
+
 /* "CUDNN_STATUS_X: <cuDNN's last error message>" into buf. */
 void fbdnn_describe(const fbdnn_lib *L, int status, char *buf, size_t len);
 /* The enumerator's name for a value of each list, or NULL. */
