@@ -20,7 +20,7 @@
 #include "timing.h"
 #include "vendor.h"
 
-static const vendor *const all_vendors[] = {&vendor_torch};
+static const vendor *const all_vendors[] = {&vendor_torch, &vendor_cudnn};
 #define NVENDORS (sizeof all_vendors / sizeof all_vendors[0])
 
 static volatile sig_atomic_t interrupted;
@@ -34,9 +34,12 @@ static void usage(FILE *f)
             "kernel gets (same seed), verifies each output against the same CPU reference with the\n"
             "same tolerances, and times them with the same protocol. A vendor that is not installed\n"
             "is reported as absent; a shape a vendor cannot do is a row with status unsupported and\n"
-            "the vendor's reason. Vendors: torch (SDPA flash, efficient, cudnn; FlexAttention).\n\n"
+            "the vendor's reason. Vendors: torch (SDPA flash, efficient, cudnn; FlexAttention),\n"
+            "cudnn (cuDNN's fused flash attention through its backend graph API).\n\n"
             "  --device SEL       the GPU, as `fabench devices` lists it (cuda:0)\n"
-            "  --impl LIST        only these implementations (torch-flash,torch-efficient,torch-cudnn,flex)\n"
+            "  --impl LIST        only these implementations (torch-flash,torch-efficient,torch-cudnn,flex,cudnn)\n"
+            "  --configs-out FILE.csv  also write how many configurations each vendor's own selection\n"
+            "                     offered per shape (impl,scope,configs,method)\n"
             "  --append, --manifest FILE, --dtype T, --budget S, --warmup S, --min-reps N,\n"
             "  --verify-rows N, --seed N, --quiet: as for `fabench run`\n");
 }
@@ -62,7 +65,7 @@ static int wanted(const char *impl, const char *list)
 int cmd_vendors(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_OUT, O_APPEND, O_MANIFEST, O_DTYPE, O_BUDGET, O_WARMUP, O_MINREPS,
-           O_VROWS, O_SEED, O_IMPL, O_QUIET, O_HELP };
+           O_VROWS, O_SEED, O_IMPL, O_QUIET, O_HELP, O_CONFIGS };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"out", required_argument, 0, O_OUT},
@@ -71,8 +74,9 @@ int cmd_vendors(int argc, char **argv)
         {"warmup", required_argument, 0, O_WARMUP}, {"min-reps", required_argument, 0, O_MINREPS},
         {"verify-rows", required_argument, 0, O_VROWS}, {"seed", required_argument, 0, O_SEED},
         {"impl", required_argument, 0, O_IMPL}, {"quiet", no_argument, 0, O_QUIET},
-        {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+        {"help", no_argument, 0, O_HELP}, {"configs-out", required_argument, 0, O_CONFIGS}, {0, 0, 0, 0}};
     const char *device = NULL, *suite = NULL, *shapes_file = NULL, *out = NULL, *manifest_path = NULL, *impls = NULL;
+    const char *configs_out = NULL;
     int append = 0, quiet = 0, have_dtype = 0;
     dtype_t dtype = DT_BF16;
     timing_opts topt;
@@ -102,6 +106,7 @@ int cmd_vendors(int argc, char **argv)
         case O_APPEND: append = 1; break;
         case O_MANIFEST: manifest_path = optarg; break;
         case O_IMPL: impls = optarg; break;
+        case O_CONFIGS: configs_out = optarg; break;
         case O_QUIET: quiet = 1; break;
         case O_BUDGET: topt.budget_s = x; break;
         case O_WARMUP: topt.warmup_s = x; break;
@@ -141,6 +146,19 @@ int cmd_vendors(int argc, char **argv)
         return FB_EXIT_BADINPUT;
     }
 
+    /* the vendors' own configuration counts, checked writable before any work */
+    static const char *const configs_header[4] = {"impl", "scope", "configs", "method"};
+    csv_table *ctab = NULL;
+    if (configs_out && ((append ? csvt_open_append(configs_out, configs_header, 4, &ctab, err, sizeof err)
+                                : ((ctab = csvt_new(configs_header, 4)) ? 0 : (snprintf(err, sizeof err, "out of memory"), -1))) != 0 ||
+                        csvt_write_atomic(ctab, configs_out, err, sizeof err) != 0)) {
+        fprintf(stderr, "fabench vendors: --configs-out: %s\n", err);
+        csvt_free(ctab);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
+
     vendor_session *vs[NVENDORS] = {0};
     int any = 0;
     csv_table *man = NULL;
@@ -148,6 +166,7 @@ int cmd_vendors(int argc, char **argv)
     if (manifest_path && (csvt_open_append(manifest_path, mh, 2, &man, err, sizeof err) != 0 ||
                           manifest_fill(man, &dev, argc + 1, argv - 1) != 0)) {
         fprintf(stderr, "fabench vendors: manifest: %s\n", err);
+        csvt_free(ctab);
         csvt_free(table);
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
@@ -232,12 +251,21 @@ int cmd_vendors(int argc, char **argv)
                     if (!ver.pass) { status = ST_WRONG_RESULT; reason = ver.reason; }
                     else if (stats_compute(vr.samples_us, vr.nsamples, &st) != 0) { status = ST_LAUNCH_ERROR; reason = "no valid timing samples"; }
                 }
-                perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = *im, .config = "",
+                perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = *im, .config = vr.config,
                                .config_source = "vendor", .shape = s, .dt = dt, .status = status, .reason = reason,
                                .ver = &ver, .us = status == ST_OK ? &st : NULL};
                 if (perf_add(table, &pr) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
                     fprintf(stderr, "fabench vendors: %s\n", err);
                     fatal = 1;
+                }
+                if (ctab && vr.configs_method) {
+                    char n[32];
+                    snprintf(n, sizeof n, "%ld", vr.configs);
+                    const char *row[4] = {*im, s->name, n, vr.configs_method};
+                    if (csvt_add(ctab, row) != 0 || csvt_write_atomic(ctab, configs_out, err, sizeof err) != 0) {
+                        fprintf(stderr, "fabench vendors: --configs-out: %s\n", err);
+                        fatal = 1;
+                    }
                 }
                 if (!quiet) perf_progress(stderr, i + 1, shapes.n, &pr);
                 failures += status != ST_OK && status != ST_UNSUPPORTED;
@@ -250,6 +278,7 @@ int cmd_vendors(int argc, char **argv)
         if (vs[vi]) all_vendors[vi]->close(vs[vi]);
     if (tdir) { unlink(qp); unlink(kp); unlink(vp); unlink(op); rmdir(tdir); }
     if (!any && !quiet) fprintf(stderr, "fabench vendors: no vendor library is available here; %s has no rows\n", out);
+    csvt_free(ctab);
     csvt_free(table);
     shapes_free(&shapes);
     if (fatal) return 1;

@@ -25,6 +25,9 @@ typedef struct {
     char reason[512];
     double *samples_us;    /* malloc'd timing samples (status ok) */
     size_t nsamples;
+    char config[256];      /* what the vendor chose (engine, knobs), for perf.csv's config column */
+    long configs;          /* configurations the vendor's own selection offered for this shape */
+    const char *configs_method; /* how configs was counted (a static string); NULL: not reported */
 } vendor_result;
 
 typedef struct vendor {
@@ -42,5 +45,6 @@ typedef struct vendor {
 } vendor;
 
 extern const vendor vendor_torch;
+extern const vendor vendor_cudnn;
 
 #endif

@@ -1,0 +1,343 @@
+/* test_cudnn.c: the cuDNN vendor without a GPU: the attention graph's tensor and operation
+ * descriptors built and finalized by the real libcudnn (skipped, saying why, without one),
+ * the debug trace of backend calls, the operation graph, a variant pack; and
+ * `fabench vendors --configs-out` option handling. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "common.h"
+#include "cudnn/cudnn_graph.h"
+#include "rt.h"
+#include "vendor.h"
+
+static char tmpdir[512];
+static const fbdnn_lib *lib;
+static char lib_why[512];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "%s/fabench-cudnn-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir)) return -1;
+    if (fbdnn_load(&lib, lib_why, sizeof lib_why) != 0) {
+        lib = NULL;
+        printf("# libcudnn is absent, graph tests skip: %s\n", lib_why);
+    } else {
+        printf("# %s, cuDNN %zu\n", lib->path, lib->version);
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[PATH_MAX + 32];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static fbdnn_sdpa problem(int b, int hq, int hkv, int sq, int skv, int d, int causal, int io, int stats_real)
+{
+    fbdnn_sdpa p = {.b = b, .hq = hq, .hkv = hkv, .sq = sq, .skv = skv, .d = d, .causal = causal, .io_type = io,
+                    .stats_real = stats_real, .scale = 0.125f};
+    return p;
+}
+
+static int has_uid(const fbdnn_graph *g, int64_t uid)
+{
+    for (int i = 0; i < g->nuids; i++)
+        if (g->uids[i] == uid) return 1;
+    return 0;
+}
+
+/* Every descriptor of the graph finalizes; the operation count, mask and the caller's tensors
+ * follow the shape. */
+static void test_graph_descriptors(void **state)
+{
+    (void)state;
+    if (!lib) skip();
+    const struct { fbdnn_sdpa p; int masked; } cases[] = {
+        {problem(1, 2, 2, 64, 64, 64, 0, CUDNN_DATA_BFLOAT16, 0), 0},    /* MHA */
+        {problem(1, 2, 2, 64, 64, 64, 1, CUDNN_DATA_HALF, 0), 1},        /* causal, square */
+        {problem(2, 4, 1, 33, 129, 64, 1, CUDNN_DATA_BFLOAT16, 1), 1},   /* MQA, bottom-right, stats out */
+        {problem(1, 4, 2, 129, 33, 96, 0, CUDNN_DATA_HALF, 0), 0},       /* GQA, sq > skv */
+        {problem(2, 4, 1, 1, 257, 128, 1, CUDNN_DATA_BFLOAT16, 0), 0},   /* decode: the mask hides nothing */
+        {problem(4, 32, 8, 4096, 4096, 128, 1, CUDNN_DATA_HALF, 1), 1},  /* a reference-suite size */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fbdnn_graph g;
+        char err[1024] = "";
+        int rc = fbdnn_graph_build(lib, &cases[i].p, &g, err, sizeof err);
+        if (rc != 0) fail_msg("case %zu: %s", i, err);
+        assert_int_equal(g.masked, cases[i].masked);
+        /* bmm1, scale, max, sub, exp, sum, log, stats, div, bmm2 (+ 6 for the mask) */
+        assert_int_equal(g.nops, 10 + 6 * cases[i].masked);
+        assert_true(has_uid(&g, FBDNN_UID_Q) && has_uid(&g, FBDNN_UID_K) && has_uid(&g, FBDNN_UID_V) &&
+                    has_uid(&g, FBDNN_UID_O) && has_uid(&g, FBDNN_UID_SCALE));
+        assert_int_equal(has_uid(&g, FBDNN_UID_STATS), cases[i].p.stats_real);
+        assert_int_equal(has_uid(&g, FBDNN_UID_SKV), cases[i].masked);
+        assert_int_equal(has_uid(&g, FBDNN_UID_SQ), cases[i].masked);
+        assert_int_equal(has_uid(&g, FBDNN_UID_NEG_INF), cases[i].masked);
+        assert_int_equal(g.nuids, 5 + cases[i].p.stats_real + 3 * cases[i].masked);
+        assert_true(g.skv32 == cases[i].p.skv && g.sq32 == cases[i].p.sq);
+        /* the operation graph: newer cuDNN finalizes it without a handle, older ones want one */
+        int st = fbdnn_graph_finalize(&g, NULL, err, sizeof err);
+        if (st == 0) {
+            assert_non_null(g.opgraph);
+            void *dev[5] = {(void *)0x10000, (void *)0x20000, (void *)0x30000, (void *)0x40000, (void *)0x50000};
+            fbdnn_desc vp = NULL;
+            if (fbdnn_variant_pack(&g, dev, (void *)0x60000, &vp, err, sizeof err) != 0) fail_msg("case %zu: %s", i, err);
+            fbdnn_destroy(&g, vp);
+        } else {
+            printf("# case %zu: the operation graph needs a handle here (%s)\n", i, err);
+        }
+        fbdnn_graph_free(&g);
+        assert_int_equal(g.ndesc, 0);
+    }
+}
+
+static void test_graph_rejects(void **state)
+{
+    (void)state;
+    if (!lib) skip();
+    fbdnn_graph g;
+    char err[512];
+    fbdnn_sdpa p = problem(1, 2, 2, 8, 8, 64, 0, CUDNN_DATA_FLOAT, 0);
+    assert_int_equal(fbdnn_graph_build(lib, &p, &g, err, sizeof err), -1);
+    assert_non_null(strstr(err, "fp16 or bf16"));
+    fbdnn_graph_free(&g);
+    p = problem(1, 3, 2, 8, 8, 64, 0, CUDNN_DATA_HALF, 0); /* hq not a multiple of hkv */
+    assert_int_equal(fbdnn_graph_build(lib, &p, &g, err, sizeof err), -1);
+    fbdnn_graph_free(&g);
+}
+
+/* FABENCH_CUDNN_DEBUG's trace: each call with its descriptor, attribute, values and status. */
+static void test_debug_trace(void **state)
+{
+    (void)state;
+    if (!lib) skip();
+    fbdnn_lib dbg = *lib;
+    dbg.debug = 1;
+    char path[600];
+    snprintf(path, sizeof path, "%s/trace.txt", tmpdir);
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    fbdnn_graph g;
+    char err[512];
+    fbdnn_sdpa p = problem(1, 2, 2, 64, 64, 64, 1, CUDNN_DATA_BFLOAT16, 0);
+    int rc = fbdnn_graph_build(&dbg, &p, &g, err, sizeof err);
+    fbdnn_graph_free(&g);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    assert_int_equal(rc, 0);
+    char *trace = NULL, e2[256];
+    assert_int_equal(fb_read_file(path, &trace, NULL, e2, sizeof e2), 0);
+    const char *want[] = {
+        "[cudnn] CreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR) tensor:Q#1 -> CUDNN_STATUS_SUCCESS",
+        "SetAttribute tensor:Q#1.CUDNN_ATTR_TENSOR_DIMENSIONS CUDNN_TYPE_INT64[4]={1,2,64,64} -> CUDNN_STATUS_SUCCESS",
+        "SetAttribute tensor:K^T#2.CUDNN_ATTR_TENSOR_STRIDES CUDNN_TYPE_INT64[4]={8192,4096,1,64}",
+        "SetAttribute pw:gen_row_index.CUDNN_ATTR_POINTWISE_MODE CUDNN_TYPE_POINTWISE_MODE[1]={CUDNN_POINTWISE_GEN_INDEX}",
+        "SetAttribute op:causal_select.CUDNN_ATTR_OPERATION_POINTWISE_TDESC CUDNN_TYPE_BACKEND_DESCRIPTOR[1]={tensor:row>=col#",
+        "Finalize op:bmm2 P*V -> CUDNN_STATUS_SUCCESS",
+        "DestroyDescriptor tensor:Q#1 -> CUDNN_STATUS_SUCCESS",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(trace, want[i])) fail_msg("trace lacks '%s'", want[i]);
+    free(trace);
+}
+
+/* A refused attribute names the call, the descriptor, the attribute and cuDNN's status. */
+static void test_error_message(void **state)
+{
+    (void)state;
+    if (!lib) skip();
+    fbdnn_graph g;
+    char err[512];
+    fbdnn_sdpa p = problem(1, 2, 2, 8, 8, 64, 0, CUDNN_DATA_HALF, 0);
+    assert_int_equal(fbdnn_graph_build(lib, &p, &g, err, sizeof err), 0);
+    /* a variant pack without data pointers is incomplete */
+    g.nuids = 0;
+    void *dev[5] = {0};
+    fbdnn_desc vp = NULL;
+    int rc = fbdnn_variant_pack(&g, dev, NULL, &vp, err, sizeof err);
+    if (rc != 0) {
+        assert_non_null(strstr(err, "variant_pack"));
+        assert_non_null(strstr(err, "CUDNN_STATUS_"));
+    }
+    fbdnn_graph_free(&g);
+}
+
+/* Device properties need a handle (a GPU): without one, an error and no JSON. */
+static void test_deviceprop_without_gpu(void **state)
+{
+    (void)state;
+    if (!lib) skip();
+    char *json = (char *)1, err[512] = "";
+    assert_int_equal(fbdnn_deviceprop_json(lib, NULL, &json, err, sizeof err), -1);
+    assert_null(json);
+    assert_true(err[0] != 0);
+    printf("# %s\n", err);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    assert_string_equal(fbdnn_attr_name(CUDNN_ATTR_TENSOR_DIMENSIONS), "CUDNN_ATTR_TENSOR_DIMENSIONS");
+    assert_string_equal(fbdnn_desc_type_name(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR),
+                        "CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR");
+    assert_string_equal(fbdnn_attr_type_name(CUDNN_TYPE_HEUR_MODE), "CUDNN_TYPE_HEUR_MODE");
+    assert_null(fbdnn_attr_name(123456));
+    assert_true(fbdnn_not_supported(3000) && fbdnn_not_supported(3001) && !fbdnn_not_supported(2000) &&
+                !fbdnn_not_supported(0));
+}
+
+/* The vendor on a device it cannot use, or without a driver: absent with a reason, no session. */
+static void test_open_absent(void **state)
+{
+    (void)state;
+    rt_device dev = {0};
+    vendor_session *vs = NULL;
+    char versions[256] = "", why[512] = "";
+    dev.rt = rt_find("opencl");
+    if (dev.rt) {
+        assert_int_equal(vendor_cudnn.open(&dev, &vs, versions, sizeof versions, why, sizeof why), -1);
+        assert_non_null(strstr(why, "pick the GPU's cuda device"));
+        assert_null(vs);
+    }
+    dev.rt = rt_find("cuda");
+    if (!dev.rt) skip();
+    int cuda_present = 0;
+    for (int i = 0; i < rt_count(); i++)
+        if (rt_get(i) == dev.rt) cuda_present = rt_status(i, NULL) == 0;
+    if (cuda_present) {
+        printf("# a CUDA driver is present here; the no-driver path is not exercised\n");
+        return;
+    }
+    why[0] = 0;
+    assert_int_equal(vendor_cudnn.open(&dev, &vs, versions, sizeof versions, why, sizeof why), -1);
+    assert_null(vs);
+    assert_true(why[0] != 0);
+    printf("# absent: %s\n", why);
+}
+
+/* ---- fabench vendors --configs-out ---- */
+
+/* Runs cmd_vendors with the arguments (NULL-terminated) and stderr captured into *errout. */
+static int vendors(char **errout, ...)
+{
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = "vendors";
+    va_list ap;
+    va_start(ap, errout);
+    for (char *a; argc < 31 && (a = va_arg(ap, char *)) != NULL;) argv[argc++] = a;
+    va_end(ap);
+    argv[argc] = NULL;
+    char path[600];
+    snprintf(path, sizeof path, "%s/stderr.txt", tmpdir);
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    int rc = cmd_vendors(argc, argv);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char e[256];
+    *errout = NULL;
+    assert_int_equal(fb_read_file(path, errout, NULL, e, sizeof e), 0);
+    return rc;
+}
+
+static void test_configs_out_options(void **state)
+{
+    (void)state;
+    char perf[600], cfg[600], bad[600], *err = NULL;
+    snprintf(perf, sizeof perf, "%s/perf.csv", tmpdir);
+    snprintf(cfg, sizeof cfg, "%s/configs.csv", tmpdir);
+    snprintf(bad, sizeof bad, "%s/no/such/dir/configs.csv", tmpdir);
+
+    /* a missing value */
+    assert_int_equal(vendors(&err, "--device", "opencl:0", "--suite", "smoke", "--out", perf, "--configs-out", NULL),
+                     FB_EXIT_BADINPUT);
+    assert_non_null(strstr(err, "--configs-out needs a value"));
+    free(err);
+
+    /* the device must exist for anything else; PoCL's opencl:0 stands in for one */
+    int rc = vendors(&err, "--device", "opencl:0", "--suite", "smoke", "--out", perf, "--configs-out", bad, "--quiet",
+                     NULL);
+    if (strstr(err, "opencl")) {
+        printf("# no opencl:0 here, the rest skips: %.200s\n", err);
+        free(err);
+        skip();
+    }
+    assert_int_equal(rc, FB_EXIT_BADINPUT);
+    assert_non_null(strstr(err, "--configs-out:"));
+    free(err);
+
+    /* written before any work, with the header (no vendor runs on an OpenCL device) */
+    rc = vendors(&err, "--device", "opencl:0", "--suite", "smoke", "--out", perf, "--configs-out", cfg, "--impl",
+                 "cudnn", "--quiet", NULL);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(err, "cudnn is absent: cuDNN runs on NVIDIA GPUs through CUDA"));
+    free(err);
+    char *text = NULL, e[256];
+    assert_int_equal(fb_read_file(cfg, &text, NULL, e, sizeof e), 0);
+    assert_string_equal(text, "impl,scope,configs,method\n");
+    free(text);
+
+    /* --append keeps rows and refuses a file of another schema */
+    FILE *f = fopen(cfg, "w");
+    assert_non_null(f);
+    fputs("impl,scope,configs,method\ncudnn,s1,3,cudnn heuristics\n", f);
+    fclose(f);
+    rc = vendors(&err, "--device", "opencl:0", "--suite", "smoke", "--out", perf, "--append", "--configs-out", cfg,
+                 "--quiet", NULL);
+    free(err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(fb_read_file(cfg, &text, NULL, e, sizeof e), 0);
+    assert_non_null(strstr(text, "cudnn,s1,3,cudnn heuristics"));
+    free(text);
+    f = fopen(cfg, "w");
+    assert_non_null(f);
+    fputs("a,b\n1,2\n", f);
+    fclose(f);
+    rc = vendors(&err, "--device", "opencl:0", "--suite", "smoke", "--out", perf, "--append", "--configs-out", cfg,
+                 "--quiet", NULL);
+    assert_int_equal(rc, FB_EXIT_BADINPUT);
+    assert_non_null(strstr(err, "--configs-out:"));
+    free(err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_graph_descriptors),
+        cmocka_unit_test(test_graph_rejects),
+        cmocka_unit_test(test_debug_trace),
+        cmocka_unit_test(test_error_message),
+        cmocka_unit_test(test_open_absent),
+        cmocka_unit_test(test_deviceprop_without_gpu),
+        cmocka_unit_test(test_configs_out_options),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
