@@ -542,7 +542,7 @@ static const file_spec specs[] = {
     {"loc.csv", loc_cols, N(loc_cols), rule_loc, {"label", "path", NULL}},
     {"codegen_summary.csv", summary_cols, N(summary_cols), rule_summary, {"gpu", "backend", "source", NULL}},
     {"codegen_distance.csv", distance_cols, N(distance_cols), rule_distance,
-     {"source", "set", "a_gpu", "a_backend", "a_class", "a_config", "b_gpu", "b_backend", NULL}},
+     {"source", "set", "a_gpu", "a_backend", "a_class", "a_config", "b_gpu", "b_backend", "b_class", "b_config", NULL}},
 };
 
 /* perf.csv's key also needs the other shape columns */
