@@ -152,7 +152,7 @@ static int compile_manifest(const char *path, const rt_device *rdev, const char 
         gmtime_r(&now, &tm);
         strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
         manifest_set(t, "compile.command", buf);
-        manifest_set(t, "compile.target", rdev->info.arch);
+        manifest_set(t, "compile.arch", rdev->info.arch);
         manifest_set(t, "compile.date", date);
     }
     manifest_set(t, "compile.sass_tool", tool && *tool ? tool : "none");

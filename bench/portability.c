@@ -48,7 +48,7 @@ static void usage(FILE *f)
             "  --device SEL      the device to run on (fabench devices)\n"
             "  --from FILE       a tuning.csv tuned elsewhere (repeatable; this device's own table\n"
             "                    too gives the 100%% diagonal)\n"
-            "  --tuning FILE     this device's own table (default results/<gpu-slug>/tuning.csv)\n"
+            "  --tuning FILE     this device's own table (default: tuning.csv beside --out)\n"
             "  --out FILE        default results/<gpu-slug>/portability.csv; rows of the same\n"
             "                    (from, to, class) are replaced, others kept\n"
             "  --dtype T, --budget S (default 0.3), --warmup S (default 0.05), --seed N, --quiet\n\n"
@@ -227,12 +227,13 @@ int cmd_portability(int argc, char **argv)
     fb_slug(dev.info.name, slug, sizeof slug);
     snprintf(own_default, sizeof own_default, "results/%s/tuning.csv", slug);
     snprintf(out_default, sizeof out_default, "results/%s/portability.csv", slug);
-    if (!own_path) own_path = own_default;
     if (!out) out = out_default;
     {
         const char *sl = strrchr(out, '/');
         snprintf(man, sizeof man, "%.*smanifest.csv", sl ? (int)(sl - out + 1) : 0, out);
+        snprintf(own_default, sizeof own_default, "%.*stuning.csv", sl ? (int)(sl - out + 1) : 0, out);
     }
+    if (!own_path) own_path = own_default;
     csv_table *table = NULL;
     struct stat st;
     if (stat(own_path, &st) != 0) {
