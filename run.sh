@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # run.sh: the full evaluation on whatever this machine has: installs what is missing,
 # builds, finds the devices (every GPU; PoCL on the CPU when there is none), and measures
-# the portable kernel on a suite (with --tune: tuned first), writing results/<gpu-slug>/
-# perf.csv and manifest.csv. An earlier run's perf.csv and manifest.csv are moved to
-# results/<gpu-slug>/archive/<time>/, never overwritten; explored.csv and tuning.csv are
+# the portable kernel on a suite (with --tune: tuned first; else a tuning table already
+# there is used), then the vendors' kernels (absent ones are reported as absent), then the
+# code metrics (compile of the tuned winners for NVIDIA targets, codegen-summary), checks the
+# folder (check-results) and draws the figures (make plots), writing results/<gpu-slug>/.
+# An earlier run's files (perf.csv, manifest.csv, code metrics, portability.csv) are moved
+# to results/<gpu-slug>/archive/<time>/, never overwritten; explored.csv and tuning.csv are
 # the tuner's resumable records and stay where they are.
 set -eu
 cd "$(dirname "$0")"
@@ -58,6 +61,7 @@ fi
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 declare -A archived=()
+done_dirs=()
 status=0
 while IFS=$'\t' read -r sel kind name; do
     [ -n "$sel" ] || continue
@@ -66,7 +70,8 @@ while IFS=$'\t' read -r sel kind name; do
     mkdir -p "$dir"
     if [ -z "${archived[$slug]:-}" ]; then
         archived[$slug]=1
-        old=$(ls "$dir"/perf.csv "$dir"/manifest.csv 2>/dev/null || true)
+        old=$(ls "$dir"/perf.csv "$dir"/manifest.csv "$dir"/codegen.csv "$dir"/compiled.csv "$dir"/codegen_summary.csv \
+                 "$dir"/codegen_distance.csv "$dir"/portability.csv 2>/dev/null || true)
         if [ -n "$old" ]; then
             mkdir -p "$dir/archive/$stamp"
             mv $old "$dir/archive/$stamp/"
@@ -89,5 +94,33 @@ while IFS=$'\t' read -r sel kind name; do
     $fab run --device "$sel" --suite "$s" --out "$dir/perf.csv" --append \
         --manifest "$dir/manifest.csv" "${args[@]}" "${tuned[@]}" || rc=$?
     [ $rc -eq 0 ] || { echo "run.sh: $sel: some rows did not pass (exit $rc); see the status column" >&2; status=1; }
+
+    # the vendors' kernels on the same shapes, into the same perf.csv (absent ones: no rows)
+    if [ "$kind" = gpu ]; then
+        echo "run.sh: $sel ($name): vendors -> $dir/perf.csv"
+        $fab vendors --device "$sel" --suite "$s" --out "$dir/perf.csv" --append --manifest "$dir/manifest.csv" \
+            "${args[@]}" || echo "run.sh: $sel: vendors exited $? (see their rows' status)" >&2
+    fi
+
+    # code metrics: the configurations run here compiled offline for the device's NVIDIA arch
+    # (PTX, and SASS where nvdisasm or cuobjdump is on PATH), then the code-diversity summary
+    arch=$(awk -F, '$1 == "cuda.arch" { print $2 }' "$dir/manifest.csv" 2>/dev/null | head -1)
+    if [[ $arch =~ ^sm_[0-9]+$ ]]; then
+        cg=(--target "$arch" --suite "$s" --out "$dir")
+        if [ -f "$dir/tuning.csv" ] && grep -q ',cuda,' "$dir/tuning.csv"; then cg+=(--tuning "$dir/tuning.csv"); fi
+        $fab compile "${cg[@]}" || echo "run.sh: $sel: compile for $arch exited $? (NVRTC missing?)" >&2
+    fi
+    if [ -f "$dir/compiled.csv" ] || [ -f "$dir/explored.csv" ]; then
+        $fab codegen-summary "$dir" || echo "run.sh: $sel: codegen-summary exited $?" >&2
+    fi
+    $fab check-results --quiet "$dir" || echo "run.sh: $dir: check-results found problems (above)" >&2
+    done_dirs+=("$dir")
 done <<< "$sel_lines"
+
+if command -v gnuplot >/dev/null 2>&1; then
+    if [ "$results" = results ]; then plot_args=(); else plot_args=("${done_dirs[@]}"); fi
+    bash plots/render.sh "${plot_args[@]}" || echo "run.sh: some figures failed (above)" >&2
+else
+    echo "run.sh: gnuplot is missing: no figures (apt-get install gnuplot-nox, then make plots)" >&2
+fi
 exit $status

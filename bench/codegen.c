@@ -8,17 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "attn.h"
 #include "config.h"
 #include "csvio.h"
 #include "manifest.h"
 #include "rt.h"
+#include "sass.h"
 #include "shapes.h"
 #include "space.h"
 #include "tune.h"
 
-static int hist_add(op_histogram *h, const char *op, size_t len)
+int op_histogram_add(op_histogram *h, const char *op, size_t len)
 {
     for (size_t i = 0; i < h->n; i++)
         if (strlen(h->op[i]) == len && !memcmp(h->op[i], op, len)) { h->count[i]++; return 0; }
@@ -62,7 +64,7 @@ int ptx_histogram(const char *ptx, size_t len, op_histogram *h)
         while (e < eol && !isspace((unsigned char)*e) && *e != ';' && *e != ',') e++;
         if (e == s || e[-1] == ':') continue; /* a label */
         if (!isalpha((unsigned char)*s)) continue;
-        if (hist_add(h, s, (size_t)(e - s)) != 0) { op_histogram_free(h); return -1; }
+        if (op_histogram_add(h, s, (size_t)(e - s)) != 0) { op_histogram_free(h); return -1; }
     }
     return 0;
 }
@@ -93,6 +95,72 @@ static int target_info(const char *arch, rt_device_info *d)
     return 0;
 }
 
+/* FNV-1a, 64 bits: tells identical binaries apart from different ones */
+static unsigned long long fnv1a64(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    unsigned long long h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) { h ^= p[i]; h *= 1099511628211ULL; }
+    return h;
+}
+
+/* The configurations a tuning table names for a class, on the cuda backend (what this
+ * command compiles). Returns the count (0: none), -1 when out of memory; *out malloc'd. */
+static long tuned_configs(const csv_table *t, const char *cls, kconfig **out)
+{
+    int cb = csvt_col(t, "backend"), cc = csvt_col(t, "shape_class"), cf = csvt_col(t, "config");
+    kconfig *v = malloc(sizeof *v * (t->nrows ? t->nrows : 1));
+    if (!v) return -1;
+    long n = 0;
+    for (size_t r = 0; r < t->nrows; r++) {
+        if (strcmp(t->rows[r][cb], "cuda") || strcmp(t->rows[r][cc], cls)) continue;
+        int dup = 0;
+        for (size_t q = 0; q < r && !dup; q++)
+            dup = !strcmp(t->rows[q][cb], "cuda") && !strcmp(t->rows[q][cc], cls) && !strcmp(t->rows[q][cf], t->rows[r][cf]);
+        if (dup) continue;
+        char err[FB_ERRLEN];
+        kconfig c = {0};
+        if (kconfig_parse(t->rows[r][cf], &c, err, sizeof err) == 0) v[n++] = c;
+    }
+    *out = v;
+    return n;
+}
+
+/* The folder's manifest: a new one (or one of this target) gets the target's facts; a
+ * device's manifest (results/<gpu>/, the tuned winners compiled offline) keeps its own and
+ * gains compile.* keys. 0, 2 or -1. */
+static int compile_manifest(const char *path, const rt_device *rdev, const char *tool, int argc, char **argv, char *err,
+                            size_t errlen)
+{
+    static const char *const header[2] = {"key", "value"};
+    csv_table *t;
+    int rc = csvt_open_append(path, header, 2, &t, err, errlen);
+    if (rc != 0) return rc;
+    const char *gpu = NULL;
+    for (size_t r = 0; r < t->nrows; r++)
+        if (!strcmp(t->rows[r][0], "gpu")) gpu = t->rows[r][1];
+    if (!gpu || !strcmp(gpu, rdev->info.name)) {
+        manifest_fill(t, rdev, argc, argv);
+    } else {
+        char buf[4096], date[32];
+        size_t o = 0;
+        buf[0] = 0;
+        for (int i = 0; i < argc && o + 2 < sizeof buf; i++)
+            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", argv[i]);
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        manifest_set(t, "compile.command", buf);
+        manifest_set(t, "compile.arch", rdev->info.arch);
+        manifest_set(t, "compile.date", date);
+    }
+    manifest_set(t, "compile.sass_tool", tool && *tool ? tool : "none");
+    rc = csvt_write_atomic(t, path, err, errlen);
+    csvt_free(t);
+    return rc;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -100,23 +168,28 @@ static void usage(FILE *f)
             "Compiles the portable kernel for a GPU that need not be present (NVIDIA: sm_80, sm_90,\n"
             "... through NVRTC) and records its static code: codegen.csv (PTX instruction histogram\n"
             "per configuration) and compiled.csv (registers, spills, shared memory, stack, binary\n"
-            "bytes, instruction counts) under the output folder.\n\n"
+            "bytes, instruction counts) under the output folder. With nvdisasm or cuobjdump on PATH\n"
+            "($FABENCH_SASS_TOOL overrides; none: off) the cubin's SASS histogram is recorded too\n"
+            "(codegen.csv rows with source sass).\n\n"
             "  --target ARCH     sm_XY\n"
             "  --config K=V,...  one configuration for every shape (default: the per-shape default)\n"
             "  --space           every configuration of kernels/space.csv per shape class\n"
+            "  --tuning FILE     the configurations a tuning table (tuning.csv) names for each class\n"
+            "                    (its cuda rows): the tuned winners\n"
             "  --dtype T         override the shapes' dtype\n"
             "  --out DIR         default results/<target>\n");
 }
 
 int cmd_compile(int argc, char **argv)
 {
-    enum { O_TARGET = 1, O_SUITE, O_SHAPES, O_CONFIG, O_SPACE, O_DTYPE, O_OUT, O_HELP };
+    enum { O_TARGET = 1, O_SUITE, O_SHAPES, O_CONFIG, O_SPACE, O_DTYPE, O_OUT, O_HELP, O_TUNING };
     static const struct option opts[] = {
         {"target", required_argument, 0, O_TARGET}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"config", required_argument, 0, O_CONFIG},
         {"space", no_argument, 0, O_SPACE}, {"dtype", required_argument, 0, O_DTYPE},
-        {"out", required_argument, 0, O_OUT}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
-    const char *target = NULL, *suite = NULL, *shapes_file = NULL, *outdir = NULL;
+        {"out", required_argument, 0, O_OUT}, {"help", no_argument, 0, O_HELP},
+        {"tuning", required_argument, 0, O_TUNING}, {0, 0, 0, 0}};
+    const char *target = NULL, *suite = NULL, *shapes_file = NULL, *outdir = NULL, *tuning_path = NULL;
     int use_space = 0, have_dtype = 0;
     dtype_t dtype = DT_BF16;
     kconfig cfg = {0};
@@ -131,6 +204,7 @@ int cmd_compile(int argc, char **argv)
         case O_SHAPES: shapes_file = optarg; break;
         case O_SPACE: use_space = 1; break;
         case O_OUT: outdir = optarg; break;
+        case O_TUNING: tuning_path = optarg; break;
         case O_CONFIG:
             if (kconfig_parse(optarg, &cfg, err, sizeof err) != 0) { fprintf(stderr, "fabench compile: --config: %s\n", err); return FB_EXIT_BADINPUT; }
             break;
@@ -144,8 +218,8 @@ int cmd_compile(int argc, char **argv)
         default: fprintf(stderr, "fabench compile: unknown option '%s'\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
         }
     }
-    if (optind < argc || !target || (!suite == !shapes_file)) {
-        fprintf(stderr, "fabench compile: needs --target and one of --suite or --shapes\n\n");
+    if (optind < argc || !target || (!suite == !shapes_file) || (use_space && tuning_path)) {
+        fprintf(stderr, "fabench compile: needs --target and one of --suite or --shapes (and at most one of --space, --tuning)\n\n");
         usage(stderr);
         return FB_EXIT_BADINPUT;
     }
@@ -166,15 +240,42 @@ int cmd_compile(int argc, char **argv)
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
+    csv_table *tuned = NULL;
+    if (tuning_path) { /* the whole table is checked before any work */
+        rc = csvt_read(tuning_path, &tuned, err, sizeof err);
+        int cc = rc == 0 ? csvt_col(tuned, "shape_class") : -1, cf = rc == 0 ? csvt_col(tuned, "config") : -1;
+        if (rc == 0 && (cc < 0 || cf < 0 || csvt_col(tuned, "backend") < 0)) {
+            snprintf(err, sizeof err, "%s:1: not a tuning table (needs backend, shape_class, config)", tuning_path);
+            rc = 2;
+        }
+        for (size_t r = 0; rc == 0 && r < tuned->nrows; r++) {
+            kconfig probe = {0};
+            char perr[FB_ERRLEN];
+            if (kconfig_parse(tuned->rows[r][cf], &probe, perr, sizeof perr) != 0) {
+                snprintf(err, sizeof err, "%s:%d: config: %.800s", tuning_path, tuned->row_line[r], perr);
+                rc = 2;
+            }
+        }
+        if (rc != 0) {
+            fprintf(stderr, "fabench compile: %s\n", err);
+            csvt_free(tuned);
+            shapes_free(&shapes);
+            return FB_EXIT_BADINPUT;
+        }
+    }
+    char sass_path[1024];
+    int have_sass = sass_tool(sass_path, sizeof sass_path);
+    fprintf(stderr, "fabench compile: %s\n", have_sass ? sass_path : "no nvdisasm or cuobjdump on PATH: PTX histograms only");
     char dir[1024], pc[1100], pk[1100];
     if (outdir) snprintf(dir, sizeof dir, "%s", outdir); else snprintf(dir, sizeof dir, "results/%s", target);
     mkdir(dir, 0777);
     snprintf(pc, sizeof pc, "%s/codegen.csv", dir);
     snprintf(pk, sizeof pk, "%s/compiled.csv", dir);
-    static const char *const ch[] = {"gpu", "backend", "config", "shape_class", "instruction", "count"};
+    static const char *const ch[] = {"gpu", "backend", "config", "shape_class", "instruction", "count", "source"};
     static const char *const kh[] = {"gpu", "backend", "config", "shape_class", "status", "reason", "registers", "spill_bytes",
-                                     "shared_bytes", "private_bytes", "binary_bytes", "ptx_instructions", "distinct_instructions"};
-    csv_table *cg = csvt_new(ch, 6), *kt = csvt_new(kh, 13);
+                                     "shared_bytes", "private_bytes", "binary_bytes", "ptx_instructions", "distinct_instructions",
+                                     "sass_instructions", "binary_hash"};
+    csv_table *cg = csvt_new(ch, 7), *kt = csvt_new(kh, 15);
     char *src = NULL;
     if (!cg || !kt || attn_source("cuda", &src, err, sizeof err) != 0) {
         fprintf(stderr, "fabench compile: %s\n", err);
@@ -198,6 +299,10 @@ int cmd_compile(int argc, char **argv)
         kconfig *cands = NULL;
         long n = 1, before;
         if (use_space) n = space_enumerate(&space, &dev, s, dt, &cands, &before);
+        else if (tuned) {
+            n = tuned_configs(tuned, key, &cands);
+            for (long j = 0; j < n; j++) kconfig_complete(&cands[j], &dev, s, dt);
+        }
         else if ((cands = malloc(sizeof *cands))) { cands[0] = cfg; kconfig_complete(&cands[0], &dev, s, dt); }
         if (!cands || n < 0) { fprintf(stderr, "fabench compile: out of memory\n"); failures++; break; }
         for (long j = 0; j < n; j++) {
@@ -213,8 +318,9 @@ int cmd_compile(int argc, char **argv)
             status_t st = ST_OK;
             int r1 = rt->compile_offline(target, src, dp, nd, "attn_fwd", &bin, &blen, &a, &log, err, sizeof err);
             if (r1 == 0) r1 = rt->compile_offline(ptx_arch, src, dp, nd, "attn_fwd", &ptx, &plen, NULL, NULL, err, sizeof err);
-            op_histogram h = {0};
-            long total = 0;
+            op_histogram h = {0}, sh = {0};
+            long total = 0, sass_total = -1;
+            char hash[24] = "";
             if (r1 != 0) {
                 st = ST_COMPILE_ERROR;
                 snprintf(reason, sizeof reason, "%.500s", r1 == RT_ECOMPILE && log ? log : err);
@@ -224,13 +330,24 @@ int cmd_compile(int argc, char **argv)
                 for (size_t k = 0; k < h.n; k++) {
                     char cnt[32];
                     snprintf(cnt, sizeof cnt, "%ld", h.count[k]);
-                    const char *row[] = {target, "cuda", cs, key, h.op[k], cnt};
+                    const char *row[] = {target, "cuda", cs, key, h.op[k], cnt, "ptx"};
                     csvt_add(cg, row);
                     total += h.count[k];
                 }
                 compiled++;
+                snprintf(hash, sizeof hash, "%016llx", fnv1a64(bin, blen));
+                char serr[FB_ERRLEN];
+                int sr = have_sass ? sass_disassemble(bin, blen, &sh, serr, sizeof serr) : 1;
+                if (sr < 0) fprintf(stderr, "fabench compile: %s %s: SASS: %s\n", key, cs, serr);
+                for (size_t k = 0; sr == 0 && k < sh.n; k++) {
+                    char cnt[32];
+                    snprintf(cnt, sizeof cnt, "%ld", sh.count[k]);
+                    const char *row[] = {target, "cuda", cs, key, sh.op[k], cnt, "sass"};
+                    csvt_add(cg, row);
+                    sass_total = (sass_total < 0 ? 0 : sass_total) + sh.count[k];
+                }
             }
-            char f[8][32];
+            char f[8][32], f7[32];
             snprintf(f[0], 32, "%ld", a.registers);
             snprintf(f[1], 32, "%ld", a.spill_bytes);
             snprintf(f[2], 32, "%ld", a.shared_bytes >= 0 ? a.shared_bytes + (long)kconfig_dynamic_shared(&cands[j], s->d) : -1);
@@ -238,9 +355,12 @@ int cmd_compile(int argc, char **argv)
             snprintf(f[4], 32, "%zu", blen);
             snprintf(f[5], 32, "%ld", total);
             snprintf(f[6], 32, "%zu", h.n);
-            const char *krow[] = {target, "cuda", cs, key, status_name(st), reason, f[0], f[1], f[2], f[3], f[4], f[5], f[6]};
+            snprintf(f7, sizeof f7, "%ld", sass_total);
+            const char *krow[] = {target, "cuda", cs, key, status_name(st), reason, f[0], f[1], f[2], f[3], f[4], f[5], f[6],
+                                  f7, hash};
             csvt_add(kt, krow);
             op_histogram_free(&h);
+            op_histogram_free(&sh);
             free(bin);
             free(ptx);
             free(log);
@@ -253,10 +373,11 @@ int cmd_compile(int argc, char **argv)
     rt_device rdev = {.rt = rt, .index = -1, .info = dev};
     snprintf(rdev.info.compiler, sizeof rdev.info.compiler, "NVRTC (offline, no device)");
     int wrc = csvt_write_atomic(cg, pc, err, sizeof err) || csvt_write_atomic(kt, pk, err, sizeof err) ||
-              manifest_update(pm, &rdev, argc + 1, argv - 1, err, sizeof err);
+              compile_manifest(pm, &rdev, have_sass ? sass_path : "", argc + 1, argv - 1, err, sizeof err);
     if (wrc) fprintf(stderr, "fabench compile: %s\n", err);
     else fprintf(stderr, "fabench compile: %ld compiled for %s; %s and %s\n", compiled, target, pc, pk);
     free(src);
+    csvt_free(tuned);
     csvt_free(cg);
     csvt_free(kt);
     shapes_free(&shapes);

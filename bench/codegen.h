@@ -17,6 +17,8 @@ typedef struct {
  * instructions; a predicate guard such as "@%p1" is dropped). 0 or -1 (out of memory). */
 int ptx_histogram(const char *ptx, size_t len, op_histogram *h);
 void op_histogram_free(op_histogram *h);
+/* Adds one occurrence of the instruction op[0..len). 0 or -1 (out of memory). */
+int op_histogram_add(op_histogram *h, const char *op, size_t len);
 
 int cmd_compile(int argc, char **argv);
 

@@ -1,5 +1,6 @@
 /* commands.h: the subcommands of the fabench command line, each in its own file
- * (run_cmd.c, tune.c, vendors_cmd.c, codegen.c, loc.c); main.c dispatches to them. */
+ * (run_cmd.c, tune.c, vendors_cmd.c, codegen.c, loc.c, check_results.c, compare.c,
+ * codegen_summary.c, portability.c); main.c dispatches to them. */
 #ifndef FABENCH_COMMANDS_H
 #define FABENCH_COMMANDS_H
 
@@ -9,5 +10,9 @@ int cmd_tune_replay(int argc, char **argv);
 int cmd_vendors(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_loc(int argc, char **argv);
+int cmd_check_results(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_codegen_summary(int argc, char **argv);
+int cmd_portability(int argc, char **argv);
 
 #endif

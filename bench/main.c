@@ -20,6 +20,10 @@ static void usage_main(FILE *f)
             "  vendors   the vendors' kernels (PyTorch SDPA, FlexAttention) on the same shapes, verified\n"
             "  compile   compile for a GPU that need not be present; code metrics to codegen.csv\n"
             "  loc       non-blank, non-comment lines of C/C++/CUDA/OpenCL/Python sources\n"
+            "  check-results    validate a results folder: columns, types, timings, tolerances, manifest\n"
+            "  compare          B/A median time per (impl, shape) of two results, with a verdict\n"
+            "  codegen-summary  code diversity of compiled configurations: codegen_summary.csv\n"
+            "  portability      other GPUs' tuned winners on this device, as %% of its own best\n"
             "  help      this text\n");
 }
 
@@ -68,6 +72,10 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "vendors")) return cmd_vendors(argc - 1, argv + 1);
     if (!strcmp(cmd, "compile")) return cmd_compile(argc - 1, argv + 1);
     if (!strcmp(cmd, "loc")) return cmd_loc(argc - 1, argv + 1);
+    if (!strcmp(cmd, "check-results")) return cmd_check_results(argc - 1, argv + 1);
+    if (!strcmp(cmd, "compare")) return cmd_compare(argc - 1, argv + 1);
+    if (!strcmp(cmd, "codegen-summary")) return cmd_codegen_summary(argc - 1, argv + 1);
+    if (!strcmp(cmd, "portability")) return cmd_portability(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage_main(stdout); return 0; }
     fprintf(stderr, "fabench: unknown command '%s'\n\n", cmd);
     usage_main(stderr);

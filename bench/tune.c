@@ -57,6 +57,12 @@ static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, 
 int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
                 char *source, size_t srclen, char *err, size_t errlen)
 {
+    return tune_lookup_for(table_path, dev->info.name, dev->rt->name, s, dt, cfg, source, srclen, err, errlen);
+}
+
+int tune_lookup_for(const char *table_path, const char *gpu, const char *backend, const shape_t *s, dtype_t dt,
+                    kconfig *cfg, char *source, size_t srclen, char *err, size_t errlen)
+{
     csv_table *t;
     int rc = csvt_read(table_path, &t, err, errlen);
     if (rc != 0) {
@@ -81,7 +87,7 @@ int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, 
             csvt_free(t);
             return 2;
         }
-        if (strcmp(t->rows[i][cg], dev->info.name) || strcmp(t->rows[i][cb], dev->rt->name)) continue;
+        if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
         char cdt[16];
         int d, c, g, q, k;
         if (parse_class(t->rows[i][cc], cdt, sizeof cdt, &d, &c, &g, &q, &k) != 0) continue;

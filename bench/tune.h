@@ -20,6 +20,11 @@ void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len);
 int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
                 char *source, size_t srclen, char *err, size_t errlen);
 
+/* As tune_lookup, for the rows of any GPU and runtime the table names (a table tuned on
+ * another machine: `fabench portability`). */
+int tune_lookup_for(const char *table_path, const char *gpu, const char *backend, const shape_t *s, dtype_t dt,
+                    kconfig *cfg, char *source, size_t srclen, char *err, size_t errlen);
+
 int cmd_tune(int argc, char **argv);
 
 #endif

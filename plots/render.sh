@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# render.sh: the figures of every results/<gpu>/ folder that has a perf.csv, as PNG and
-# SVG in results/<gpu>/plots/ (what `make plots` runs):
-#   perf_prefill  TFLOP/s against sequence length, one panel per model family
-#   perf_decode   effective GB/s against KV length, one panel per model family
-#   ref           bars for the ref-* shapes (TFLOP/s prefill, GB/s decode)
-# Usage: plots/render.sh [RESULTS_DIR...]   (default: every results/*/ with a perf.csv)
+# render.sh: the figures of every results/<gpu>/ folder (and the folders under one, such as
+# results/sm_90/space-d128-prefill/), as PNG and SVG in <folder>/plots/ (what `make plots`
+# runs):
+#   perf_prefill  TFLOP/s against sequence length, one panel per model family   (perf.csv)
+#   perf_decode   effective GB/s against KV length, one panel per model family  (perf.csv)
+#   ref           bars for the ref-* shapes (TFLOP/s prefill, GB/s decode)      (perf.csv)
+#   configs       configurations explored, ours by status against the vendors'
+#                 (explored.csv, tuning.csv, vendor_configs.csv)
+#   diversity     distributions of code metrics over every compiled configuration
+#                 (compiled.csv, explored.csv)
+#   portability   winners tuned on GPU/runtime A run on B, % of B's own best (portability.csv)
+#   convergence   tuner's best-so-far against configurations timed, per strategy (explored.csv)
+# and results/plots/loc.{png,svg}: kernel source size from results/loc.csv.
+# Usage: plots/render.sh [RESULTS_DIR...]   (default: every results folder with a known CSV)
 # A figure without data in a folder is skipped with a message (its old files removed).
 # Exit status: 0 done, 1 a figure failed to render, 2 a tool is missing or bad input.
 set -eu
@@ -29,22 +37,28 @@ if ! gnuplot -e 'set terminal' 2>&1 | grep -qw pngcairo; then
     exit 2
 fi
 
+known="perf.csv explored.csv tuning.csv compiled.csv codegen.csv portability.csv vendor_configs.csv"
+has_data() {
+    local f
+    for f in $known; do [ -f "$1/$f" ] && return 0; done
+    return 1
+}
 dirs=()
 if [ "$#" -gt 0 ]; then
     for d in "$@"; do
-        if [ ! -f "$d/perf.csv" ]; then
-            echo "render.sh: $d/perf.csv: no such file" >&2
+        if [ ! -d "$d" ] || ! has_data "$d"; then
+            echo "render.sh: $d: not a results folder (none of: $known)" >&2
             exit 2
         fi
         dirs+=("$d")
     done
 else
-    for f in "$root"/results/*/perf.csv; do
-        [ -f "$f" ] && dirs+=("$(dirname "$f")")
-    done
+    while IFS= read -r d; do
+        has_data "$d" && dirs+=("$d")
+    done < <(find "$root/results" -mindepth 1 -maxdepth 3 -type d \( -name archive -o -name plots \) -prune -o -type d -print | sort)
 fi
-if [ "${#dirs[@]}" -eq 0 ]; then
-    echo "render.sh: no results/*/perf.csv to plot"
+if [ "${#dirs[@]}" -eq 0 ] && [ ! -f "$root/results/loc.csv" ]; then
+    echo "render.sh: no results folder to plot"
     exit 0
 fi
 
@@ -54,19 +68,10 @@ trap 'rm -rf "$tmp"' EXIT
 failed=0
 bad=0
 n=0
-for d in "${dirs[@]}"; do
-    d=${d%/}
-    out="$d/plots"
-    mkdir -p "$out"
-    n=$((n + 1))
-    work="$tmp/$n"
-    mkdir -p "$work"
-    echo "== $d"
-    if ! python3 "$here/prep.py" "$d/perf.csv" "$d/manifest.csv" "$out" "$work" >"$work/figures"; then
-        echo "render.sh: $d/perf.csv: could not be read" >&2
-        bad=1
-        continue
-    fi
+
+# draw FIGURES_LIST OUT WORK: renders each "<figure> <script>" line, reports "skip" lines
+draw() {
+    local list=$1 out=$2 work=$3 fig script rest
     while read -r fig script rest; do
         if [ "$fig" = skip ]; then
             echo "   skip $script.{png,svg}: $rest"
@@ -80,11 +85,50 @@ for d in "${dirs[@]}"; do
                 sed 's/^/     gnuplot: /' "$work/$fig.log"
             fi
         else
-            echo "render.sh: gnuplot failed on $fig for $d:" >&2
+            echo "render.sh: gnuplot failed on $fig for $out:" >&2
             sed 's/^/    /' "$work/$fig.log" >&2
             failed=1
         fi
-    done <"$work/figures"
+    done <"$list"
+}
+
+for d in "${dirs[@]}"; do
+    d=${d%/}
+    out="$d/plots"
+    mkdir -p "$out"
+    n=$((n + 1))
+    work="$tmp/$n"
+    mkdir -p "$work"
+    echo "== $d"
+    if [ -f "$d/perf.csv" ]; then
+        if ! python3 "$here/prep.py" "$d/perf.csv" "$d/manifest.csv" "$out" "$work" >"$work/figures"; then
+            echo "render.sh: $d/perf.csv: could not be read" >&2
+            bad=1
+            continue
+        fi
+    else
+        printf 'skip %s no perf.csv\n' perf_prefill perf_decode ref >"$work/figures"
+    fi
+    if ! python3 "$here/metrics.py" "$d" "$out" "$work" >>"$work/figures"; then
+        echo "render.sh: $d: its CSV files could not be read" >&2
+        bad=1
+        continue
+    fi
+    draw "$work/figures" "$out" "$work"
 done
+
+# across GPUs: kernel source size
+if [ "$#" -eq 0 ]; then
+    n=$((n + 1))
+    work="$tmp/$n"
+    mkdir -p "$work" "$root/results/plots"
+    echo "== $root/results (all GPUs)"
+    if python3 "$here/metrics.py" --loc "$root/results/loc.csv" "$root/results/plots" "$work" >"$work/figures"; then
+        draw "$work/figures" "$root/results/plots" "$work"
+    else
+        echo "render.sh: results/loc.csv could not be read" >&2
+        bad=1
+    fi
+fi
 [ "$bad" -eq 0 ] || exit 2
 exit "$failed"

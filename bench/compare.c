@@ -1,0 +1,263 @@
+/* compare.c: `fabench compare A B`: for every (impl, shape) measured in both results, the
+ * ratio B/A of the median times and a verdict from the p20..p80 spreads (faster, slower,
+ * same within noise), with the geometric mean of the ratios per implementation and overall. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "common.h"
+#include "csvio.h"
+
+typedef struct {
+    const char *impl, *backend, *name, *dtype;
+    char shape[160];   /* dtype and the dimensions: what makes two rows the same problem */
+    int ok, line, matched;
+    double med, p20, p80;
+    const char *status;
+} entry;
+
+typedef struct {
+    char path[4200];
+    csv_table *t;
+    entry *e;
+    size_t n;
+} side;
+
+static const char *const need[] = {"impl", "backend", "dtype", "batch", "hq", "hkv", "sq", "skv", "d", "causal",
+                                   "median_us", "p20_us", "p80_us", "status"};
+#define NNEED (sizeof need / sizeof need[0])
+
+static int load_side(const char *arg, side *s, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(s->path, sizeof s->path, "%s/perf.csv", arg);
+    else snprintf(s->path, sizeof s->path, "%s", arg);
+    int rc = csvt_read(s->path, &s->t, err, errlen);
+    if (rc != 0) return FB_EXIT_BADINPUT;
+    int col[NNEED];
+    for (size_t i = 0; i < NNEED; i++) {
+        col[i] = csvt_col(s->t, need[i]);
+        if (col[i] < 0) {
+            snprintf(err, errlen, "%.900s:1: %s: required column missing (is this a perf.csv?)", s->path, need[i]);
+            return FB_EXIT_BADINPUT;
+        }
+    }
+    int cname = csvt_col(s->t, "name");
+    s->e = calloc(s->t->nrows ? s->t->nrows : 1, sizeof *s->e);
+    if (!s->e) { snprintf(err, errlen, "out of memory"); return -1; }
+    for (size_t r = 0; r < s->t->nrows; r++) {
+        char **row = s->t->rows[r];
+        entry *e = &s->e[s->n];
+        e->impl = row[col[0]];
+        e->backend = row[col[1]];
+        e->dtype = row[col[2]];
+        e->name = cname >= 0 ? row[cname] : "";
+        e->status = row[col[13]];
+        e->line = s->t->row_line[r];
+        for (int k = 3; k <= 9; k++) {
+            char *end;
+            errno = 0;
+            long v = strtol(row[col[k]], &end, 10);
+            if (!*row[col[k]] || *end || errno || v < 0) {
+                snprintf(err, errlen, "%.900s:%d: %s: '%.40s' is not a count", s->path, e->line, need[k], row[col[k]]);
+                return FB_EXIT_BADINPUT;
+            }
+        }
+        snprintf(e->shape, sizeof e->shape, "%s b%s h%s/%s q%s k%s d%s c%s", e->dtype, row[col[3]], row[col[4]],
+                 row[col[5]], row[col[6]], row[col[7]], row[col[8]], row[col[9]]);
+        e->ok = !strcmp(e->status, "ok") && *row[col[10]];
+        if (e->ok) {
+            double *dst[3] = {&e->med, &e->p20, &e->p80};
+            for (int k = 0; k < 3; k++) {
+                char *end;
+                const char *v = row[col[10 + k]];
+                *dst[k] = strtod(v, &end);
+                if (!*v || *end || !isfinite(*dst[k]) || *dst[k] <= 0) {
+                    snprintf(err, errlen, "%.900s:%d: %s: '%.40s' on an ok row is not a time > 0", s->path, e->line,
+                             need[10 + k], v);
+                    return FB_EXIT_BADINPUT;
+                }
+            }
+        }
+        /* a later row of the same (impl, backend, name, shape) replaces an earlier one */
+        size_t j = 0;
+        while (j < s->n && !(strcmp(s->e[j].impl, e->impl) == 0 && strcmp(s->e[j].backend, e->backend) == 0 &&
+                             strcmp(s->e[j].name, e->name) == 0 && strcmp(s->e[j].shape, e->shape) == 0))
+            j++;
+        if (j < s->n) s->e[j] = *e;
+        else s->n++;
+    }
+    return 0;
+}
+
+typedef struct {
+    entry *a, *b;
+} pair;
+
+static const char *verdict(const entry *a, const entry *b)
+{
+    if (b->p80 < a->p20) return "faster";
+    if (b->p20 > a->p80) return "slower";
+    return "same-within-noise";
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: fabench compare [--csv FILE] A B\n\n"
+            "A and B: results folders (their perf.csv) or perf.csv files. For every (impl, shape)\n"
+            "in both (matched on backend too where both have it, else on impl and shape alone), the\n"
+            "ratio B/A of the median times: below 1, B is faster. The verdict uses the spreads:\n"
+            "faster when B's p80 is below A's p20, slower when B's p20 is above A's p80, else\n"
+            "same-within-noise. Then the geometric mean of B/A per implementation and overall.\n"
+            "Rows that are not ok on either side are listed as not comparable.\n\n"
+            "  --csv FILE   also write the table as CSV (atomically)\n\n"
+            "Exit status: 0 compared, 1 nothing in common, 2 bad usage or input (FILE:LINE: field).\n");
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    const char *args[2] = {NULL, NULL}, *csv_out = NULL;
+    int na = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
+        if (!strcmp(argv[i], "--csv")) {
+            if (i + 1 >= argc) { fprintf(stderr, "fabench compare: --csv needs a value\n"); return FB_EXIT_BADINPUT; }
+            csv_out = argv[++i];
+            continue;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "fabench compare: unknown option '%s'\n\n", argv[i]);
+            usage(stderr);
+            return FB_EXIT_BADINPUT;
+        }
+        if (na == 2) { fprintf(stderr, "fabench compare: unexpected argument '%s'\n", argv[i]); return FB_EXIT_BADINPUT; }
+        args[na++] = argv[i];
+    }
+    if (na != 2) {
+        fprintf(stderr, "fabench compare: needs two results (folders or perf.csv files)\n\n");
+        usage(stderr);
+        return FB_EXIT_BADINPUT;
+    }
+    side s[2];
+    memset(s, 0, sizeof s);
+    char err[FB_ERRLEN];
+    int rc = 0;
+    for (int k = 0; k < 2 && rc == 0; k++)
+        if ((rc = load_side(args[k], &s[k], err, sizeof err)) != 0) fprintf(stderr, "fabench compare: %s\n", err);
+    pair *pairs = NULL;
+    size_t np = 0;
+    if (rc == 0) {
+        pairs = calloc(s[0].n + 1, sizeof *pairs);
+        if (!pairs) { fprintf(stderr, "fabench compare: out of memory\n"); rc = 1; }
+    }
+    if (rc != 0) {
+        for (int k = 0; k < 2; k++) { csvt_free(s[k].t); free(s[k].e); }
+        return rc == FB_EXIT_BADINPUT ? FB_EXIT_BADINPUT : 1;
+    }
+    /* pass 1: same impl, backend, name and shape; pass 2: same impl and shape where each
+     * side has exactly one unmatched row of it (one GPU's cuda against another's hip) */
+    for (int pass = 1; pass <= 2; pass++)
+        for (size_t i = 0; i < s[0].n; i++) {
+            entry *a = &s[0].e[i];
+            if (a->matched) continue;
+            entry *hit = NULL;
+            int count = 0;
+            for (size_t j = 0; j < s[1].n; j++) {
+                entry *b = &s[1].e[j];
+                if (b->matched || strcmp(a->impl, b->impl) || strcmp(a->shape, b->shape) || strcmp(a->name, b->name)) continue;
+                if (pass == 1 && strcmp(a->backend, b->backend)) continue;
+                count++;
+                hit = b;
+            }
+            if (pass == 2) {
+                int acount = 0;
+                for (size_t j = 0; j < s[0].n; j++) {
+                    entry *x = &s[0].e[j];
+                    acount += !x->matched && !strcmp(x->impl, a->impl) && !strcmp(x->shape, a->shape) && !strcmp(x->name, a->name);
+                }
+                if (count != 1 || acount != 1) continue;
+            }
+            if (!hit) continue;
+            a->matched = hit->matched = 1;
+            pairs[np].a = a;
+            pairs[np++].b = hit;
+        }
+
+    static const char *const hdr[] = {"impl", "backend_a", "backend_b", "name", "shape", "a_median_us", "a_p20_us",
+                                      "a_p80_us", "b_median_us", "b_p20_us", "b_p80_us", "ratio", "verdict"};
+    csv_table *out = csv_out ? csvt_new(hdr, sizeof hdr / sizeof hdr[0]) : NULL;
+    printf("A: %s\nB: %s\nB/A of the median time: below 1, B is faster (verdict from the p20..p80 spreads)\n\n",
+           s[0].path, s[1].path);
+    printf("%-16s %-15s %-36s %-30s %11s %11s %7s  %s\n", "impl", "backend", "name", "shape", "A us", "B us", "B/A",
+           "verdict");
+    double lsum = 0;
+    long nok = 0, nfaster = 0, nslower = 0, nsame = 0, nbad = 0;
+    for (size_t i = 0; i < np; i++) {
+        entry *a = pairs[i].a, *b = pairs[i].b;
+        char be[64];
+        if (strcmp(a->backend, b->backend)) snprintf(be, sizeof be, "%.28s>%.28s", a->backend, b->backend);
+        else snprintf(be, sizeof be, "%s", a->backend);
+        if (!a->ok || !b->ok) {
+            nbad++;
+            printf("%-16.16s %-15.15s %-36.36s %-30.30s %11s %11s %7s  not comparable (A %s, B %s)\n", a->impl, be, a->name,
+                   a->shape, a->ok ? "" : "-", b->ok ? "" : "-", "", a->ok ? "ok" : a->status, b->ok ? "ok" : b->status);
+            continue;
+        }
+        double ratio = b->med / a->med;
+        const char *v = verdict(a, b);
+        nok++;
+        lsum += log(ratio);
+        nfaster += !strcmp(v, "faster");
+        nslower += !strcmp(v, "slower");
+        nsame += !strcmp(v, "same-within-noise");
+        printf("%-16.16s %-15.15s %-36.36s %-30.30s %11.2f %11.2f %7.3f  %s\n", a->impl, be, a->name, a->shape, a->med,
+               b->med, ratio, v);
+        if (out) {
+            char f[7][32], rs[32];
+            double x[6] = {a->med, a->p20, a->p80, b->med, b->p20, b->p80};
+            for (int k = 0; k < 6; k++) snprintf(f[k], sizeof f[k], "%.3f", x[k]);
+            snprintf(rs, sizeof rs, "%.4f", ratio);
+            const char *row[] = {a->impl, a->backend, b->backend, a->name, a->shape, f[0], f[1], f[2], f[3], f[4], f[5], rs, v};
+            csvt_add(out, row);
+        }
+    }
+    size_t only_a = 0, only_b = 0;
+    for (size_t i = 0; i < s[0].n; i++) only_a += !s[0].e[i].matched;
+    for (size_t i = 0; i < s[1].n; i++) only_b += !s[1].e[i].matched;
+    printf("\n");
+    /* per implementation */
+    for (size_t i = 0; i < np; i++) {
+        entry *a = pairs[i].a;
+        int first = 1;
+        for (size_t j = 0; j < i; j++) first &= strcmp(pairs[j].a->impl, a->impl) != 0;
+        if (!first) continue;
+        double ls = 0;
+        long n = 0;
+        for (size_t j = i; j < np; j++)
+            if (!strcmp(pairs[j].a->impl, a->impl) && pairs[j].a->ok && pairs[j].b->ok) {
+                ls += log(pairs[j].b->med / pairs[j].a->med);
+                n++;
+            }
+        if (n) printf("geomean B/A %-16s %.3f over %ld shape%s\n", a->impl, exp(ls / n), n, n == 1 ? "" : "s");
+    }
+    if (nok)
+        printf("geomean B/A %-16s %.3f over %ld: %ld faster, %ld slower, %ld same within noise\n", "(all)",
+               exp(lsum / nok), nok, nfaster, nslower, nsame);
+    printf("%ld not comparable (a status other than ok); %zu only in A, %zu only in B\n", nbad, only_a, only_b);
+    int ret = nok ? 0 : 1;
+    if (!nok) fprintf(stderr, "fabench compare: no (impl, shape) measured ok in both\n");
+    if (out && csvt_write_atomic(out, csv_out, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench compare: %s\n", err);
+        ret = 1;
+    }
+    csvt_free(out);
+    free(pairs);
+    for (int k = 0; k < 2; k++) { csvt_free(s[k].t); free(s[k].e); }
+    return ret;
+}

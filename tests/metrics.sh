@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# metrics.sh: `fabench check-results` on a good results folder (tests/data/results/, made by
+# fabench on PoCL) and on deliberately broken copies (exit 1, FILE:LINE: field messages), bad
+# usage (exit 2); `fabench compare`; `fabench codegen-summary`; the figures of plots/render.sh
+# made or skipped. No device work. Prints "N passed, N failed" last.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+FB=${FABENCH:-$PWD/build/fabench}
+GOOD=tests/data/results/pthread-haswell-amd-epyc
+T=$(mktemp -d "${TMPDIR:-/tmp}/fabench-metrics.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+ok()  { pass=$((pass + 1)); echo "ok - $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
+run() { "$FB" "$@" >"$T/out" 2>"$T/err"; RC=$?; }
+# expect NAME RC PATTERN...: after run, exit status RC and each fixed string in stdout+stderr
+expect() {
+    local name=$1 want=$2 why=(); shift 2
+    [ "$RC" -eq "$want" ] || why+=("exit $RC, expected $want")
+    for p in "$@"; do grep -qF -- "$p" "$T/out" "$T/err" || why+=("missing '$p'"); done
+    if [ ${#why[@]} -eq 0 ]; then ok "$name"; else bad "$name" "${why[@]}" "$(head -c 600 "$T/out")" "$(head -c 300 "$T/err")"; fi
+}
+
+# ---------- check-results ----------
+run check-results "$GOOD";               expect "check-results: the good folder is clean" 0 "0 problems"
+run check-results results;               expect "check-results: every committed results folder is clean" 0 "0 problems"
+run check-results;                       expect "check-results without a folder exits 2" 2 "needs a results folder"
+run check-results "$T/nope";             expect "check-results on a missing folder exits 2" 2 "is not a folder"
+run check-results --bogus "$GOOD";       expect "check-results with an unknown option exits 2" 2 "--bogus"
+
+# broken NAME FILE SED-SCRIPT PATTERN...: a copy of the good folder (named by its GPU slug)
+# with FILE edited; check-results must exit 1 and print each PATTERN
+broken() {
+    local name=$1 file=$2 script=$3; shift 3
+    local d="$T/$name/pthread-haswell-amd-epyc"
+    rm -rf "$T/$name"; mkdir -p "$T/$name"; cp -r "$GOOD" "$d"
+    sed -i "$script" "$d/$file"
+    run check-results "$d"
+    local pats=(); for p in "$@"; do pats+=("${p//@D@/$d}"); done
+    expect "check-results: $name" 1 "${pats[@]}"
+}
+broken perf-bad-number      perf.csv     '2s/,64,64,64,0,/,64,6x4,64,0,/'         "@D@/perf.csv:2: skv: '6x4' is not an integer"
+broken perf-median-nan      perf.csv     '2s/,ok,/,ok,/; 2s/,1,2,2,64,64,64,0,[0-9.]*,/,1,2,2,64,64,64,0,nan,/' "@D@/perf.csv:2: median_us"
+broken perf-tflops-edited   perf.csv     '2s/\(,[0-9]*,\)\([0-9.]*\)\(,[0-9.]*,[0-9.e-]*,[0-9.e-]*,ok\)/\10.9999\3/' "@D@/perf.csv:2: tflops"
+broken perf-err-too-big     perf.csv     '3s/,\([0-9.e-]*\),\([0-9.e-]*\),ok,/,0.5,\2,ok,/' "@D@/perf.csv:3: max_abs_err: 0.5 exceeds the bf16 tolerance"
+broken perf-failed-but-timed perf.csv    '2s/,ok,/,wrong_result,/'                "@D@/perf.csv:2: median_us: a time on a row with status wrong_result" "@D@/perf.csv:2: reason"
+broken perf-missing-column  perf.csv     '1s/,status,/,state,/'                    "@D@/perf.csv:1: status: required column missing"
+broken perf-duplicate-row   perf.csv     '2p'                                      "@D@/perf.csv:3: gpu: the same"
+broken explored-bad-class   explored.csv '2s/bf16-d64-c0-g1-q64-k64/bf16-d64-c0-g1-q60-k64/' "@D@/explored.csv:2: shape_class"
+broken explored-bad-status  explored.csv '2s/,ok,/,fine,/'                         "@D@/explored.csv:2: status: unknown status 'fine'"
+broken tuning-not-explored  tuning.csv   '2s/BLOCK_M=[0-9]*/BLOCK_M=256/'          "@D@/tuning.csv:2: config"
+broken codegen-zero-count   codegen.csv  '2s/,[0-9]*,\(ptx\|sass\)$/,0,\1/'        "@D@/codegen.csv:2: count: 0 is below 1"
+broken codegen-bad-source   codegen.csv  '3s/,ptx$/,asm/'                          "@D@/codegen.csv:3: source: unknown source 'asm'"
+broken compiled-bad-hash    compiled.csv '2s/,[0-9a-f]*$/,XYZ/'                    "@D@/compiled.csv:2: binary_hash"
+broken vendor-bad-count     vendor_configs.csv '2s/,3,/,three,/'                   "@D@/vendor_configs.csv:2: configs: 'three' is not an integer"
+broken portability-bad-pct  portability.csv '3s/,\([0-9.]*\),\([a-z-]*\),MMA/,150.0,\2,MMA/' "@D@/portability.csv:3: pct"
+broken manifest-no-date     manifest.csv '/^date,/d'                               "@D@/manifest.csv:1: date: required key missing"
+broken manifest-bad-commit  manifest.csv 's/^git_commit,.*/git_commit,12345/'      "manifest.csv:" "git_commit: '12345' is not a 40-digit commit"
+broken manifest-wrong-gpu   perf.csv     '2s/^pthread-haswell-AMD EPYC,/another gpu,/' "@D@/perf.csv:2: gpu: 'another gpu' is not this folder's GPU"
+broken csv-malformed        perf.csv     '2s/^/"/'                                  "@D@/perf.csv:" "csv:"
+d="$T/no-manifest/pthread-haswell-amd-epyc"; mkdir -p "$T/no-manifest"; cp -r "$GOOD" "$d"; rm "$d/manifest.csv"
+run check-results "$d";                  expect "check-results: a folder without its manifest" 1 "$d/manifest.csv: manifest: missing"
+
+# ---------- compare ----------
+run compare "$GOOD" "$GOOD/perf.csv";    expect "compare: a folder with itself: all same within noise, geomean 1" 0 \
+    "1.000 over 2: 0 faster, 0 slower, 2 same within noise"
+mkdir -p "$T/cmp"
+# B: the same shapes, each 2x slower (times doubled by a python3 edit of the CSV)
+python3 - "$GOOD/perf.csv" "$T/cmp/perf.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+    w.writeheader()
+    for r in rows:
+        for c in ("median_us", "p20_us", "p80_us", "min_us"):
+            r[c] = "%.3f" % (2 * float(r[c]))
+        w.writerow(r)
+PY
+run compare "$GOOD" "$T/cmp" --csv "$T/cmp/cmp.csv"
+expect "compare: B twice as slow is 'slower', geomean 2.000" 0 "slower" "2.000 over 2: 0 faster, 2 slower"
+run compare "$T/cmp" "$GOOD";            expect "compare: the other way round is 'faster', geomean 0.500" 0 "faster" "0.500 over 2: 2 faster"
+if [ -f "$T/cmp/cmp.csv" ] && [ "$(grep -c ',slower$' "$T/cmp/cmp.csv")" -eq 2 ]; then ok "compare --csv writes the table"; else bad "compare --csv writes the table"; fi
+run compare "$GOOD";                     expect "compare with one argument exits 2" 2 "needs two results"
+run compare "$GOOD" "$T/none.csv";       expect "compare with a missing file exits 2 naming it" 2 "$T/none.csv"
+printf 'impl,x\nportable,1\n' >"$T/notperf.csv"
+run compare "$GOOD" "$T/notperf.csv";    expect "compare with a CSV that is not perf.csv exits 2 naming FILE:1 and the column" 2 "$T/notperf.csv:1: backend: required column missing"
+
+# ---------- codegen-summary ----------
+S="$T/sum/pthread-haswell-amd-epyc"; mkdir -p "$T/sum"; cp -r "$GOOD" "$S"
+run codegen-summary "$S"
+expect "codegen-summary: ptx, sass and runtime rows" 0 "codegen_summary.csv: 3 rows"
+if grep -q '^sm_90,cuda,sass,2,0,2,binary_hash,' "$S/codegen_summary.csv" && grep -q '^sm_90,cuda,ptx,2,0,2,binary_hash,' "$S/codegen_summary.csv"; then
+    ok "codegen-summary: 2 configurations, 2 distinct binaries by hash, for ptx and sass"
+else bad "codegen-summary: 2 configurations, 2 distinct binaries by hash, for ptx and sass" "$(cat "$S/codegen_summary.csv")"; fi
+run check-results "$S";              expect "codegen-summary's files pass check-results" 0 "0 problems"
+run codegen-summary results/sm_80 results/sm_90 --out "$T"
+expect "codegen-summary over two GPUs: distances across GPUs" 0 "pairs of 54 default configurations"
+if grep -q ',gpu+class+config,\|,gpu,' "$T/codegen_distance.csv"; then ok "codegen-summary: pairs that differ by GPU"; else bad "codegen-summary: pairs that differ by GPU"; fi
+run codegen-summary "$T/nope";           expect "codegen-summary on a missing folder exits 2" 2 "is not a folder"
+
+# ---------- figures ----------
+if command -v gnuplot >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
+    cp -r "$GOOD" "$T/fig"
+    if bash plots/render.sh "$T/fig" >"$T/render.log" 2>&1; then
+        miss=()
+        for f in perf_prefill configs diversity portability convergence; do
+            for e in png svg; do [ -s "$T/fig/plots/$f.$e" ] || miss+=("$f.$e"); done
+        done
+        if [ ${#miss[@]} -eq 0 ]; then ok "render.sh draws the figures of a folder with data"; else bad "render.sh draws the figures" "missing: ${miss[*]}" "$(cat "$T/render.log")"; fi
+        if grep -q "skip ref.{png,svg}: no rows named ref-" "$T/render.log"; then ok "render.sh says why it skips a figure"; else bad "render.sh says why it skips a figure" "$(cat "$T/render.log")"; fi
+    else
+        bad "render.sh on the good folder" "$(cat "$T/render.log")"
+    fi
+    mkdir -p "$T/only-compiled"; cp "$GOOD/compiled.csv" "$GOOD/manifest.csv" "$T/only-compiled/"
+    if bash plots/render.sh "$T/only-compiled" >"$T/render2.log" 2>&1 && [ -s "$T/only-compiled/plots/diversity.png" ] &&
+        grep -q "skip portability" "$T/render2.log" && grep -q "skip perf_prefill.{png,svg}: no perf.csv" "$T/render2.log"; then
+        ok "render.sh on a compile-only folder: diversity drawn, the rest skipped with a message"
+    else bad "render.sh on a compile-only folder" "$(cat "$T/render2.log")"; fi
+else
+    echo "skip - figures: gnuplot or python3 missing"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
