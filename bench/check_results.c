@@ -467,7 +467,7 @@ static const col_spec explored_cols[] = {
     {"compile_ms", V_NUM, REQ, 0}, {"median_us", V_NUM, REQ | EMPTY, 0}, {"tflops", V_NUM, EMPTY, 0},
     {"registers", V_INT, REQ, -1}, {"spill_bytes", V_INT, REQ, -1}, {"shared_bytes", V_INT, REQ, -1},
     {"private_bytes", V_INT, 0, -1}, {"binary_bytes", V_INT, REQ, -1}, {"max_abs_err", V_NUM, EMPTY, 0},
-    {"strategy", V_STRATEGY, 0, 0}, {"step", V_INT, 0, 1}};
+    {"strategy", V_STRATEGY, 0, 0}, {"step", V_INT, 0, 1}, {"reps", V_INT, EMPTY, 1}};
 
 static const col_spec tuning_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"shape_class", V_CLASS, REQ, 0},

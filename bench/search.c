@@ -74,6 +74,15 @@ searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint6
     return se;
 }
 
+void searcher_first(searcher *se, long idx)
+{
+    long p = 0;
+    while (p < se->n && se->order[p] != idx) p++;
+    if (p == se->n) return;
+    memmove(&se->order[1], &se->order[0], sizeof se->order[0] * (size_t)p);
+    se->order[0] = idx;
+}
+
 void searcher_preview(const searcher *se, long *out, long k)
 {
     for (long i = 0; i < k && i < se->n; i++) out[i] = se->order[i];

@@ -16,6 +16,9 @@ searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint6
 long searcher_ask(searcher *se);
 /* The result of candidate idx: its median time in microseconds, NaN when it failed. */
 void searcher_tell(searcher *se, long idx, double us);
+/* Candidate idx is asked for first, whatever the strategy (the runtime's default, so a
+ * search cut short never ends worse than no search). */
+void searcher_first(searcher *se, long idx);
 /* The first k candidates it would ask for if told nothing (for precompiling). */
 void searcher_preview(const searcher *se, long *out, long k);
 void searcher_free(searcher *se);

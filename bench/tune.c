@@ -292,6 +292,16 @@ int cmd_tune(int argc, char **argv)
         double t0 = fb_now(), best_us = INFINITY;
         searcher *se = searcher_new(strategy, cands, n, seed);
         if (!se) { free(cands); fatal = 1; break; }
+        {   /* the default configuration first */
+            kconfig dc = {0};
+            char ds[256], cs2[256];
+            kconfig_complete(&dc, &dev.info, s, dt);
+            kconfig_str(&dc, ds, sizeof ds);
+            for (long i = 0; i < n; i++) {
+                kconfig_str(&cands[i], cs2, sizeof cs2);
+                if (!strcmp(cs2, ds)) { searcher_first(se, i); break; }
+            }
+        }
         {   /* compile what the searcher may ask for on all cores first (into the disk cache);
              * a model-guided search may ask for any of them */
             long m = budget > 0 && budget < n ? (strcmp(strategy, "bo") ? budget : 4 * budget) : n;
