@@ -18,7 +18,7 @@
 #include "space.h"
 #include "tune.h"
 
-static int hist_add(op_histogram *h, const char *op, size_t len)
+int op_histogram_add(op_histogram *h, const char *op, size_t len)
 {
     for (size_t i = 0; i < h->n; i++)
         if (strlen(h->op[i]) == len && !memcmp(h->op[i], op, len)) { h->count[i]++; return 0; }
@@ -62,7 +62,7 @@ int ptx_histogram(const char *ptx, size_t len, op_histogram *h)
         while (e < eol && !isspace((unsigned char)*e) && *e != ';' && *e != ',') e++;
         if (e == s || e[-1] == ':') continue; /* a label */
         if (!isalpha((unsigned char)*s)) continue;
-        if (hist_add(h, s, (size_t)(e - s)) != 0) { op_histogram_free(h); return -1; }
+        if (op_histogram_add(h, s, (size_t)(e - s)) != 0) { op_histogram_free(h); return -1; }
     }
     return 0;
 }
