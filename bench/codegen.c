@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "amdgpu.h"
 #include "attn.h"
 #include "config.h"
 #include "csvio.h"
@@ -75,10 +76,31 @@ void op_histogram_free(op_histogram *h)
     memset(h, 0, sizeof *h);
 }
 
+/* What a named AMD target offers the kernel: 64-lane wavefronts, 64 KiB of LDS, MFMA on
+ * CDNA2/3 (compute units of an MI250X GCD and an MI300X). */
+static int amd_target_info(const char *arch, rt_device_info *d)
+{
+    if (strncmp(arch, "gfx", 3) || !isdigit((unsigned char)arch[3]) || strlen(arch) > 16) return -1;
+    for (const char *p = arch + 3; *p; p++)
+        if (!isalnum((unsigned char)*p)) return -1;
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", arch);
+    snprintf(d->arch, sizeof d->arch, "%s", arch);
+    d->is_gpu = 1;
+    d->warp_size = 64;
+    d->max_group_size = 1024;
+    d->static_shared_bytes = d->shared_bytes = 64 * 1024;
+    int cdna3 = !strncmp(arch, "gfx94", 5);
+    d->compute_units = cdna3 ? 304 : 110;
+    if (cdna3 || !strcmp(arch, "gfx90a")) d->features |= RT_FEAT_MFMA;
+    return 0;
+}
+
 /* What a named NVIDIA target offers the kernel: the device facts kconfig needs. */
 static int target_info(const char *arch, rt_device_info *d)
 {
     int cc;
+    if (!strncmp(arch, "gfx", 3)) return amd_target_info(arch, d);
     if (sscanf(arch, "sm_%d", &cc) != 1 || cc < 50) return -1;
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "%s", arch);
@@ -100,8 +122,10 @@ static void usage(FILE *f)
             "Compiles the portable kernel for a GPU that need not be present (NVIDIA: sm_80, sm_90,\n"
             "... through NVRTC) and records its static code: codegen.csv (PTX instruction histogram\n"
             "per configuration) and compiled.csv (registers, spills, shared memory, stack, binary\n"
-            "bytes, instruction counts) under the output folder.\n\n"
-            "  --target ARCH     sm_XY\n"
+            "bytes, instruction counts) under the output folder. AMD: gfx90a, gfx940, gfx942, ...\n"
+            "through HIPRTC (hipcc for targets it does not know): resources from the code object's\n"
+            "metadata (VGPRs, AGPRs, SGPRs, LDS, scratch), the ISA histogram by llvm-objdump.\n\n"
+            "  --target ARCH     sm_XY or gfxNNN\n"
             "  --config K=V,...  one configuration for every shape (default: the per-shape default)\n"
             "  --space           every configuration of kernels/space.csv per shape class\n"
             "  --dtype T         override the shapes' dtype\n"
@@ -151,12 +175,13 @@ int cmd_compile(int argc, char **argv)
     }
     rt_device_info dev;
     if (target_info(target, &dev) != 0) {
-        fprintf(stderr, "fabench compile: target '%s': expected an NVIDIA sm_XY (AMD gfx targets need the HIP runtime, "
-                        "an open issue)\n", target);
+        fprintf(stderr, "fabench compile: target '%s': expected an NVIDIA sm_XY or an AMD gfxNNN\n", target);
         return FB_EXIT_BADINPUT;
     }
-    const rt_runtime *rt = rt_find("cuda");
-    if (!rt || !rt->compile_offline) { fprintf(stderr, "fabench compile: no CUDA runtime in this build\n"); return 1; }
+    const int amd = !strncmp(target, "gfx", 3);
+    const char *backend = amd ? "hip" : "cuda";
+    const rt_runtime *rt = rt_find(backend);
+    if (!rt || !rt->compile_offline) { fprintf(stderr, "fabench compile: no %s runtime in this build\n", backend); return 1; }
     shape_list_t shapes = {0};
     int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err) : shapes_load_suite(suite, &shapes, err, sizeof err);
     if (rc != 0) { fprintf(stderr, "fabench compile: %s\n", err); return FB_EXIT_BADINPUT; }
@@ -174,9 +199,15 @@ int cmd_compile(int argc, char **argv)
     static const char *const ch[] = {"gpu", "backend", "config", "shape_class", "instruction", "count"};
     static const char *const kh[] = {"gpu", "backend", "config", "shape_class", "status", "reason", "registers", "spill_bytes",
                                      "shared_bytes", "private_bytes", "binary_bytes", "ptx_instructions", "distinct_instructions"};
-    csv_table *cg = csvt_new(ch, 6), *kt = csvt_new(kh, 13);
-    char *src = NULL;
-    if (!cg || !kt || attn_source("cuda", &src, err, sizeof err) != 0) {
+    /* AMD: registers is the unified VGPR count (architectural + AGPRs), shared_bytes LDS,
+     * private_bytes scratch per lane, spill_bytes 4 per spilled VGPR */
+    static const char *const kha[] = {"gpu", "backend", "config", "shape_class", "status", "reason", "registers", "spill_bytes",
+                                      "shared_bytes", "private_bytes", "binary_bytes", "isa_instructions", "distinct_instructions",
+                                      "vgprs", "agprs", "sgprs"};
+    csv_table *cg = csvt_new(ch, 6), *kt = amd ? csvt_new(kha, 16) : csvt_new(kh, 13);
+    char *src = NULL, disasm[512] = "", hist_err[512] = "";
+    int via_hipcc = 0, no_disasm = 0;
+    if (!cg || !kt || attn_source(backend, &src, err, sizeof err) != 0) {
         fprintf(stderr, "fabench compile: %s\n", err);
         csvt_free(cg); csvt_free(kt); shapes_free(&shapes);
         return 1;
@@ -212,33 +243,54 @@ int cmd_compile(int argc, char **argv)
             rt_kernel_attrs a = {-1, -1, -1, -1, -1, -1};
             status_t st = ST_OK;
             int r1 = rt->compile_offline(target, src, dp, nd, "attn_fwd", &bin, &blen, &a, &log, err, sizeof err);
-            if (r1 == 0) r1 = rt->compile_offline(ptx_arch, src, dp, nd, "attn_fwd", &ptx, &plen, NULL, NULL, err, sizeof err);
+            if (r1 == 0 && !amd) r1 = rt->compile_offline(ptx_arch, src, dp, nd, "attn_fwd", &ptx, &plen, NULL, NULL, err, sizeof err);
             op_histogram h = {0};
             long total = 0;
+            amdgpu_kernel_meta am = {.sgprs = -1, .vgprs = -1, .agprs = -1};
+            int hist = -1;
+            if (r1 == 0 && amd) {
+                via_hipcc |= log && strstr(log, "does not know") != NULL;
+                char merr[256];
+                if (amdgpu_kernel_meta_get(bin, blen, "attn_fwd", &am, merr, sizeof merr) != 0)
+                    fprintf(stderr, "fabench compile: %s %s: %s\n", target, cs, merr);
+                if (!no_disasm) {
+                    hist = amdgpu_isa_histogram(bin, blen, target, &h, disasm, sizeof disasm, hist_err, sizeof hist_err);
+                    if (hist != 0) fprintf(stderr, "fabench compile: no ISA histograms: %s\n", hist_err);
+                    no_disasm = hist != 0;
+                }
+            } else if (r1 == 0) {
+                hist = ptx_histogram(ptx, plen, &h);
+            }
             if (r1 != 0) {
                 st = ST_COMPILE_ERROR;
                 snprintf(reason, sizeof reason, "%.500s", r1 == RT_ECOMPILE && log ? log : err);
+                if (amd && r1 == RT_ECOMPILE && log && strstr(log, "error")) snprintf(reason, sizeof reason, "%.500s", strstr(log, "error"));
                 reason[strcspn(reason, "\n")] = 0;
                 failures++;
-            } else if (ptx_histogram(ptx, plen, &h) == 0) {
-                for (size_t k = 0; k < h.n; k++) {
+            } else {
+                for (size_t k = 0; hist == 0 && k < h.n; k++) {
                     char cnt[32];
                     snprintf(cnt, sizeof cnt, "%ld", h.count[k]);
-                    const char *row[] = {target, "cuda", cs, key, h.op[k], cnt};
+                    const char *row[] = {target, backend, cs, key, h.op[k], cnt};
                     csvt_add(cg, row);
                     total += h.count[k];
                 }
+                if (hist != 0) total = -1;
                 compiled++;
             }
-            char f[8][32];
+            char f[11][32];
             snprintf(f[0], 32, "%ld", a.registers);
             snprintf(f[1], 32, "%ld", a.spill_bytes);
             snprintf(f[2], 32, "%ld", a.shared_bytes >= 0 ? a.shared_bytes + (long)kconfig_dynamic_shared(&cands[j], s->d) : -1);
             snprintf(f[3], 32, "%ld", a.private_bytes);
             snprintf(f[4], 32, "%zu", blen);
             snprintf(f[5], 32, "%ld", total);
-            snprintf(f[6], 32, "%zu", h.n);
-            const char *krow[] = {target, "cuda", cs, key, status_name(st), reason, f[0], f[1], f[2], f[3], f[4], f[5], f[6]};
+            snprintf(f[6], 32, "%ld", hist == 0 ? (long)h.n : -1L);
+            snprintf(f[7], 32, "%ld", amdgpu_arch_vgprs(&am));
+            snprintf(f[8], 32, "%ld", am.agprs);
+            snprintf(f[9], 32, "%ld", am.sgprs);
+            const char *krow[] = {target, backend, cs, key, status_name(st), reason, f[0], f[1], f[2], f[3], f[4], f[5], f[6],
+                                  f[7], f[8], f[9]};
             csvt_add(kt, krow);
             op_histogram_free(&h);
             free(bin);
@@ -251,7 +303,13 @@ int cmd_compile(int argc, char **argv)
     char pm[1100];
     snprintf(pm, sizeof pm, "%s/manifest.csv", dir);
     rt_device rdev = {.rt = rt, .index = -1, .info = dev};
-    snprintf(rdev.info.compiler, sizeof rdev.info.compiler, "NVRTC (offline, no device)");
+    if (amd) {
+        const char *dis = strrchr(disasm, '/') ? strrchr(disasm, '/') + 1 : disasm;
+        snprintf(rdev.info.compiler, sizeof rdev.info.compiler, "%s (offline, no device); ISA by %.40s",
+                 via_hipcc ? "hipcc: HIPRTC does not know the target" : "HIPRTC", dis[0] ? dis : "nothing");
+    } else {
+        snprintf(rdev.info.compiler, sizeof rdev.info.compiler, "NVRTC (offline, no device)");
+    }
     int wrc = csvt_write_atomic(cg, pc, err, sizeof err) || csvt_write_atomic(kt, pk, err, sizeof err) ||
               manifest_update(pm, &rdev, argc + 1, argv - 1, err, sizeof err);
     if (wrc) fprintf(stderr, "fabench compile: %s\n", err);
