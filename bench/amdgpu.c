@@ -312,8 +312,8 @@ int amdgpu_objdump_histogram(const char *text, size_t len, op_histogram *h)
         if (!eol) eol = end;
         const char *s = p;
         p = eol + 1;
-        if (!strncmp(s, "Disassembly of section ", 23) && (size_t)(eol - s) >= 23) {
-            in_text = (size_t)(eol - s) >= 28 && !strncmp(s + 23, ".text", 5);
+        if ((size_t)(eol - s) >= 23 && !memcmp(s, "Disassembly of section ", 23)) {
+            in_text = (size_t)(eol - s) >= 28 && !memcmp(s + 23, ".text", 5);
             npend = 0;
             continue;
         }
