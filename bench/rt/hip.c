@@ -632,10 +632,12 @@ static void fill_info(int i)
     rt_device_info *o = &hp.info[i];
     memset(o, 0, sizeof *o);
     int v = 0;
-    if (gcn_arch(i, o->arch, sizeof o->arch) != 0) snprintf(o->arch, sizeof o->arch, "gpu");
+    char arch[sizeof o->arch];
+    if (gcn_arch(i, arch, sizeof arch) != 0) snprintf(arch, sizeof arch, "gpu");
+    memcpy(o->arch, arch, sizeof arch);
     if (hp.hipDeviceGetName(o->name, (int)sizeof o->name, i) != hipSuccess) o->name[0] = 0;
     o->name[sizeof o->name - 1] = 0;
-    if (!o->name[0]) snprintf(o->name, sizeof o->name, "AMD %s", o->arch);
+    if (!o->name[0]) snprintf(o->name, sizeof o->name, "AMD %s", arch);
     snprintf(o->vendor, sizeof o->vendor, "AMD");
     snprintf(o->platform, sizeof o->platform, "HIP");
     if (hp.hipDriverGetVersion(&v) == hipSuccess) version_str(v, "HIP driver", o->driver, sizeof o->driver);
