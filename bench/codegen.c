@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "amdgpu.h"
 #include "attn.h"
 #include "config.h"
 #include "csvio.h"
@@ -77,10 +78,31 @@ void op_histogram_free(op_histogram *h)
     memset(h, 0, sizeof *h);
 }
 
+/* What a named AMD target offers the kernel: 64-lane wavefronts, 64 KiB of LDS, MFMA on
+ * CDNA2/3 (compute units of an MI250X GCD and an MI300X). */
+static int amd_target_info(const char *arch, rt_device_info *d)
+{
+    if (strncmp(arch, "gfx", 3) || !isdigit((unsigned char)arch[3]) || strlen(arch) > 16) return -1;
+    for (const char *p = arch + 3; *p; p++)
+        if (!isalnum((unsigned char)*p)) return -1;
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", arch);
+    snprintf(d->arch, sizeof d->arch, "%s", arch);
+    d->is_gpu = 1;
+    d->warp_size = 64;
+    d->max_group_size = 1024;
+    d->static_shared_bytes = d->shared_bytes = 64 * 1024;
+    int cdna3 = !strncmp(arch, "gfx94", 5);
+    d->compute_units = cdna3 ? 304 : 110;
+    if (cdna3 || !strcmp(arch, "gfx90a")) d->features |= RT_FEAT_MFMA;
+    return 0;
+}
+
 /* What a named NVIDIA target offers the kernel: the device facts kconfig needs. */
 static int target_info(const char *arch, rt_device_info *d)
 {
     int cc;
+    if (!strncmp(arch, "gfx", 3)) return amd_target_info(arch, d);
     if (sscanf(arch, "sm_%d", &cc) != 1 || cc < 50) return -1;
     memset(d, 0, sizeof *d);
     snprintf(d->name, sizeof d->name, "%s", arch);
@@ -104,19 +126,19 @@ static unsigned long long fnv1a64(const void *data, size_t len)
     return h;
 }
 
-/* The configurations a tuning table names for a class, on the cuda backend (what this
- * command compiles). Returns the count (0: none), -1 when out of memory; *out malloc'd. */
-static long tuned_configs(const csv_table *t, const char *cls, kconfig **out)
+/* The configurations a tuning table names for a class on one backend (cuda or hip: what
+ * this command compiles). Returns the count (0: none), -1 when out of memory; *out malloc'd. */
+static long tuned_configs(const csv_table *t, const char *cls, const char *backend, kconfig **out)
 {
     int cb = csvt_col(t, "backend"), cc = csvt_col(t, "shape_class"), cf = csvt_col(t, "config");
     kconfig *v = malloc(sizeof *v * (t->nrows ? t->nrows : 1));
     if (!v) return -1;
     long n = 0;
     for (size_t r = 0; r < t->nrows; r++) {
-        if (strcmp(t->rows[r][cb], "cuda") || strcmp(t->rows[r][cc], cls)) continue;
+        if (strcmp(t->rows[r][cb], backend) || strcmp(t->rows[r][cc], cls)) continue;
         int dup = 0;
         for (size_t q = 0; q < r && !dup; q++)
-            dup = !strcmp(t->rows[q][cb], "cuda") && !strcmp(t->rows[q][cc], cls) && !strcmp(t->rows[q][cf], t->rows[r][cf]);
+            dup = !strcmp(t->rows[q][cb], backend) && !strcmp(t->rows[q][cc], cls) && !strcmp(t->rows[q][cf], t->rows[r][cf]);
         if (dup) continue;
         char err[FB_ERRLEN];
         kconfig c = {0};
@@ -170,12 +192,14 @@ static void usage(FILE *f)
             "per configuration) and compiled.csv (registers, spills, shared memory, stack, binary\n"
             "bytes, instruction counts) under the output folder. With nvdisasm or cuobjdump on PATH\n"
             "($FABENCH_SASS_TOOL overrides; none: off) the cubin's SASS histogram is recorded too\n"
-            "(codegen.csv rows with source sass).\n\n"
-            "  --target ARCH     sm_XY\n"
+            "(codegen.csv rows with source sass). AMD: gfx90a, gfx940, gfx942, ... through HIPRTC\n"
+            "(hipcc for targets it does not know): resources from the code object's metadata (VGPRs,\n"
+            "AGPRs, SGPRs, LDS, scratch), the ISA histogram by llvm-objdump (source isa).\n\n"
+            "  --target ARCH     sm_XY or gfxNNN\n"
             "  --config K=V,...  one configuration for every shape (default: the per-shape default)\n"
             "  --space           every configuration of kernels/space.csv per shape class\n"
             "  --tuning FILE     the configurations a tuning table (tuning.csv) names for each class\n"
-            "                    (its cuda rows): the tuned winners\n"
+            "                    (its rows of the target's runtime): the tuned winners\n"
             "  --dtype T         override the shapes' dtype\n"
             "  --out DIR         default results/<target>\n");
 }
@@ -225,12 +249,13 @@ int cmd_compile(int argc, char **argv)
     }
     rt_device_info dev;
     if (target_info(target, &dev) != 0) {
-        fprintf(stderr, "fabench compile: target '%s': expected an NVIDIA sm_XY (AMD gfx targets need the HIP runtime, "
-                        "an open issue)\n", target);
+        fprintf(stderr, "fabench compile: target '%s': expected an NVIDIA sm_XY or an AMD gfxNNN\n", target);
         return FB_EXIT_BADINPUT;
     }
-    const rt_runtime *rt = rt_find("cuda");
-    if (!rt || !rt->compile_offline) { fprintf(stderr, "fabench compile: no CUDA runtime in this build\n"); return 1; }
+    const int amd = !strncmp(target, "gfx", 3);
+    const char *backend = amd ? "hip" : "cuda";
+    const rt_runtime *rt = rt_find(backend);
+    if (!rt || !rt->compile_offline) { fprintf(stderr, "fabench compile: no %s runtime in this build\n", backend); return 1; }
     shape_list_t shapes = {0};
     int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err) : shapes_load_suite(suite, &shapes, err, sizeof err);
     if (rc != 0) { fprintf(stderr, "fabench compile: %s\n", err); return FB_EXIT_BADINPUT; }
@@ -264,8 +289,8 @@ int cmd_compile(int argc, char **argv)
         }
     }
     char sass_path[1024];
-    int have_sass = sass_tool(sass_path, sizeof sass_path);
-    fprintf(stderr, "fabench compile: %s\n", have_sass ? sass_path : "no nvdisasm or cuobjdump on PATH: PTX histograms only");
+    int have_sass = !amd && sass_tool(sass_path, sizeof sass_path);
+    if (!amd) fprintf(stderr, "fabench compile: %s\n", have_sass ? sass_path : "no nvdisasm or cuobjdump on PATH: PTX histograms only");
     char dir[1024], pc[1100], pk[1100];
     if (outdir) snprintf(dir, sizeof dir, "%s", outdir); else snprintf(dir, sizeof dir, "results/%s", target);
     mkdir(dir, 0777);
@@ -275,9 +300,15 @@ int cmd_compile(int argc, char **argv)
     static const char *const kh[] = {"gpu", "backend", "config", "shape_class", "status", "reason", "registers", "spill_bytes",
                                      "shared_bytes", "private_bytes", "binary_bytes", "ptx_instructions", "distinct_instructions",
                                      "sass_instructions", "binary_hash"};
-    csv_table *cg = csvt_new(ch, 7), *kt = csvt_new(kh, 15);
-    char *src = NULL;
-    if (!cg || !kt || attn_source("cuda", &src, err, sizeof err) != 0) {
+    /* AMD: registers is the unified VGPR count (architectural + AGPRs), shared_bytes LDS,
+     * private_bytes scratch per lane, spill_bytes 4 per spilled VGPR */
+    static const char *const kha[] = {"gpu", "backend", "config", "shape_class", "status", "reason", "registers", "spill_bytes",
+                                      "shared_bytes", "private_bytes", "binary_bytes", "isa_instructions", "distinct_instructions",
+                                      "vgprs", "agprs", "sgprs", "binary_hash"};
+    csv_table *cg = csvt_new(ch, 7), *kt = amd ? csvt_new(kha, 17) : csvt_new(kh, 15);
+    char *src = NULL, disasm[512] = "", hist_err[512] = "";
+    int via_hipcc = 0, no_disasm = 0;
+    if (!cg || !kt || attn_source(backend, &src, err, sizeof err) != 0) {
         fprintf(stderr, "fabench compile: %s\n", err);
         csvt_free(cg); csvt_free(kt); shapes_free(&shapes);
         return 1;
@@ -300,7 +331,7 @@ int cmd_compile(int argc, char **argv)
         long n = 1, before;
         if (use_space) n = space_enumerate(&space, &dev, s, dt, &cands, &before);
         else if (tuned) {
-            n = tuned_configs(tuned, key, &cands);
+            n = tuned_configs(tuned, key, backend, &cands);
             for (long j = 0; j < n; j++) kconfig_complete(&cands[j], &dev, s, dt);
         }
         else if ((cands = malloc(sizeof *cands))) { cands[0] = cfg; kconfig_complete(&cands[0], &dev, s, dt); }
@@ -317,23 +348,40 @@ int cmd_compile(int argc, char **argv)
             rt_kernel_attrs a = {-1, -1, -1, -1, -1, -1};
             status_t st = ST_OK;
             int r1 = rt->compile_offline(target, src, dp, nd, "attn_fwd", &bin, &blen, &a, &log, err, sizeof err);
-            if (r1 == 0) r1 = rt->compile_offline(ptx_arch, src, dp, nd, "attn_fwd", &ptx, &plen, NULL, NULL, err, sizeof err);
+            if (r1 == 0 && !amd) r1 = rt->compile_offline(ptx_arch, src, dp, nd, "attn_fwd", &ptx, &plen, NULL, NULL, err, sizeof err);
             op_histogram h = {0}, sh = {0};
             long total = 0, sass_total = -1;
             char hash[24] = "";
+            amdgpu_kernel_meta am = {.sgprs = -1, .vgprs = -1, .agprs = -1};
+            int hist = -1;
+            if (r1 == 0 && amd) {
+                via_hipcc |= log && strstr(log, "does not know") != NULL;
+                char merr[256];
+                if (amdgpu_kernel_meta_get(bin, blen, "attn_fwd", &am, merr, sizeof merr) != 0)
+                    fprintf(stderr, "fabench compile: %s %s: %s\n", target, cs, merr);
+                if (!no_disasm) {
+                    hist = amdgpu_isa_histogram(bin, blen, target, &h, disasm, sizeof disasm, hist_err, sizeof hist_err);
+                    if (hist != 0) fprintf(stderr, "fabench compile: no ISA histograms: %s\n", hist_err);
+                    no_disasm = hist != 0;
+                }
+            } else if (r1 == 0) {
+                hist = ptx_histogram(ptx, plen, &h);
+            }
             if (r1 != 0) {
                 st = ST_COMPILE_ERROR;
                 snprintf(reason, sizeof reason, "%.500s", r1 == RT_ECOMPILE && log ? log : err);
+                if (amd && r1 == RT_ECOMPILE && log && strstr(log, "error")) snprintf(reason, sizeof reason, "%.500s", strstr(log, "error"));
                 reason[strcspn(reason, "\n")] = 0;
                 failures++;
-            } else if (ptx_histogram(ptx, plen, &h) == 0) {
-                for (size_t k = 0; k < h.n; k++) {
+            } else {
+                for (size_t k = 0; hist == 0 && k < h.n; k++) {
                     char cnt[32];
                     snprintf(cnt, sizeof cnt, "%ld", h.count[k]);
-                    const char *row[] = {target, "cuda", cs, key, h.op[k], cnt, "ptx"};
+                    const char *row[] = {target, backend, cs, key, h.op[k], cnt, amd ? "isa" : "ptx"};
                     csvt_add(cg, row);
                     total += h.count[k];
                 }
+                if (hist != 0) total = -1;
                 compiled++;
                 snprintf(hash, sizeof hash, "%016llx", fnv1a64(bin, blen));
                 char serr[FB_ERRLEN];
@@ -347,17 +395,23 @@ int cmd_compile(int argc, char **argv)
                     sass_total = (sass_total < 0 ? 0 : sass_total) + sh.count[k];
                 }
             }
-            char f[8][32], f7[32];
+            char f[11][32], f7[32];
             snprintf(f[0], 32, "%ld", a.registers);
             snprintf(f[1], 32, "%ld", a.spill_bytes);
             snprintf(f[2], 32, "%ld", a.shared_bytes >= 0 ? a.shared_bytes + (long)kconfig_dynamic_shared(&cands[j], s->d) : -1);
             snprintf(f[3], 32, "%ld", a.private_bytes);
             snprintf(f[4], 32, "%zu", blen);
             snprintf(f[5], 32, "%ld", total);
-            snprintf(f[6], 32, "%zu", h.n);
+            snprintf(f[6], 32, "%ld", hist == 0 ? (long)h.n : -1L);
             snprintf(f7, sizeof f7, "%ld", sass_total);
-            const char *krow[] = {target, "cuda", cs, key, status_name(st), reason, f[0], f[1], f[2], f[3], f[4], f[5], f[6],
-                                  f7, hash};
+            snprintf(f[7], 32, "%ld", amdgpu_arch_vgprs(&am));
+            snprintf(f[8], 32, "%ld", am.agprs);
+            snprintf(f[9], 32, "%ld", am.sgprs);
+            const char *krow_nv[] = {target, backend, cs, key, status_name(st), reason, f[0], f[1], f[2], f[3], f[4], f[5], f[6],
+                                     f7, hash};
+            const char *krow_amd[] = {target, backend, cs, key, status_name(st), reason, f[0], f[1], f[2], f[3], f[4], f[5], f[6],
+                                      f[7], f[8], f[9], hash};
+            const char *const *krow = amd ? krow_amd : krow_nv;
             csvt_add(kt, krow);
             op_histogram_free(&h);
             op_histogram_free(&sh);
@@ -371,7 +425,13 @@ int cmd_compile(int argc, char **argv)
     char pm[1100];
     snprintf(pm, sizeof pm, "%s/manifest.csv", dir);
     rt_device rdev = {.rt = rt, .index = -1, .info = dev};
-    snprintf(rdev.info.compiler, sizeof rdev.info.compiler, "NVRTC (offline, no device)");
+    if (amd) {
+        const char *dis = strrchr(disasm, '/') ? strrchr(disasm, '/') + 1 : disasm;
+        snprintf(rdev.info.compiler, sizeof rdev.info.compiler, "%s (offline, no device); ISA by %.40s",
+                 via_hipcc ? "hipcc: HIPRTC does not know the target" : "HIPRTC", dis[0] ? dis : "nothing");
+    } else {
+        snprintf(rdev.info.compiler, sizeof rdev.info.compiler, "NVRTC (offline, no device)");
+    }
     int wrc = csvt_write_atomic(cg, pc, err, sizeof err) || csvt_write_atomic(kt, pk, err, sizeof err) ||
               compile_manifest(pm, &rdev, have_sass ? sass_path : "", argc + 1, argv - 1, err, sizeof err);
     if (wrc) fprintf(stderr, "fabench compile: %s\n", err);

@@ -16,6 +16,8 @@ typedef struct {
 /* Counts the instructions of a PTX text (labels, directives, comments and braces are not
  * instructions; a predicate guard such as "@%p1" is dropped). 0 or -1 (out of memory). */
 int ptx_histogram(const char *ptx, size_t len, op_histogram *h);
+/* Counts one more op[0..len) in h. 0 or -1 (out of memory). */
+int op_histogram_add(op_histogram *h, const char *op, size_t len);
 void op_histogram_free(op_histogram *h);
 /* Adds one occurrence of the instruction op[0..len). 0 or -1 (out of memory). */
 int op_histogram_add(op_histogram *h, const char *op, size_t len);

@@ -12,6 +12,7 @@ static const char *mma_name(mma_kind m)
     switch (m) {
     case MMA_FMA: return "fma";
     case MMA_SYNC: return "mma";
+    case MMA_MFMA: return "mfma";
     }
     return "?";
 }
@@ -57,6 +58,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "MMA")) {
             if (!strcasecmp(v, "fma") || !strcmp(v, "0")) c->mma = MMA_FMA;
             else if (!strcasecmp(v, "mma") || !strcasecmp(v, "mma_sync") || !strcmp(v, "1")) c->mma = MMA_SYNC;
+            else if (!strcasecmp(v, "mfma") || !strcmp(v, "2")) c->mma = MMA_MFMA;
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
@@ -66,7 +68,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         }
         if (bad) {
             snprintf(err, errlen, "config: bad value '%s' for %s%s", v, k,
-                     !strcasecmp(k, "MMA") ? " (known: fma, mma)" : !strcasecmp(k, "STAGES") ? " (1..4)" :
+                     !strcasecmp(k, "MMA") ? " (known: fma, mma, mfma)" : !strcasecmp(k, "STAGES") ? " (1..4)" :
                      !strcasecmp(k, "BLOCK_N") ? " (a power of two, 1..256)" :
                      !strcasecmp(k, "BLOCK_M") ? " (a power of two or a multiple of 16, up to 1024)" : "");
             rc = FB_EXIT_BADINPUT;
@@ -122,6 +124,8 @@ size_t kconfig_dynamic_shared(const kconfig *c, int d)
 
 size_t kconfig_shared_bytes(const kconfig *c, int d)
 {
+    if (c->mma == MMA_MFMA) /* static LDS: one 16-bit K and one V tile, rows padded by 4 */
+        return 2 * 2 * (size_t)(d + 4) * (size_t)c->block_n;
     if (c->mma == MMA_SYNC) /* 16-bit Q tile and STAGES K and V tiles, rows padded by 8 */
         return 2 * (size_t)(d + 8) * (size_t)(c->block_m + 2 * c->stages * c->block_n);
     int nt = c->num_warps * 32;
@@ -137,6 +141,7 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
     /* decode-like shapes with GQA: one work-group per KV head reads each K/V tile once */
     if (!(c->set & CFG_PACK_GQA)) c->pack_gqa = s->hq > s->hkv && s->sq <= 16;
     if (!(c->set & CFG_MMA)) c->mma = (dev->features & RT_FEAT_MMA_SYNC) && dt != DT_FP32 ? MMA_SYNC : MMA_FMA;
+    if (!(c->set & CFG_MMA) && (dev->features & RT_FEAT_MFMA) && dt != DT_FP32) c->mma = MMA_MFMA;
     if (!(c->set & CFG_STAGES)) c->stages = c->mma == MMA_SYNC ? 2 : 1;
     if (!(c->set & CFG_KPAD)) c->kpad = 1;
     if (!(c->set & CFG_WARP_M)) c->warp_m = 1;
@@ -151,6 +156,17 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
         if (!(c->set & CFG_NUM_WARPS))
             c->num_warps = (c->set & CFG_BLOCK_M) ? (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 1 : 4;
         if (!(c->set & CFG_BLOCK_M)) c->block_m = rows * c->num_warps;
+        if (!(c->set & CFG_BLOCK_N)) c->block_n = s->d > 128 ? 32 : 64;
+        goto split;
+    }
+    if (c->mma == MMA_MFMA) {
+        /* untuned guesses (no AMD GPU has run this yet): four 64-lane wavefronts of 16 rows
+         * for prefill, one wavefront for decode; 64-key tiles (32 past d = 128: 64 KiB LDS) */
+        int decode = s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 16;
+        int rows = 16 * c->warp_m;
+        if (!(c->set & CFG_NUM_WARPS))
+            c->num_warps = (c->set & CFG_BLOCK_M) ? 2 * (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 2 : 8;
+        if (!(c->set & CFG_BLOCK_M)) c->block_m = rows * (c->num_warps / 2 > 0 ? c->num_warps / 2 : 1);
         if (!(c->set & CFG_BLOCK_N)) c->block_n = s->d > 128 ? 32 : 64;
         goto split;
     }
@@ -204,8 +220,21 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
             return ST_UNSUPPORTED;
         }
         if (c->block_n % 16) { snprintf(reason, len, "MMA=mma needs BLOCK_N a multiple of 16"); return ST_UNSUPPORTED; }
+    } else if (c->mma == MMA_MFMA) {
+        if (!(dev->features & RT_FEAT_MFMA)) {
+            snprintf(reason, len, "MMA=mfma needs AMD matrix cores (gfx90a, gfx94x) through the hip runtime");
+            return ST_UNSUPPORTED;
+        }
+        if (dt == DT_FP32) { snprintf(reason, len, "MMA=mfma needs fp16 or bf16"); return ST_UNSUPPORTED; }
+        if (c->num_warps % 2 || c->block_m != 16 * c->warp_m * (c->num_warps / 2)) {
+            snprintf(reason, len, "MMA=mfma needs an even NUM_WARPS and BLOCK_M = 16 * WARP_M * NUM_WARPS / 2 (got %d, %d, %d)",
+                     c->block_m, c->warp_m, c->num_warps);
+            return ST_UNSUPPORTED;
+        }
+        if (c->block_n % 16) { snprintf(reason, len, "MMA=mfma needs BLOCK_N a multiple of 16"); return ST_UNSUPPORTED; }
+        if (c->stages > 2) { snprintf(reason, len, "MMA=mfma takes STAGES 1 or 2"); return ST_UNSUPPORTED; }
     } else if (c->stages != 1 || c->warp_m != 1) {
-        snprintf(reason, len, "STAGES and WARP_M apply to MMA=mma only");
+        snprintf(reason, len, "STAGES and WARP_M apply to MMA=mma and MMA=mfma only");
         return ST_UNSUPPORTED;
     }
     if (!(nt % c->block_m == 0 || c->block_m % nt == 0)) {

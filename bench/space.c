@@ -12,7 +12,7 @@
 static const char *const known_params[] = {"MMA", "BLOCK_M", "BLOCK_N", "NUM_WARPS", "WARP_M",
                                            "STAGES", "KPAD", "SPLIT_KV", "PACK_GQA"};
 static const char *const known_conds[] = {"feature:mma_sync", "dtype:16bit", "MMA=fma", "MMA=mma",
-                                          "decode", "prefill", "gqa", "fill"};
+                                          "decode", "prefill", "gqa", "fill", "feature:mfma", "MMA=mfma"};
 
 static int known(const char *s, const char *const *list, size_t n)
 {
@@ -63,7 +63,7 @@ int space_load(const char *path, space_t *sp, char *err, size_t errlen)
         for (char *c = strtok_r(wcopy, "&", &save); c && rc == 0; c = strtok_r(NULL, "&", &save))
             if (!known(c, known_conds, sizeof known_conds / sizeof known_conds[0])) {
                 snprintf(err, errlen, "%s:%d: field 'when': unknown condition '%s' (known: feature:mma_sync, "
-                         "dtype:16bit, MMA=fma, MMA=mma, decode, prefill, gqa, fill)", path, line, c);
+                         "dtype:16bit, MMA=fma, MMA=mma, decode, prefill, gqa, fill, feature:mfma, MMA=mfma)", path, line, c);
                 rc = FB_EXIT_BADINPUT;
             }
         if (rc) break;
@@ -114,6 +114,8 @@ static int holds(const char *when, const rt_device_info *dev, const shape_t *s, 
         if (!strcmp(c, "dtype:16bit") && dt == DT_FP32) return 0;
         if (!strcmp(c, "MMA=fma") && mma != MMA_FMA) return 0;
         if (!strcmp(c, "MMA=mma") && mma != MMA_SYNC) return 0;
+        if (!strcmp(c, "feature:mfma") && !(dev->features & RT_FEAT_MFMA)) return 0;
+        if (!strcmp(c, "MMA=mfma") && mma != MMA_MFMA) return 0;
         if (!strcmp(c, "decode") && !decode) return 0;
         if (!strcmp(c, "prefill") && decode) return 0;
         if (!strcmp(c, "gqa") && s->hq == s->hkv) return 0;
@@ -158,7 +160,12 @@ long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t
         if (!strcmp(sp->p[k].name, "MMA")) mma_param = k;
     for (;;) {
         int mma = MMA_FMA;
-        if (mma_param >= 0) mma = strcasecmp(sp->p[mma_param].value[idx[mma_param]], "fma") ? MMA_SYNC : MMA_FMA;
+        if (mma_param >= 0) {
+            kconfig mc = {0};
+            char kv[64], e[256];
+            snprintf(kv, sizeof kv, "MMA=%s", sp->p[mma_param].value[idx[mma_param]]);
+            mma = kconfig_parse(kv, &mc, e, sizeof e) == 0 ? (int)mc.mma : MMA_FMA;
+        }
         int ok = 1;
         for (int k = 0; k < sp->nparams && ok; k++) ok = holds(sp->p[k].when[idx[k]], dev, s, dt, mma);
         if (ok) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks `fabench loc` (exact counts on small fixtures) and `fabench compile --target`
-# (offline NVRTC compiles; skipped, saying so, where NVRTC is missing). Prints
+# (offline NVRTC and HIPRTC compiles; skipped, saying so, where they are missing). Prints
 # "N passed, N failed" last.
 set -u
 cd "$(dirname "$0")/.."
@@ -20,9 +20,23 @@ check "loc counts 3 C lines and 3 Python lines, skips hidden folders and text" \
 check "loc writes a row with label and totals" "grep -q '^fx,.*,2,3,3,6$' '$T/loc.csv'"
 $fab loc /no/such/path >/dev/null 2>&1; check "loc on a missing path exits 2" "[ $? -eq 2 ]"
 
-$fab compile --target gfx90a --suite smoke >/dev/null 2>"$T/err"; rc=$?
-check "compile for an AMD target without the HIP runtime exits 2 and says why" "[ $rc -eq 2 ] && grep -q HIP '$T/err'"
 printf 'name,batch,hq,hkv,sq,skv,d,causal\nx,1,8,2,1,4096,128,1\ny,1,8,8,512,512,64,0\n' > "$T/s.csv"
+$fab compile --target gfx_banana --shapes "$T/s.csv" --out "$T/bad" >/dev/null 2>"$T/err"; rc=$?
+check "compile for an unknown target exits 2 and names it" "[ $rc -eq 2 ] && grep -q gfx_banana '$T/err'"
+if $fab compile --target gfx90a --shapes "$T/s.csv" --out "$T/amd" >"$T/log" 2>&1; then
+    check "compile --target gfx90a writes compiled.csv: two ok rows with VGPRs and LDS" \
+          "[ \$(awk -F, 'NR > 1 && \$5 == \"ok\" && \$7 > 0 && \$9 > 0' '$T/amd/compiled.csv' | wc -l) -eq 2 ]"
+    if grep -q "no ISA histograms" "$T/log"; then
+        echo "skip - compile --target gfx90a: no llvm-objdump for the ISA histogram"
+    else
+        check "compile --target gfx90a writes codegen.csv with MFMA instructions" \
+              "grep -q ',v_mfma_f32_16x16x16bf16_1k,' '$T/amd/codegen.csv'"
+    fi
+elif grep -q "HIPRTC" "$T/log"; then
+    echo "skip - compile --target gfx90a: HIPRTC is not available here ($(head -c 200 "$T/log"))"
+else
+    check "compile --target gfx90a runs" "false"; cat "$T/log"
+fi
 if $fab compile --target sm_90 --shapes "$T/s.csv" --out "$T/cg" >"$T/log" 2>&1; then
     check "compile writes codegen.csv with tensor-core instructions" \
           "grep -q ',mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32,' '$T/cg/codegen.csv'"

@@ -6,6 +6,7 @@ set -u
 mode=${1:-build}
 CC=${CC:-cc}
 need=()
+want=() # installed when the distribution has them; the tests that need them skip otherwise
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_header() { printf '#include <%s>\n' "$1" | "$CC" -E -x c - >/dev/null 2>&1; }
 have_lib() { printf 'int main(void){return 0;}\n' | "$CC" -x c - -o /dev/null "-l$1" >/dev/null 2>&1; }
@@ -32,6 +33,10 @@ if [ "$mode" = test ]; then
     if have_cmd "$CC"; then { have_header cmocka.h && have_lib cmocka; } || need+=(libcmocka-dev); fi
     have_cmd python3 || need+=(python3)
     have_cmd valgrind || need+=(valgrind) # make valgrind (CI)
+    # tests/test_hiprtc.c: HIPRTC (inside libamdhip64 on ROCm 5) for gfx90a; hipcc (ROCm's
+    # clang, its device libraries and llvm-objdump) for gfx940, which ROCm 5.2's HIPRTC lacks
+    { ldconfig -p 2>/dev/null | grep -q 'libamdhip64\.so' || [ -e /opt/rocm/lib/libamdhip64.so ]; } || want+=(libamdhip64-dev)
+    { have_cmd hipcc || [ -x /opt/rocm/bin/hipcc ]; } || want+=(hipcc)
 fi
 if [ "$mode" = run ]; then
     have_cmd gnuplot || need+=(gnuplot-nox)
@@ -46,7 +51,24 @@ if [ "$mode" = fuzz ]; then
         need+=("libclang-rt-${v%%.*}-dev")
     fi
 fi
-[ ${#need[@]} -eq 0 ] && exit 0
+# optional packages: best effort (Debian 12 has ROCm 5.2's; elsewhere the tests skip)
+install_wanted() {
+    [ ${#want[@]} -eq 0 ] && return 0
+    if ! have_cmd apt-get || [ "$(id -u)" != 0 ]; then
+        echo "fabench: optional, for the HIP compile tests: ${want[*]} (Debian package names)" >&2
+        return 0
+    fi
+    echo "fabench: installing ${want[*]} (optional)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    if ! apt-get install -y -qq --no-install-recommends "${want[@]}" >>/tmp/fabench-apt.log 2>&1; then
+        apt-get update -qq >>/tmp/fabench-apt.log 2>&1
+        apt-get install -y -qq --no-install-recommends "${want[@]}" >>/tmp/fabench-apt.log 2>&1 ||
+            echo "fabench: could not install ${want[*]}; the HIP compile tests will skip (log: /tmp/fabench-apt.log)" >&2
+    fi
+    return 0
+}
+
+if [ ${#need[@]} -eq 0 ]; then install_wanted; exit 0; fi
 
 if ! have_cmd apt-get; then
     echo "fabench needs: ${need[*]} (Debian package names); install them with your package manager" >&2
@@ -67,4 +89,5 @@ if ! apt-get install -y -qq "${need[@]}" >/tmp/fabench-apt.log 2>&1; then
         exit 2
     fi
 fi
+install_wanted
 exit 0

@@ -9,8 +9,9 @@
 
 extern const rt_runtime rt_opencl;
 extern const rt_runtime rt_cuda;
+extern const rt_runtime rt_hip;
 
-static const rt_runtime *const runtimes[] = { &rt_cuda, &rt_opencl };
+static const rt_runtime *const runtimes[] = { &rt_cuda, &rt_hip, &rt_opencl };
 #define NRT ((int)(sizeof runtimes / sizeof runtimes[0]))
 
 /* Loader state: written once per runtime on first use (single-threaded start-up). */

@@ -44,12 +44,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const rt_device_info gpu = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
                                        .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC,
                                        .max_grid = {2147483647, 65535, 65535}};
+    static const rt_device_info cdna = {.compute_units = 110, .max_group_size = 1024, .shared_bytes = 64 * 1024,
+                                        .static_shared_bytes = 64 * 1024, .warp_size = 64, .features = RT_FEAT_MFMA,
+                                        .max_grid = {2147483647, 2147483647, 2147483647}};
     static const rt_device_info cpu = {.compute_units = 2, .max_group_size = 4096, .shared_bytes = 512 * 1024,
                                        .static_shared_bytes = 512 * 1024};
     const struct { const rt_device_info *dev; shape_t s; dtype_t dt; } cases[] = {
         {&gpu, mk(4, 32, 32, 4096, 4096, 128, 1), DT_BF16},
         {&gpu, mk(64, 32, 8, 1, 4096, 128, 1), DT_FP16},
         {&gpu, mk(1, 16, 16, 1024, 1024, 64, 0), DT_BF16},
+        {&cdna, mk(4, 32, 8, 4096, 4096, 128, 1), DT_BF16},
+        {&cdna, mk(64, 32, 8, 1, 16384, 256, 1), DT_FP16},
         {&cpu, mk(1, 2, 2, 7, 7, 80, 0), DT_FP32},
         {&cpu, mk(2, 4, 1, 33, 129, 256, 1), DT_BF16},
     };

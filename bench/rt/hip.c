@@ -1,0 +1,1055 @@
+/* hip.c: AMD GPUs through the HIP runtime (libamdhip64.so) and HIPRTC (inside libamdhip64
+ * up to ROCm 5, libhiprtc.so from ROCm 6), loaded with dlopen and declared here, so no ROCm
+ * headers are needed to build: devices, HIPRTC builds to code objects (resources from their
+ * metadata note), one non-blocking stream per opened device, launches, event timing, and
+ * offline compiles for a named gfx target (HIPRTC; hipcc for targets HIPRTC does not know).
+ * Written after cuda.c; it has run on no AMD GPU yet (see README). */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "amdgpu.h"
+#include "rt.h"
+
+/* ---- the few HIP runtime and HIPRTC declarations we use (values as in hip_runtime_api.h
+ * and hiprtc.h; the same in ROCm 5 and 6) ---- */
+
+typedef int hipError_t;
+typedef struct ihipModule_t *hipModule_t;
+typedef struct ihipModuleSymbol_t *hipFunction_t;
+typedef struct ihipStream_t *hipStream_t;
+typedef struct ihipEvent_t *hipEvent_t;
+typedef int hiprtcResult;
+typedef struct _hiprtcProgram *hiprtcProgram;
+
+#define hipSuccess 0
+#define hipErrorInvalidValue 1
+#define hipErrorOutOfMemory 2
+#define hipErrorNoDevice 100
+#define hipErrorInvalidDevice 101
+#define hipErrorNotReady 600
+#define hipErrorIllegalAddress 700
+#define hipErrorLaunchOutOfResources 701
+#define hipErrorLaunchTimeOut 702
+#define hipErrorAssert 710
+#define hipErrorLaunchFailure 719
+
+/* hipDeviceAttribute_t: the CUDA-compatible block, unchanged from ROCm 5.0 to 6.x */
+#define hipDeviceAttributeClockRate 5
+#define hipDeviceAttributeMaxGridDimX 29
+#define hipDeviceAttributeMaxGridDimY 30
+#define hipDeviceAttributeMaxGridDimZ 31
+#define hipDeviceAttributeMaxThreadsPerBlock 56
+#define hipDeviceAttributeMultiprocessorCount 63
+#define hipDeviceAttributeMaxSharedMemoryPerBlock 74
+#define hipDeviceAttributeWarpSize 87
+
+#define HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
+#define HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
+#define HIP_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES 3
+#define HIP_FUNC_ATTRIBUTE_NUM_REGS 4
+
+#define hipStreamNonBlocking 1
+#define hipEventDefault 0
+
+#define HIPRTC_SUCCESS 0
+#define HIPRTC_ERROR_INVALID_OPTION 5
+#define HIPRTC_ERROR_COMPILATION 6
+
+/* X(member, symbol, return, parameters, required) */
+#define HIP_API(X)                                                                             \
+    X(hipInit, "hipInit", hipError_t, (unsigned int), 1)                                       \
+    X(hipDriverGetVersion, "hipDriverGetVersion", hipError_t, (int *), 1)                      \
+    X(hipRuntimeGetVersion, "hipRuntimeGetVersion", hipError_t, (int *), 0)                    \
+    X(hipGetErrorName, "hipGetErrorName", const char *, (hipError_t), 1)                       \
+    X(hipGetErrorString, "hipGetErrorString", const char *, (hipError_t), 1)                   \
+    X(hipGetDeviceCount, "hipGetDeviceCount", hipError_t, (int *), 1)                          \
+    X(hipDeviceGetName, "hipDeviceGetName", hipError_t, (char *, int, int), 1)                 \
+    X(hipDeviceGetAttribute, "hipDeviceGetAttribute", hipError_t, (int *, int, int), 1)        \
+    X(hipDeviceTotalMem, "hipDeviceTotalMem", hipError_t, (size_t *, int), 1)                  \
+    X(hipGetDevicePropertiesR0600, "hipGetDevicePropertiesR0600", hipError_t, (void *, int), 0) \
+    X(hipGetDeviceProperties, "hipGetDeviceProperties", hipError_t, (void *, int), 0)          \
+    X(hipSetDevice, "hipSetDevice", hipError_t, (int), 1)                                      \
+    X(hipStreamCreateWithFlags, "hipStreamCreateWithFlags", hipError_t, (hipStream_t *, unsigned int), 1) \
+    X(hipStreamDestroy, "hipStreamDestroy", hipError_t, (hipStream_t), 1)                      \
+    X(hipStreamQuery, "hipStreamQuery", hipError_t, (hipStream_t), 1)                          \
+    X(hipStreamSynchronize, "hipStreamSynchronize", hipError_t, (hipStream_t), 1)              \
+    X(hipModuleLoadData, "hipModuleLoadData", hipError_t, (hipModule_t *, const void *), 1)    \
+    X(hipModuleUnload, "hipModuleUnload", hipError_t, (hipModule_t), 1)                        \
+    X(hipModuleGetFunction, "hipModuleGetFunction", hipError_t, (hipFunction_t *, hipModule_t, const char *), 1) \
+    X(hipFuncGetAttribute, "hipFuncGetAttribute", hipError_t, (int *, int, hipFunction_t), 0)  \
+    X(hipMalloc, "hipMalloc", hipError_t, (void **, size_t), 1)                                \
+    X(hipFree, "hipFree", hipError_t, (void *), 1)                                             \
+    X(hipMemcpyHtoDAsync, "hipMemcpyHtoDAsync", hipError_t, (void *, const void *, size_t, hipStream_t), 1) \
+    X(hipMemcpyDtoHAsync, "hipMemcpyDtoHAsync", hipError_t, (void *, void *, size_t, hipStream_t), 1) \
+    X(hipModuleLaunchKernel, "hipModuleLaunchKernel", hipError_t, (hipFunction_t, unsigned int, unsigned int, \
+        unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, hipStream_t, void **, void **), 1) \
+    X(hipEventCreateWithFlags, "hipEventCreateWithFlags", hipError_t, (hipEvent_t *, unsigned int), 1) \
+    X(hipEventRecord, "hipEventRecord", hipError_t, (hipEvent_t, hipStream_t), 1)              \
+    X(hipEventSynchronize, "hipEventSynchronize", hipError_t, (hipEvent_t), 1)                 \
+    X(hipEventDestroy, "hipEventDestroy", hipError_t, (hipEvent_t), 1)                         \
+    X(hipEventElapsedTime, "hipEventElapsedTime", hipError_t, (float *, hipEvent_t, hipEvent_t), 1)
+
+#define HIPRTC_API(X)                                                                          \
+    X(hiprtcVersion, "hiprtcVersion", hiprtcResult, (int *, int *), 0)                         \
+    X(hiprtcGetErrorString, "hiprtcGetErrorString", const char *, (hiprtcResult), 1)           \
+    X(hiprtcCreateProgram, "hiprtcCreateProgram", hiprtcResult, (hiprtcProgram *, const char *, \
+        const char *, int, const char **, const char **), 1)                                   \
+    X(hiprtcDestroyProgram, "hiprtcDestroyProgram", hiprtcResult, (hiprtcProgram *), 1)        \
+    X(hiprtcCompileProgram, "hiprtcCompileProgram", hiprtcResult, (hiprtcProgram, int, const char **), 1) \
+    X(hiprtcGetProgramLogSize, "hiprtcGetProgramLogSize", hiprtcResult, (hiprtcProgram, size_t *), 1) \
+    X(hiprtcGetProgramLog, "hiprtcGetProgramLog", hiprtcResult, (hiprtcProgram, char *), 1)    \
+    X(hiprtcGetCodeSize, "hiprtcGetCodeSize", hiprtcResult, (hiprtcProgram, size_t *), 1)      \
+    X(hiprtcGetCode, "hiprtcGetCode", hiprtcResult, (hiprtcProgram, char *), 1)
+
+#define X_TYPEDEF(member, sym, ret, params, req) typedef ret (*member##_fn) params;
+HIP_API(X_TYPEDEF)
+HIPRTC_API(X_TYPEDEF)
+#undef X_TYPEDEF
+typedef int (*comgr_count_fn)(size_t *);
+typedef int (*comgr_name_fn)(size_t, const char **);
+
+#define MAX_DEVICES 32
+
+/* The runtime's state: filled once by hip_init, read-only afterwards. */
+static struct {
+    int inited, init_rc;
+    char init_err[512];
+    void *lib;
+#define X_MEMBER(member, sym, ret, params, req) member##_fn member;
+    HIP_API(X_MEMBER)
+#undef X_MEMBER
+    int ndev;
+    rt_device_info info[MAX_DEVICES];
+} hp;
+
+/* HIPRTC's state: loaded once (by init or by the first offline compile), read-only after. */
+static struct {
+    pthread_once_t once;
+    int ok;
+    char why[448];
+    char path[128];
+    int major, minor;
+    void *lib;
+#define X_MEMBER(member, sym, ret, params, req) member##_fn member;
+    HIPRTC_API(X_MEMBER)
+#undef X_MEMBER
+    comgr_count_fn isa_count; /* the code-object manager HIPRTC compiles with: which targets it knows */
+    comgr_name_fn isa_name;
+} rtc = {.once = PTHREAD_ONCE_INIT};
+
+struct rt_ctx {
+    int dev;
+    hipStream_t stream;
+    size_t shared_limit;
+    char arch[64];
+};
+struct rt_buf { void *ptr; int dev; };
+struct rt_module {
+    rt_ctx *c;
+    hipModule_t mod;
+    void *bin;     /* the code object that was loaded */
+    size_t binlen;
+    char *log;
+};
+struct rt_kernel { hipFunction_t f; long max_threads; long static_shared; };
+struct rt_event { hipEvent_t start, stop; };
+
+#define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
+
+static const char *hip_describe(hipError_t r, char *buf, size_t len)
+{
+    const char *name = hp.hipGetErrorName ? hp.hipGetErrorName(r) : NULL;
+    const char *str = hp.hipGetErrorString ? hp.hipGetErrorString(r) : NULL;
+    if (name && str && strcmp(name, str)) snprintf(buf, len, "%s (%s)", name, str);
+    else if (name) snprintf(buf, len, "%s", name);
+    else snprintf(buf, len, "HIP error %d", r);
+    return buf;
+}
+
+/* Errors after which the device cannot run anything more in this process: a kernel fault.
+ * (ROCm usually aborts the process on a GPU memory fault before HIP can report one.) */
+static int hip_sticky(hipError_t r)
+{
+    return r == hipErrorIllegalAddress || r == hipErrorLaunchTimeOut || r == hipErrorAssert || r == hipErrorLaunchFailure;
+}
+
+#define STICKY_MSG "; a kernel fault left HIP unusable in this process: only a new process can use the device again"
+
+#define HIP_FAIL(call, r, ...) do {                                                        \
+        char d_[256];                                                                     \
+        snprintf(err, errlen, "%s: %s%s", call, hip_describe(r, d_, sizeof d_),           \
+                 hip_sticky(r) ? STICKY_MSG : "");                                        \
+        __VA_ARGS__;                                                                      \
+        return RT_ERR;                                                                    \
+    } while (0)
+
+static int set_device(int dev, char *err, size_t errlen)
+{
+    hipError_t r = hp.hipSetDevice(dev);
+    if (r != hipSuccess) HIP_FAIL("hipSetDevice", r, (void)0);
+    return 0;
+}
+
+/* ---- HIPRTC loading ---- */
+
+static int rtc_try(const char *path, int flags, char *dlerr, size_t dlerrlen)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | flags);
+    if (!h) {
+        if (!dlerr[0] && !flags) snprintf(dlerr, dlerrlen, "%s", dlerror());
+        else (void)dlerror();
+        return 0;
+    }
+    if (!dlsym(h, "hiprtcCompileProgram")) { /* ROCm 6's libamdhip64: HIPRTC is a library of its own */
+        dlclose(h);
+        return 0;
+    }
+#define X_LOAD(member, sym, ret, params, req)                                          \
+    rtc.member = (member##_fn)dlsym(h, sym);                                           \
+    if (!rtc.member && req) {                                                          \
+        snprintf(rtc.why, sizeof rtc.why, "%s lacks the required symbol %s", path, sym); \
+        dlclose(h);                                                                    \
+        return 0;                                                                      \
+    }
+    HIPRTC_API(X_LOAD)
+#undef X_LOAD
+    rtc.lib = h;
+    snprintf(rtc.path, sizeof rtc.path, "%s", path);
+    return 1;
+}
+
+static void rtc_load_once(void)
+{
+    /* HIPRTC of the ROCm whose runtime is loaded already, else the newest found */
+    static const char *const names[] = {"libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6", "libamdhip64.so.5",
+                                        "libhiprtc.so.5", "libamdhip64.so"};
+    const char *rocm = getenv("ROCM_PATH");
+    char dlerr[192] = "";
+    const size_t nn = sizeof names / sizeof names[0];
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < nn && !rtc.lib; i++) rtc_try(names[i], pass == 0 ? RTLD_NOLOAD : 0, dlerr, sizeof dlerr);
+    for (int d = 0; d < 2 && !rtc.lib; d++) {
+        const char *dir = d == 0 ? rocm : "/opt/rocm";
+        if (!dir || !dir[0]) continue;
+        for (size_t i = 0; i < nn && !rtc.lib; i++) {
+            char path[256];
+            snprintf(path, sizeof path, "%s/lib/%s", dir, names[i]);
+            rtc_try(path, 0, dlerr, sizeof dlerr);
+        }
+    }
+    if (!rtc.lib) {
+        if (!rtc.why[0])
+            snprintf(rtc.why, sizeof rtc.why,
+                     "HIPRTC not found (%s; also looked in $ROCM_PATH/lib and /opt/rocm/lib): install ROCm's "
+                     "HIPRTC (Debian: libamdhip64-dev) or set ROCM_PATH", dlerr);
+        return;
+    }
+    if (!rtc.hiprtcVersion || rtc.hiprtcVersion(&rtc.major, &rtc.minor) != HIPRTC_SUCCESS) rtc.major = rtc.minor = 0;
+    /* the code-object manager (comgr) HIPRTC compiles with, to ask it which targets it
+     * knows: an older one can crash on a target it does not (ROCm 5.2 on gfx940) */
+    static const char *const comgr[] = {"libamd_comgr.so.3", "libamd_comgr.so.2", "libamd_comgr.so"};
+    void *cg = NULL;
+    for (int pass = 0; pass < 2 && !cg; pass++)
+        for (size_t i = 0; i < 3 && !cg; i++) cg = dlopen(comgr[i], RTLD_NOW | RTLD_LOCAL | (pass == 0 ? RTLD_NOLOAD : 0));
+    if (cg) {
+        rtc.isa_count = (comgr_count_fn)dlsym(cg, "amd_comgr_get_isa_count");
+        rtc.isa_name = (comgr_name_fn)dlsym(cg, "amd_comgr_get_isa_name");
+    }
+    (void)dlerror();
+    rtc.ok = 1;
+}
+
+static int rtc_load(char *err, size_t errlen)
+{
+    pthread_once(&rtc.once, rtc_load_once);
+    if (!rtc.ok) FAIL("%s", rtc.why);
+    return 0;
+}
+
+/* Whether HIPRTC's code-object manager lists arch (bare: "gfx90a"); 1 where it cannot say. */
+static int rtc_knows(const char *arch)
+{
+    size_t n = 0;
+    if (!rtc.isa_count || !rtc.isa_name || rtc.isa_count(&n) != 0 || n == 0) return 1;
+    size_t al = strcspn(arch, ":");
+    for (size_t i = 0; i < n; i++) {
+        const char *name = NULL;
+        if (rtc.isa_name(i, &name) != 0 || !name) continue;
+        const char *g = strstr(name, "--");
+        if (g && strlen(g + 2) >= al && !strncmp(g + 2, arch, al) && (g[2 + al] == 0 || g[2 + al] == ':')) return 1;
+    }
+    return 0;
+}
+
+/* ---- builds ---- */
+
+/* Appends a line to a malloc'd log (which may be NULL). */
+static char *log_append(char *log, const char *line)
+{
+    size_t a = log ? strlen(log) : 0, b = strlen(line);
+    char *n = realloc(log, a + b + 2);
+    if (!n) return log;
+    if (a && n[a - 1] != '\n') n[a++] = '\n';
+    memcpy(n + a, line, b + 1);
+    return n;
+}
+
+/* "gfx" followed by letters and digits, then optional ":feature+" parts. */
+static int valid_gfx(const char *arch)
+{
+    if (!arch || strncmp(arch, "gfx", 3) || !isalnum((unsigned char)arch[3])) return 0;
+    for (const char *p = arch + 3; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != ':' && *p != '+' && *p != '-') return 0;
+    return strlen(arch) < 48;
+}
+
+static char *rtc_log(hiprtcProgram p)
+{
+    size_t n = 0;
+    if (rtc.hiprtcGetProgramLogSize(p, &n) != HIPRTC_SUCCESS) n = 0;
+    char *log = malloc(n + 1);
+    if (!log) return NULL;
+    if (n && rtc.hiprtcGetProgramLog(p, log) != HIPRTC_SUCCESS) n = 0;
+    log[n] = 0;
+    return log;
+}
+
+/* Options shared by both compilers; defs[i] holds "-D<define>" (malloc'd). */
+static int make_defines(const char *const *defines, int ndefines, char ***defs, char *err, size_t errlen)
+{
+    *defs = calloc((size_t)ndefines + 1, sizeof **defs);
+    if (!*defs) FAIL("%s", "out of memory");
+    for (int i = 0; i < ndefines; i++) {
+        size_t l = strlen(defines[i]) + 3;
+        (*defs)[i] = malloc(l);
+        if (!(*defs)[i]) FAIL("%s", "out of memory");
+        snprintf((*defs)[i], l, "-D%s", defines[i]);
+    }
+    return 0;
+}
+
+static void free_defines(char **defs, int ndefines)
+{
+    if (!defs) return;
+    for (int i = 0; i < ndefines; i++) free(defs[i]);
+    free(defs);
+}
+
+static int rtc_build(const char *arch, const char *source, const char *const *defines, int ndefines, void **bin,
+                     size_t *len, char **log, char *err, size_t errlen)
+{
+    char **defs = NULL, archopt[96];
+    const char **opts = calloc((size_t)ndefines + 4, sizeof *opts);
+    int no = 0, rc = 0;
+    if (!opts || make_defines(defines, ndefines, &defs, err, errlen) != 0) {
+        free(opts);
+        free_defines(defs, ndefines);
+        FAIL("%s", "out of memory");
+    }
+    snprintf(archopt, sizeof archopt, "--offload-arch=%s", arch);
+    opts[no++] = archopt;
+    opts[no++] = "-O3";
+    opts[no++] = "-std=c++17";
+    for (int i = 0; i < ndefines; i++) opts[no++] = defs[i];
+
+    hiprtcProgram p = NULL;
+    hiprtcResult r = rtc.hiprtcCreateProgram(&p, source, "attn_fwd.hip", 0, NULL, NULL);
+    if (r != HIPRTC_SUCCESS) {
+        rc = RT_ERR;
+        snprintf(err, errlen, "hiprtcCreateProgram: %s", rtc.hiprtcGetErrorString(r));
+        goto out;
+    }
+    r = rtc.hiprtcCompileProgram(p, no, opts);
+    char *lg = rtc_log(p);
+    if (r != HIPRTC_SUCCESS) {
+        char line[1024];
+        int o = snprintf(line, sizeof line, "hiprtcCompileProgram (HIPRTC %d.%d, %s): %s; options:", rtc.major, rtc.minor,
+                         arch, rtc.hiprtcGetErrorString(r));
+        for (int i = 0; i < no && o > 0 && (size_t)o < sizeof line; i++)
+            o += snprintf(line + o, sizeof line - (size_t)o, " %s", opts[i]);
+        lg = log_append(lg, line);
+        if (!strstr(lg, "error")) lg = log_append(lg, "error: HIPRTC failed without a diagnostic");
+        snprintf(err, errlen, "%s", line);
+        rc = r == HIPRTC_ERROR_COMPILATION || r == HIPRTC_ERROR_INVALID_OPTION ? RT_ECOMPILE : RT_ERR;
+    } else {
+        size_t n = 0;
+        r = rtc.hiprtcGetCodeSize(p, &n);
+        char *b = r == HIPRTC_SUCCESS && n ? malloc(n) : NULL;
+        if (!b || rtc.hiprtcGetCode(p, b) != HIPRTC_SUCCESS) {
+            free(b);
+            rc = RT_ERR;
+            snprintf(err, errlen, "hiprtcGetCode: %s", r != HIPRTC_SUCCESS ? rtc.hiprtcGetErrorString(r) : n ? "failed" : "empty");
+        } else {
+            *bin = b;
+            *len = n;
+        }
+    }
+    rtc.hiprtcDestroyProgram(&p);
+    if (log) *log = lg;
+    else free(lg);
+out:
+    free_defines(defs, ndefines);
+    free(opts);
+    return rc;
+}
+
+/* hipcc (the ROCm clang driver) for the device code alone: hipcc on PATH, in $ROCM_PATH/bin
+ * or /opt/rocm/bin ($HIPCC first). */
+static int find_hipcc(char *out, size_t len)
+{
+    const char *env = getenv("HIPCC"), *rocm = getenv("ROCM_PATH"), *path = getenv("PATH");
+    struct stat st;
+    if (env && *env && stat(env, &st) == 0) { snprintf(out, len, "%s", env); return 0; }
+    const char *dirs[] = {rocm && *rocm ? rocm : NULL, "/opt/rocm"};
+    for (int i = 0; i < 2; i++) {
+        if (!dirs[i]) continue;
+        snprintf(out, len, "%s/bin/hipcc", dirs[i]);
+        if (access(out, X_OK) == 0) return 0;
+    }
+    for (const char *d = path ? path : ""; *d;) {
+        const char *c = strchr(d, ':');
+        size_t dl = c ? (size_t)(c - d) : strlen(d);
+        snprintf(out, len, "%.*s/hipcc", (int)dl, dl ? d : ".");
+        if (access(out, X_OK) == 0 && stat(out, &st) == 0 && S_ISREG(st.st_mode)) return 0;
+        d = c ? c + 1 : d + dl;
+    }
+    return -1;
+}
+
+static int read_whole(const char *path, char **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap + 1);
+    while (b) {
+        size_t r = fread(b + n, 1, cap - n, f);
+        n += r;
+        if (n < cap) break;
+        char *nb = realloc(b, cap * 2 + 1);
+        if (!nb) { free(b); b = NULL; break; }
+        b = nb;
+        cap *= 2;
+    }
+    fclose(f);
+    if (!b) return -1;
+    b[n] = 0;
+    *out = b;
+    *len = n;
+    return 0;
+}
+
+/* The device code of source for arch through hipcc (what HIPRTC compiles: the HIP headers
+ * included, device code only, one unbundled code object). */
+static int hipcc_build(const char *arch, const char *source, const char *const *defines, int ndefines, void **bin,
+                       size_t *len, char **log, char *err, size_t errlen)
+{
+    char hipcc[512];
+    if (find_hipcc(hipcc, sizeof hipcc) != 0)
+        FAIL("HIPRTC (%s) does not know %s and no hipcc was found (PATH, $ROCM_PATH/bin, /opt/rocm/bin)",
+             rtc.path[0] ? rtc.path : "HIPRTC", arch);
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], src[600], obj[600], lgp[600];
+    snprintf(dir, sizeof dir, "%s/fabench-hipcc-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) FAIL("cannot create a temporary folder in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
+    snprintf(src, sizeof src, "%s/attn_fwd.hip", dir);
+    snprintf(obj, sizeof obj, "%s/attn_fwd.co", dir);
+    snprintf(lgp, sizeof lgp, "%s/log", dir);
+    int rc = RT_ERR;
+    char **defs = NULL;
+    char **argv = calloc((size_t)ndefines + 20, sizeof *argv);
+    FILE *f = fopen(src, "w");
+    if (!argv || !f || fputs(source, f) < 0) {
+        if (f) fclose(f);
+        snprintf(err, errlen, "cannot write %s", src);
+        goto out;
+    }
+    if (fclose(f) != 0) { snprintf(err, errlen, "cannot write %s", src); goto out; }
+    if (make_defines(defines, ndefines, &defs, err, errlen) != 0) goto out;
+    char archopt[96];
+    snprintf(archopt, sizeof archopt, "--offload-arch=%s", arch);
+    int na = 0;
+    char *fixed[] = {hipcc, "-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output", archopt, "-O3", "-std=c++17",
+                     "-include", "hip/hip_runtime.h"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) argv[na++] = fixed[i];
+    for (int i = 0; i < ndefines; i++) argv[na++] = defs[i];
+    argv[na++] = "-c";
+    argv[na++] = src;
+    argv[na++] = "-o";
+    argv[na++] = obj;
+    pid_t pid = fork();
+    if (pid < 0) { snprintf(err, errlen, "fork: %s", strerror(errno)); goto out; }
+    if (pid == 0) {
+        int fd = open(lgp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execv(hipcc, argv);
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    char *lg = NULL, *b = NULL;
+    size_t ll = 0, bl = 0;
+    if (read_whole(lgp, &lg, &ll) != 0) lg = NULL;
+    char note[768];
+    snprintf(note, sizeof note, "note: HIPRTC (%s) does not know %s; built with %s", rtc.path[0] ? rtc.path : "absent",
+             arch, hipcc);
+    lg = log_append(lg, note);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        snprintf(err, errlen, "%s failed (exit %d) for %s", hipcc, code, arch);
+        lg = log_append(lg, code == 127 ? "error: hipcc could not be run" : "error: hipcc failed");
+        rc = code == 127 ? RT_ERR : RT_ECOMPILE;
+    } else if (read_whole(obj, &b, &bl) != 0 || bl == 0) {
+        free(b);
+        snprintf(err, errlen, "%s wrote no code object", hipcc);
+    } else {
+        *bin = b;
+        *len = bl;
+        rc = 0;
+    }
+    if (log) *log = lg;
+    else free(lg);
+out:
+    free_defines(defs, ndefines);
+    free(argv);
+    unlink(src);
+    unlink(obj);
+    unlink(lgp);
+    rmdir(dir);
+    return rc;
+}
+
+/* A code object of source for arch: HIPRTC, or hipcc where HIPRTC's compiler does not know
+ * the target. 0, RT_ECOMPILE (*log says why) or RT_ERR. */
+static int hip_build(const char *arch, const char *source, const char *const *defines, int ndefines, void **bin,
+                     size_t *len, char **log, char *err, size_t errlen)
+{
+    *bin = NULL;
+    *len = 0;
+    if (log) *log = NULL;
+    int have_rtc = rtc_load(err, errlen) == 0;
+    if (have_rtc && rtc_knows(arch)) return rtc_build(arch, source, defines, ndefines, bin, len, log, err, errlen);
+    char hipcc[512];
+    if (!have_rtc && find_hipcc(hipcc, sizeof hipcc) != 0) return RT_ERR; /* err: HIPRTC's absence */
+    return hipcc_build(arch, source, defines, ndefines, bin, len, log, err, errlen);
+}
+
+/* Compiler-reported resources of kernel in a code object (-1 where unknown). */
+static void meta_attrs(const void *bin, size_t len, const char *kernel, rt_kernel_attrs *a)
+{
+    a->registers = a->spill_bytes = a->shared_bytes = a->private_bytes = a->max_threads = -1;
+    a->binary_bytes = bin ? (long)len : -1;
+    amdgpu_kernel_meta m;
+    char e[256];
+    if (!bin || !kernel || amdgpu_kernel_meta_get(bin, len, kernel, &m, e, sizeof e) != 0) return;
+    a->registers = m.vgprs;
+    a->spill_bytes = m.vgpr_spills >= 0 ? 4 * m.vgpr_spills : -1; /* bytes per lane */
+    a->shared_bytes = m.lds_bytes;
+    a->private_bytes = m.scratch_bytes;
+    a->max_threads = m.max_flat_workgroup_size;
+}
+
+static int hip_compile_offline(const char *arch, const char *source, const char *const *defines, int ndefines,
+                               const char *kernel, void **binary, size_t *len, rt_kernel_attrs *attrs, char **log,
+                               char *err, size_t errlen)
+{
+    char *lg = NULL;
+    if (log) *log = NULL;
+    *binary = NULL;
+    *len = 0;
+    if (!valid_gfx(arch)) {
+        snprintf(err, errlen, "error: unknown AMD target '%s': use gfxNNN (gfx90a, gfx940, gfx942, ...)", arch ? arch : "");
+        if (log) *log = log_append(NULL, err);
+        if (attrs) meta_attrs(NULL, 0, NULL, attrs);
+        return RT_ECOMPILE;
+    }
+    int rc = hip_build(arch, source, defines, ndefines, binary, len, &lg, err, errlen);
+    if (attrs) {
+        meta_attrs(rc == 0 ? *binary : NULL, rc == 0 ? *len : 0, kernel, attrs);
+        attrs->max_threads = -1; /* as for CUDA: a limit of the device, not of the compile */
+    }
+    if (log) *log = lg;
+    else free(lg);
+    return rc;
+}
+
+/* ---- devices ---- */
+
+/* gcnArchName ("gfx90a:sramecc+:xnack-") from hipGetDeviceProperties without relying on
+ * the struct's layout (it changed in ROCm 6): the first NUL-preceded string in the
+ * zero-filled buffer that starts with "gfx" and a digit. Bare name ("gfx90a") into out. */
+static int gcn_arch(int dev, char *out, size_t outlen)
+{
+    enum { PROPS = 16384 };
+    unsigned char *buf = calloc(1, PROPS);
+    if (!buf) return -1;
+    hipError_t r = hp.hipGetDevicePropertiesR0600 ? hp.hipGetDevicePropertiesR0600(buf, dev)
+                 : hp.hipGetDeviceProperties ? hp.hipGetDeviceProperties(buf, dev) : hipErrorInvalidValue;
+    int rc = -1;
+    for (size_t i = 0; r == hipSuccess && i + 8 < PROPS && rc != 0; i++) {
+        if ((i && buf[i - 1]) || memcmp(buf + i, "gfx", 3) || !isdigit(buf[i + 3])) continue;
+        size_t n = 3;
+        while (i + n < PROPS && n < 48 && (isalnum(buf[i + n]) || buf[i + n] == ':' || buf[i + n] == '+' || buf[i + n] == '-')) n++;
+        if (i + n >= PROPS || buf[i + n]) continue;
+        size_t bare = strcspn((const char *)buf + i, ":");
+        snprintf(out, outlen, "%.*s", (int)(bare < outlen ? bare : outlen - 1), (const char *)buf + i);
+        rc = 0;
+    }
+    free(buf);
+    return rc;
+}
+
+static int has_mfma(const char *arch)
+{
+    return !strcmp(arch, "gfx90a") || !strcmp(arch, "gfx940") || !strcmp(arch, "gfx941") || !strcmp(arch, "gfx942") ||
+           !strcmp(arch, "gfx950");
+}
+
+static void version_str(int v, const char *what, char *out, size_t len)
+{
+    /* HIP_VERSION: major * 10000000 + minor * 100000 + patch */
+    snprintf(out, len, "%s %d.%d.%d", what, v / 10000000, (v / 100000) % 100, v % 100000);
+}
+
+static void fill_info(int i)
+{
+    rt_device_info *o = &hp.info[i];
+    memset(o, 0, sizeof *o);
+    int v = 0;
+    char arch[sizeof o->arch];
+    if (gcn_arch(i, arch, sizeof arch) != 0) snprintf(arch, sizeof arch, "gpu");
+    memcpy(o->arch, arch, sizeof arch);
+    if (hp.hipDeviceGetName(o->name, (int)sizeof o->name, i) != hipSuccess) o->name[0] = 0;
+    o->name[sizeof o->name - 1] = 0;
+    if (!o->name[0]) snprintf(o->name, sizeof o->name, "AMD %s", arch);
+    snprintf(o->vendor, sizeof o->vendor, "AMD");
+    snprintf(o->platform, sizeof o->platform, "HIP");
+    if (hp.hipDriverGetVersion(&v) == hipSuccess) version_str(v, "HIP driver", o->driver, sizeof o->driver);
+    if (hp.hipRuntimeGetVersion && hp.hipRuntimeGetVersion(&v) == hipSuccess)
+        version_str(v, "HIP runtime", o->runtime_version, sizeof o->runtime_version);
+    const char *lib = strrchr(rtc.path, '/') ? strrchr(rtc.path, '/') + 1 : rtc.path;
+    snprintf(o->compiler, sizeof o->compiler, "HIPRTC %d.%d (%.80s)", rtc.major, rtc.minor, lib);
+    o->is_gpu = 1;
+    if (hp.hipDeviceGetAttribute(&v, hipDeviceAttributeMultiprocessorCount, i) == hipSuccess) o->compute_units = v;
+    o->warp_size = hp.hipDeviceGetAttribute(&v, hipDeviceAttributeWarpSize, i) == hipSuccess && v > 0 ? v : 64;
+    if (hp.hipDeviceGetAttribute(&v, hipDeviceAttributeMaxThreadsPerBlock, i) == hipSuccess && v > 0)
+        o->max_group_size = (size_t)v;
+    /* LDS: one limit for static and dynamic together (64 KiB on CDNA) */
+    if (hp.hipDeviceGetAttribute(&v, hipDeviceAttributeMaxSharedMemoryPerBlock, i) == hipSuccess && v > 0)
+        o->shared_bytes = o->static_shared_bytes = (size_t)v;
+    const int gattr[3] = {hipDeviceAttributeMaxGridDimX, hipDeviceAttributeMaxGridDimY, hipDeviceAttributeMaxGridDimZ};
+    for (int d = 0; d < 3; d++)
+        if (hp.hipDeviceGetAttribute(&v, gattr[d], i) == hipSuccess && v > 0) o->max_grid[d] = (size_t)v;
+    size_t mem = 0;
+    if (hp.hipDeviceTotalMem(&mem, i) == hipSuccess) o->global_bytes = o->max_alloc_bytes = mem;
+    if (hp.hipDeviceGetAttribute(&v, hipDeviceAttributeClockRate, i) == hipSuccess && v > 0) o->clock_mhz = v / 1000;
+    if (has_mfma(o->arch)) o->features |= RT_FEAT_MFMA;
+}
+
+static int hip_init_once(char *err, size_t errlen)
+{
+    char dlerr[512] = "";
+    const char *names[] = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.7", "libamdhip64.so.5"};
+    for (size_t i = 0; i < 4 && !hp.lib; i++) {
+        hp.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!hp.lib && !dlerr[0]) snprintf(dlerr, sizeof dlerr, "%s", dlerror());
+    }
+    const char *rocm = getenv("ROCM_PATH");
+    for (int d = 0; d < 2 && !hp.lib; d++) {
+        const char *dir = d == 0 ? rocm : "/opt/rocm";
+        if (!dir || !dir[0]) continue;
+        char path[300];
+        snprintf(path, sizeof path, "%s/lib/libamdhip64.so", dir);
+        hp.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!hp.lib) FAIL("libamdhip64.so not found (no ROCm HIP runtime): %s", dlerr);
+#define X_LOAD(member, sym, ret, params, req)                                             \
+    hp.member = (member##_fn)dlsym(hp.lib, sym);                                          \
+    if (!hp.member && req) FAIL("libamdhip64 lacks the required symbol %s (HIP older than 5.0?)", sym);
+    HIP_API(X_LOAD)
+#undef X_LOAD
+    char d[256];
+    hipError_t r = hp.hipInit(0);
+    if (r != hipSuccess)
+        FAIL("hipInit failed: %s%s", hip_describe(r, d, sizeof d),
+             r == hipErrorNoDevice || r == hipErrorInvalidDevice
+                 ? "; no usable AMD GPU (check rocminfo, /dev/kfd access and HIP_VISIBLE_DEVICES)" : "");
+    int n = 0;
+    r = hp.hipGetDeviceCount(&n);
+    if (r != hipSuccess) FAIL("hipGetDeviceCount: %s", hip_describe(r, d, sizeof d));
+    if (n <= 0) FAIL("%s", "the HIP runtime reports no AMD GPUs (check rocminfo and HIP_VISIBLE_DEVICES)");
+    if (rtc_load(err, errlen) != 0) return RT_ERR;
+    if (n > MAX_DEVICES) n = MAX_DEVICES;
+    for (int i = 0; i < n; i++) fill_info(i);
+    hp.ndev = n;
+    return 0;
+}
+
+static int hip_init(char *err, size_t errlen)
+{
+    if (!hp.inited) {
+        hp.inited = 1;
+        hp.init_rc = hip_init_once(hp.init_err, sizeof hp.init_err);
+        if (hp.init_rc != 0) hp.ndev = 0;
+    }
+    if (hp.init_rc != 0) snprintf(err, errlen, "%s", hp.init_err);
+    return hp.init_rc;
+}
+
+static int hip_device_count(void) { return hp.ndev; }
+
+static int hip_device_info(int index, rt_device_info *out)
+{
+    if (index < 0 || index >= hp.ndev) return RT_ERR;
+    *out = hp.info[index];
+    return 0;
+}
+
+/* ---- contexts: the device and one stream ---- */
+
+static int hip_open(int index, rt_ctx **out, char *err, size_t errlen)
+{
+    if (index < 0 || index >= hp.ndev) FAIL("no HIP device %d", index);
+    rt_ctx *c = calloc(1, sizeof *c);
+    if (!c) FAIL("%s", "out of memory");
+    c->dev = index;
+    c->shared_limit = hp.info[index].shared_bytes;
+    snprintf(c->arch, sizeof c->arch, "%s", hp.info[index].arch);
+    if (set_device(index, err, errlen) != 0) { free(c); return RT_ERR; }
+    hipError_t r = hp.hipStreamCreateWithFlags(&c->stream, hipStreamNonBlocking);
+    if (r != hipSuccess) HIP_FAIL("hipStreamCreateWithFlags", r, free(c));
+    *out = c;
+    return 0;
+}
+
+static void hip_close(rt_ctx *c)
+{
+    if (!c) return;
+    if (hp.hipSetDevice(c->dev) == hipSuccess) {
+        hp.hipStreamSynchronize(c->stream);
+        hp.hipStreamDestroy(c->stream);
+    }
+    free(c);
+}
+
+/* ---- modules and kernels ---- */
+
+static int load_module(rt_ctx *c, rt_module *m, char *err, size_t errlen)
+{
+    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
+    hipError_t r = hp.hipModuleLoadData(&m->mod, m->bin);
+    if (r != hipSuccess) HIP_FAIL("hipModuleLoadData", r, (void)0);
+    return 0;
+}
+
+static int hip_compile(rt_ctx *c, const char *source, const char *const *defines, int ndefines, rt_module **out,
+                       char **log, char *err, size_t errlen)
+{
+    void *bin = NULL;
+    size_t len = 0;
+    char *lg = NULL;
+    if (log) *log = NULL;
+    int rc = hip_build(c->arch, source, defines, ndefines, &bin, &len, &lg, err, errlen);
+    if (rc != 0) {
+        if (log) *log = lg;
+        else free(lg);
+        return rc;
+    }
+    rt_module *m = calloc(1, sizeof *m);
+    if (!m) { free(bin); free(lg); FAIL("%s", "out of memory"); }
+    m->c = c;
+    m->bin = bin;
+    m->binlen = len;
+    if (lg) {
+        m->log = strdup(lg);
+        if (log) *log = lg;
+        else free(lg);
+    }
+    if (load_module(c, m, err, errlen) != 0) {
+        free(m->bin); free(m->log); free(m);
+        return RT_ERR;
+    }
+    *out = m;
+    return 0;
+}
+
+static int hip_load_binary(rt_ctx *c, const void *bin, size_t len, const char *log, rt_module **out, char *err,
+                           size_t errlen)
+{
+    rt_module *m = calloc(1, sizeof *m);
+    if (!m) FAIL("%s", "out of memory");
+    m->c = c;
+    m->bin = malloc(len ? len : 1);
+    if (!m->bin) { free(m); FAIL("%s", "out of memory"); }
+    memcpy(m->bin, bin, len);
+    m->binlen = len;
+    m->log = log ? strdup(log) : NULL;
+    if (load_module(c, m, err, errlen) != 0) {
+        free(m->bin); free(m->log); free(m);
+        return RT_ERR;
+    }
+    *out = m;
+    return 0;
+}
+
+static int hip_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_kernel_attrs *attrs, char *err,
+                          size_t errlen)
+{
+    if (set_device(m->c->dev, err, errlen) != 0) return RT_ERR;
+    hipFunction_t f;
+    hipError_t r = hp.hipModuleGetFunction(&f, m->mod, name);
+    if (r != hipSuccess) {
+        char d[256];
+        FAIL("hipModuleGetFunction(%s): %s (is it declared extern \"C\" __global__?)", name, hip_describe(r, d, sizeof d));
+    }
+    rt_kernel *k = calloc(1, sizeof *k);
+    if (!k) FAIL("%s", "out of memory");
+    k->f = f;
+    rt_kernel_attrs a;
+    meta_attrs(m->bin, m->binlen, name, &a);
+    int v = 0;
+    /* the runtime's word where the metadata note says nothing */
+    if (hp.hipFuncGetAttribute) {
+        if (a.registers < 0 && hp.hipFuncGetAttribute(&v, HIP_FUNC_ATTRIBUTE_NUM_REGS, f) == hipSuccess) a.registers = v;
+        if (a.shared_bytes < 0 && hp.hipFuncGetAttribute(&v, HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) == hipSuccess)
+            a.shared_bytes = v;
+        if (a.private_bytes < 0 && hp.hipFuncGetAttribute(&v, HIP_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f) == hipSuccess)
+            a.private_bytes = v;
+        if (hp.hipFuncGetAttribute(&v, HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) == hipSuccess && v > 0 &&
+            (a.max_threads < 0 || v < a.max_threads))
+            a.max_threads = v;
+    }
+    k->max_threads = a.max_threads;
+    k->static_shared = a.shared_bytes > 0 ? a.shared_bytes : 0;
+    if (attrs) *attrs = a;
+    *out = k;
+    return 0;
+}
+
+static void hip_kernel_free(rt_kernel *k) { free(k); }
+
+static int hip_binary(rt_module *m, void **data, size_t *len)
+{
+    void *b = malloc(m->binlen ? m->binlen : 1);
+    if (!b) return RT_ERR;
+    memcpy(b, m->bin, m->binlen);
+    *data = b;
+    *len = m->binlen;
+    return 0;
+}
+
+static void hip_module_free(rt_module *m)
+{
+    if (!m) return;
+    if (hp.hipSetDevice(m->c->dev) == hipSuccess) hp.hipModuleUnload(m->mod);
+    free(m->bin);
+    free(m->log);
+    free(m);
+}
+
+/* ---- memory ---- */
+
+static int hip_alloc(rt_ctx *c, size_t bytes, rt_buf **out, char *err, size_t errlen)
+{
+    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
+    rt_buf *b = calloc(1, sizeof *b);
+    if (!b) FAIL("%s", "out of memory");
+    b->dev = c->dev;
+    hipError_t r = hp.hipMalloc(&b->ptr, bytes ? bytes : 4);
+    if (r != hipSuccess) {
+        char d[256];
+        free(b);
+        FAIL("hipMalloc(%zu bytes): %s", bytes, hip_describe(r, d, sizeof d));
+    }
+    *out = b;
+    return 0;
+}
+
+static void hip_buf_free(rt_buf *b)
+{
+    if (!b) return;
+    if (hp.hipSetDevice(b->dev) == hipSuccess) hp.hipFree(b->ptr);
+    free(b);
+}
+
+/* Copies run on the context's stream, ordered with its launches, and return once complete. */
+static int hip_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, char *err, size_t errlen)
+{
+    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
+    hipError_t r = hp.hipMemcpyHtoDAsync(dst->ptr, src, bytes, c->stream);
+    if (r != hipSuccess) HIP_FAIL("hipMemcpyHtoDAsync", r, (void)0);
+    r = hp.hipStreamSynchronize(c->stream);
+    if (r != hipSuccess) HIP_FAIL("hipStreamSynchronize after hipMemcpyHtoDAsync", r, (void)0);
+    return 0;
+}
+
+static int hip_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen)
+{
+    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
+    hipError_t r = hp.hipMemcpyDtoHAsync(dst, src->ptr, bytes, c->stream);
+    if (r != hipSuccess) HIP_FAIL("hipMemcpyDtoHAsync", r, (void)0);
+    r = hp.hipStreamSynchronize(c->stream);
+    if (r != hipSuccess) HIP_FAIL("hipStreamSynchronize after hipMemcpyDtoHAsync", r, (void)0);
+    return 0;
+}
+
+/* ---- launches, waiting, timing ---- */
+
+static int hip_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t block[3], size_t dyn_shared,
+                      const rt_arg *args, int nargs, rt_event **ev, char *err, size_t errlen)
+{
+    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
+    for (int i = 0; i < 3; i++)
+        if (grid[i] == 0 || block[i] == 0 || grid[i] > UINT_MAX || block[i] > UINT_MAX ||
+            (hp.info[c->dev].max_grid[i] && grid[i] > hp.info[c->dev].max_grid[i])) {
+            snprintf(err, errlen, "launch: grid %zux%zux%zu of blocks %zux%zux%zu is beyond HIP's limits",
+                     grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+            return RT_ERESOURCE;
+        }
+    size_t threads = block[0] * block[1] * block[2];
+    if (k->max_threads > 0 && threads > (size_t)k->max_threads) {
+        snprintf(err, errlen, "launch: %zu threads per block; this kernel allows at most %ld", threads, k->max_threads);
+        return RT_ERESOURCE;
+    }
+    if (dyn_shared > (size_t)INT_MAX || (c->shared_limit && dyn_shared + (size_t)k->static_shared > c->shared_limit)) {
+        snprintf(err, errlen, "launch: %zu bytes of dynamic LDS on top of %ld static; the device allows %zu in all",
+                 dyn_shared, k->static_shared, c->shared_limit);
+        return RT_ERESOURCE;
+    }
+    void **params = calloc(nargs > 0 ? (size_t)nargs : 1, sizeof *params);
+    void **ptrs = calloc(nargs > 0 ? (size_t)nargs : 1, sizeof *ptrs);
+    if (!params || !ptrs) { free(params); free(ptrs); FAIL("%s", "out of memory"); }
+    for (int i = 0; i < nargs; i++) {
+        switch (args[i].kind) {
+        case RT_ARG_BUF: ptrs[i] = args[i].v.buf->ptr; params[i] = &ptrs[i]; break;
+        case RT_ARG_I32: params[i] = (void *)&args[i].v.i32; break;
+        case RT_ARG_I64: params[i] = (void *)&args[i].v.i64; break;
+        case RT_ARG_F32: params[i] = (void *)&args[i].v.f32; break;
+        default: free(params); free(ptrs); FAIL("argument %d: unknown kind", i);
+        }
+    }
+    rt_event *re = NULL;
+    hipError_t r;
+    if (ev) {
+        re = calloc(1, sizeof *re);
+        if (!re) { free(params); free(ptrs); FAIL("%s", "out of memory"); }
+        r = hp.hipEventCreateWithFlags(&re->start, hipEventDefault);
+        if (r == hipSuccess) {
+            r = hp.hipEventCreateWithFlags(&re->stop, hipEventDefault);
+            if (r != hipSuccess) hp.hipEventDestroy(re->start);
+        }
+        if (r != hipSuccess) HIP_FAIL("hipEventCreateWithFlags", r, free(re), free(params), free(ptrs));
+        r = hp.hipEventRecord(re->start, c->stream);
+        if (r != hipSuccess) goto fail;
+    }
+    r = hp.hipModuleLaunchKernel(k->f, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)block[0],
+                                 (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->stream, params, NULL);
+    if (r != hipSuccess) goto fail;
+    if (re) {
+        r = hp.hipEventRecord(re->stop, c->stream);
+        if (r != hipSuccess) goto fail;
+        *ev = re;
+    }
+    free(params);
+    free(ptrs);
+    return 0;
+fail: {
+        char d[256];
+        hip_describe(r, d, sizeof d);
+        int res = r == hipErrorLaunchOutOfResources || r == hipErrorInvalidValue;
+        snprintf(err, errlen, "hipModuleLaunchKernel (grid %zux%zux%zu, block %zux%zux%zu, %zu bytes dynamic LDS): %s%s",
+                 grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_shared, d, hip_sticky(r) ? STICKY_MSG : "");
+        if (re) {
+            hp.hipEventDestroy(re->start);
+            hp.hipEventDestroy(re->stop);
+            free(re);
+        }
+        free(params);
+        free(ptrs);
+        return res ? RT_ERESOURCE : RT_ERR;
+    }
+}
+
+static int hip_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
+{
+    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
+    hipError_t r;
+    if (timeout_s <= 0) {
+        r = hp.hipStreamSynchronize(c->stream);
+        if (r != hipSuccess) HIP_FAIL("queued work failed: hipStreamSynchronize", r, (void)0);
+        return 0;
+    }
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        r = hp.hipStreamQuery(c->stream);
+        if (r == hipSuccess) return 0;
+        if (r != hipErrorNotReady) HIP_FAIL("queued work failed: hipStreamQuery", r, (void)0);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double dt = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+        if (dt > timeout_s) {
+            snprintf(err, errlen, "device work did not finish within %.1f s", timeout_s);
+            return RT_ETIMEOUT;
+        }
+        struct timespec nap = {0, dt < 0.01 ? 100000 : 1000000};
+        nanosleep(&nap, NULL);
+    }
+}
+
+static int hip_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms)
+{
+    if (c && hp.hipSetDevice(c->dev) != hipSuccess) return RT_ERR;
+    if (hp.hipEventSynchronize(last->stop) != hipSuccess) return RT_ERR;
+    float f = 0;
+    if (hp.hipEventElapsedTime(&f, first->start, last->stop) != hipSuccess) return RT_ERR;
+    *ms = f;
+    return 0;
+}
+
+static void hip_event_free(rt_event *ev)
+{
+    if (!ev) return;
+    hp.hipEventDestroy(ev->start);
+    hp.hipEventDestroy(ev->stop);
+    free(ev);
+}
+
+const rt_runtime rt_hip = {
+    .name = "hip",
+    .init = hip_init,
+    .device_count = hip_device_count,
+    .device_info = hip_device_info,
+    .open = hip_open,
+    .close = hip_close,
+    .compile = hip_compile,
+    .get_kernel = hip_get_kernel,
+    .kernel_free = hip_kernel_free,
+    .binary = hip_binary,
+    .module_free = hip_module_free,
+    .load_binary = hip_load_binary,
+    .alloc = hip_alloc,
+    .buf_free = hip_buf_free,
+    .upload = hip_upload,
+    .download = hip_download,
+    .launch = hip_launch,
+    .finish = hip_finish,
+    .elapsed_ms = hip_elapsed_ms,
+    .event_free = hip_event_free,
+    .compile_offline = hip_compile_offline,
+};
