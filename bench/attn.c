@@ -24,8 +24,21 @@ typedef struct {
     int from_cache;
 } module_entry;
 
+/* The inputs of the last shape run, on the host and on the device: a tuner times many
+ * configurations of one shape, and regenerating and uploading Q, K and V for each would
+ * cost more than timing them. Dropped after any run that did not end ok. */
+typedef struct {
+    int valid;
+    int batch, hq, hkv, sq, skv, d;
+    dtype_t dt;
+    uint64_t seed;
+    void *h[3];
+    rt_buf *b[3];
+} input_cache;
+
 struct attn_runner {
     rt_device dev;
+    input_cache in;
     rt_ctx *ctx;
     char *source;
     module_entry mods[MAX_MODULES];
@@ -96,15 +109,62 @@ int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
     return 0;
 }
 
+static void inputs_drop(attn_runner *r, int free_device)
+{
+    input_cache *c = &r->in;
+    for (int i = 0; i < 3; i++) {
+        if (free_device && c->b[i]) r->dev.rt->buf_free(c->b[i]);
+        free(c->h[i]);
+    }
+    memset(c, 0, sizeof *c);
+}
+
+/* Q, K and V of the shape (host copies and device buffers), generated and uploaded only
+ * when the last run's differ. 0, RT_ERESOURCE (reason says why) or -1 (err). */
+static int inputs_get(attn_runner *r, const shape_t *s, dtype_t dt, uint64_t seed, const size_t bytes[3],
+                      char *reason, size_t rlen, char *err, size_t errlen)
+{
+    input_cache *c = &r->in;
+    if (c->valid && c->batch == s->batch && c->hq == s->hq && c->hkv == s->hkv && c->sq == s->sq && c->skv == s->skv &&
+        c->d == s->d && c->dt == dt && c->seed == seed)
+        return 0;
+    inputs_drop(r, 1);
+    const rt_runtime *rt = r->dev.rt;
+    for (int i = 0; i < 3; i++)
+        if (!(c->h[i] = malloc(bytes[i]))) {
+            snprintf(reason, rlen, "host memory exhausted for inputs");
+            inputs_drop(r, 1);
+            return RT_ERESOURCE;
+        }
+    fb_fill_inputs(s, dt, seed, c->h[0], c->h[1], c->h[2]);
+    for (int i = 0; i < 3; i++)
+        if (rt->alloc(r->ctx, bytes[i], &c->b[i], reason, rlen) != 0) {
+            inputs_drop(r, 1);
+            return RT_ERESOURCE;
+        }
+    for (int i = 0; i < 3; i++)
+        if (rt->upload(r->ctx, c->b[i], c->h[i], bytes[i], err, errlen)) {
+            inputs_drop(r, 1);
+            return -1;
+        }
+    c->valid = 1;
+    c->batch = s->batch; c->hq = s->hq; c->hkv = s->hkv; c->sq = s->sq; c->skv = s->skv; c->d = s->d;
+    c->dt = dt;
+    c->seed = seed;
+    return 0;
+}
+
 void attn_close(attn_runner *r)
 {
     if (!r) return;
     if (r->broken) { /* a kernel may still run: releasing the context could wait for it forever */
+        inputs_drop(r, 0);
         free(r->source);
         free(r);
         return;
     }
     const rt_runtime *rt = r->dev.rt;
+    inputs_drop(r, 1);
     for (int i = 0; i < r->nmods; i++) {
         if (r->mods[i].fwd) rt->kernel_free(r->mods[i].fwd);
         if (r->mods[i].combine) rt->kernel_free(r->mods[i].combine);
@@ -383,26 +443,30 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
             return 0;
         }
 
-    void *hq = malloc(bytes[0]), *hk = malloc(bytes[1]), *hv = malloc(bytes[2]);
     void *ho = malloc(bytes[3]), *ho2 = malloc(bytes[3]);
     float *hl = malloc(bytes[4]);
-    rt_buf *b[7] = {0};
+    rt_buf *b[7] = {0}; /* Q, K, V (the runner's input cache), O, LSE, split partials */
+    const void *hq = NULL, *hk = NULL, *hv = NULL;
     int ret = 0;
-    if (!hq || !hk || !hv || !ho || !ho2 || !hl) {
-        set_status(res, ST_RESOURCE_LIMIT, "host memory exhausted for inputs and outputs");
+    if (!ho || !ho2 || !hl) {
+        set_status(res, ST_RESOURCE_LIMIT, "host memory exhausted for outputs");
         goto done;
     }
-    fb_fill_inputs(s, dt, o->seed, hq, hk, hv);
-    for (int i = 0; i < 7; i++)
+    {
+        int irc = inputs_get(r, s, dt, o->seed, bytes, reason, sizeof reason, err, errlen);
+        if (irc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
+        if (irc != 0) { ret = -1; goto done; }
+        hq = r->in.h[0]; hk = r->in.h[1]; hv = r->in.h[2];
+        for (int i = 0; i < 3; i++) b[i] = r->in.b[i];
+    }
+    for (int i = 3; i < 7; i++)
         if (rt->alloc(r->ctx, bytes[i], &b[i], reason, sizeof reason) != 0) {
             set_status(res, ST_RESOURCE_LIMIT, reason);
             goto done;
         }
     fb_poison(ho, bytes[3] / es, dt);
     fb_poison_f32(hl, rows);
-    if (rt->upload(r->ctx, b[0], hq, bytes[0], err, errlen) || rt->upload(r->ctx, b[1], hk, bytes[1], err, errlen) ||
-        rt->upload(r->ctx, b[2], hv, bytes[2], err, errlen) || rt->upload(r->ctx, b[3], ho, bytes[3], err, errlen) ||
-        rt->upload(r->ctx, b[4], hl, bytes[4], err, errlen)) {
+    if (rt->upload(r->ctx, b[3], ho, bytes[3], err, errlen) || rt->upload(r->ctx, b[4], hl, bytes[4], err, errlen)) {
         ret = -1;
         goto done;
     }
@@ -484,9 +548,14 @@ hung:
         r->broken = 1;
         snprintf(r->broken_why, sizeof r->broken_why, "an earlier launch (%s) never finished", s->name);
         memset(b, 0, sizeof b);
+        inputs_drop(r, 0);
     }
 done:
-    for (int i = 0; i < 7; i++) if (b[i]) rt->buf_free(b[i]);
-    free(hq); free(hk); free(hv); free(ho); free(ho2); free(hl);
+    for (int i = 3; i < 7; i++) if (b[i]) rt->buf_free(b[i]);
+    /* a run that went wrong may have written anywhere: the next one starts from fresh inputs */
+    if (ret != 0 || (res->status != ST_OK && res->status != ST_RESOURCE_LIMIT && res->status != ST_UNSUPPORTED &&
+                     res->status != ST_COMPILE_ERROR))
+        inputs_drop(r, !r->broken);
+    free(ho); free(ho2); free(hl);
     return ret;
 }

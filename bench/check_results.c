@@ -394,9 +394,14 @@ static void rule_compiled(file_ctx *fc, size_t r)
         return;
     }
     if (!(num(fc, r, "binary_bytes") > 0)) problem(fc, line_of(fc, r), "binary_bytes", "'%s' on an ok row: needs a size > 0", val(fc, r, "binary_bytes"));
-    if (!(num(fc, r, "ptx_instructions") > 0))
-        problem(fc, line_of(fc, r), "ptx_instructions", "'%s' on an ok row: needs a count > 0", val(fc, r, "ptx_instructions"));
-    if (num(fc, r, "distinct_instructions") > num(fc, r, "ptx_instructions"))
+    /* the instruction count: PTX on NVIDIA targets, the disassembled ISA on AMD (-1 when no
+     * disassembler was found; then there is nothing to compare) */
+    const int isa = idx(fc, "isa_instructions") >= 0 && idx(fc, "ptx_instructions") < 0;
+    const char *ic = isa ? "isa_instructions" : "ptx_instructions";
+    if (isa && num(fc, r, ic) == -1) return;
+    if (!(num(fc, r, ic) > 0))
+        problem(fc, line_of(fc, r), ic, "'%s' on an ok row: needs a count > 0", val(fc, r, ic));
+    if (num(fc, r, "distinct_instructions") > num(fc, r, ic))
         problem(fc, line_of(fc, r), "distinct_instructions", "more distinct instructions than instructions");
 }
 
@@ -484,8 +489,11 @@ static const col_spec compiled_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"config", V_CONFIG, REQ, 0},
     {"shape_class", V_CLASS, REQ, 0}, {"status", V_STATUS, REQ, 0}, {"reason", V_TEXT, REQ, 0},
     {"registers", V_INT, REQ, -1}, {"spill_bytes", V_INT, REQ, -1}, {"shared_bytes", V_INT, REQ, -1},
-    {"private_bytes", V_INT, REQ, -1}, {"binary_bytes", V_INT, REQ, 0}, {"ptx_instructions", V_INT, REQ, 0},
-    {"distinct_instructions", V_INT, REQ, 0}, {"sass_instructions", V_INT, 0, -1}, {"binary_hash", V_HEX, EMPTY, 0}};
+    {"private_bytes", V_INT, REQ, -1}, {"binary_bytes", V_INT, REQ, 0},
+    /* NVIDIA targets count PTX instructions; AMD ones the disassembled ISA (-1: no disassembler) */
+    {"ptx_instructions", V_INT, 0, 0}, {"isa_instructions", V_INT, 0, -1},
+    {"distinct_instructions", V_INT, REQ, -1}, {"sass_instructions", V_INT, 0, -1}, {"binary_hash", V_HEX, EMPTY, 0},
+    {"vgprs", V_INT, 0, -1}, {"agprs", V_INT, 0, -1}, {"sgprs", V_INT, 0, -1}};
 
 static const col_spec manifest_cols[] = {{"key", V_NAME, REQ, 0}, {"value", V_TEXT, REQ, 0}};
 
