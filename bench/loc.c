@@ -134,7 +134,7 @@ int cmd_loc(int argc, char **argv)
                    "Counts non-blank, non-comment lines of C, C++, CUDA, OpenCL (.cl, .k) and Python sources\n"
                    "under each PATH (hidden folders skipped). With --out, adds one row per path to FILE.csv\n"
                    "(label, path, git commit of the tree or --commit, files, c_family_lines, python_lines,\n"
-                   "total_lines).\n");
+                   "total_lines); an earlier row with the same label and path is replaced.\n");
             return 0;
         } else {
             fprintf(stderr, "fabench loc: bad option '%s'\n", argv[optind - 1]);
@@ -174,7 +174,17 @@ int cmd_loc(int argc, char **argv)
             snprintf(f[2], 32, "%ld", ty.lines[LANG_PY]);
             snprintf(f[3], 32, "%ld", total);
             const char *row[] = {label, argv[i], commit, f[0], f[1], f[2], f[3]};
-            csvt_add(t, row);
+            /* one row per (label, path): a recount replaces the earlier row */
+            size_t r = 0;
+            while (r < t->nrows && (strcmp(t->rows[r][0], label) || strcmp(t->rows[r][1], argv[i]))) r++;
+            if (r < t->nrows) {
+                for (size_t k = 0; k < 7; k++) {
+                    char *v = strdup(row[k]);
+                    if (v) { free(t->rows[r][k]); t->rows[r][k] = v; }
+                }
+            } else {
+                csvt_add(t, row);
+            }
         }
     }
     int rc = 0;
