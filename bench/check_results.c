@@ -498,7 +498,7 @@ static const col_spec compiled_cols[] = {
 static const col_spec manifest_cols[] = {{"key", V_NAME, REQ, 0}, {"value", V_TEXT, REQ, 0}};
 
 static const col_spec vendor_cols[] = {
-    {"impl", V_NAME, REQ, 0}, {"scope", V_NAME, REQ, 0}, {"configs", V_INT, REQ, 1}, {"method", V_NAME, REQ, 0},
+    {"impl", V_NAME, REQ, 0}, {"scope", V_NAME, REQ, 0}, {"configs", V_INT, REQ, 0} /* 0: e.g. no precompiled kernel (built at run time) */, {"method", V_NAME, REQ, 0},
     {"gpu", V_TEXT, 0, 0}, {"backend", V_TEXT, 0, 0}, {"source", V_TEXT, 0, 0}};
 
 static const col_spec portability_cols[] = {

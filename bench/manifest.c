@@ -73,7 +73,9 @@ int manifest_fill(csv_table *t, const rt_device *dev, int argc, char **argv)
         snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse HEAD 2>/dev/null", root);
         if (env && *env) snprintf(buf, sizeof buf, "%s", env);
         else first_line(cmd, buf, sizeof buf);
-        manifest_set(t, "git_commit", strlen(buf) == 40 && strspn(buf, "0123456789abcdef") == 40 ? buf : "unknown");
+        /* a full or abbreviated (7+ digits) hexadecimal commit */
+        const size_t hl = strlen(buf);
+        manifest_set(t, "git_commit", hl >= 7 && hl <= 40 && strspn(buf, "0123456789abcdef") == hl ? buf : "unknown");
         snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null | head -1", root);
         first_line(cmd, buf, sizeof buf);
         manifest_set(t, "git_dirty", buf[0] ? "yes" : "no");

@@ -148,11 +148,25 @@ def fig_configs(d, outdir, tmp):
             if n:
                 bars.append((gp_enh("portable / %s" % be), gp_enh(st), float(n), STATUS_COLORS.get(st, "#999999"),
                              "ours: %s" % st))
+    # Vendors: rows per shape (a library's own selection, e.g. cuDNN's heuristics) become one
+    # bar per impl, the largest count over its shapes; rows counting shipped kernels
+    # (scope kernels:...) one bar each. A count of 0 (nothing precompiled: built at run
+    # time) cannot stand on a log axis and is named in the label instead.
+    per_shape = {}
     for r in vendors:
         n = fnum(r.get("configs"))
-        if n and n > 0:
-            bars.append((gp_enh(r.get("impl", "?")), gp_enh(short("%s; %s" % (r.get("scope", ""), r.get("method", "")), 40)), n, VENDOR,
-                         "vendors (vendor_configs.csv)"))
+        impl, scope = r.get("impl", "?"), r.get("scope", "")
+        if n is None:
+            continue
+        if scope.startswith("kernels"):
+            # (no underscore: the tic labels reach gnuplot unescaped) 
+            label2 = "precompiled kernels (%s)" % scope.split(":", 1)[-1].replace("_", "-") if n > 0 else "0 precompiled kernels"
+            bars.append((gp_enh(impl), gp_enh(label2), n if n > 0 else None, VENDOR, "vendors (vendor_configs.csv)"))
+        else:
+            per_shape.setdefault(impl, []).append(n)
+    for impl, ns in per_shape.items():
+        bars.append((gp_enh(impl), gp_enh("own choices per shape (max of %d)" % len(ns)), max(ns), VENDOR,
+                     "vendors (vendor_configs.csv)"))
     if not bars:
         return "no rows"
     dtypes = {class_dtype(r.get("shape_class")) for r in explored}

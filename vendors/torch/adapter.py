@@ -102,6 +102,17 @@ class Adapter:
         if impl == "flex":
             from torch.nn.attention.flex_attention import create_block_mask, flex_attention
             if self.flex is None:
+                # Every shape is its own static compile. Past dynamo's recompile limit (8 by
+                # default) torch would quietly run flex_attention eagerly, unfused, and we
+                # would time that instead of FlexAttention's kernel: raise the limit, and
+                # make hitting it an error rather than a fallback where torch allows.
+                dc = t._dynamo.config
+                for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
+                             "accumulated_cache_size_limit"):
+                    if hasattr(dc, name):
+                        setattr(dc, name, max(getattr(dc, name), 4096))
+                if hasattr(dc, "fail_on_recompile_limit_hit"):
+                    dc.fail_on_recompile_limit_hit = True
                 self.flex = t.compile(flex_attention, dynamic=False)
             mask = None
             if r["causal"]:
