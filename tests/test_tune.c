@@ -68,7 +68,9 @@ static void test_space_enumerate(void **state)
     (void)state;
     char err[FB_ERRLEN];
     space_t sp;
-    assert_int_equal(space_load_default(&sp, err, sizeof err), 0);
+    int lrc = space_load_default(&sp, err, sizeof err);
+    if (lrc) fprintf(stderr, "%s\n", err);
+    assert_int_equal(lrc, 0);
     rt_device_info h200 = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
                            .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC};
     shape_t pre = mk(4, 32, 32, 4096, 4096, 128, 1);
