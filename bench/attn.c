@@ -301,18 +301,23 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
 
 /* ---- parallel compilation into the disk cache ---- */
 
-typedef struct {
+struct attn_precompile_job {
     attn_runner *r;
-    const shape_t *s;
+    shape_t s;
     dtype_t dt;
-    const kconfig *cands;
+    kconfig *cands;           /* a copy: the caller's array may go */
     long n, next;
     int write_lse;
     long built;
     double deadline;          /* fb_now() after which nothing new starts; 0: none */
     const volatile int *stop; /* set by a signal handler: stop starting compiles */
+    int offline;              /* compile_offline for the device's arch: no context, so it can
+                               * run beside timing without touching the GPU */
     pthread_mutex_t lock;
-} precompile_job;
+    pthread_t tid[64];
+    int nthreads;
+};
+typedef struct attn_precompile_job precompile_job;
 
 static void *precompile_worker(void *arg)
 {
@@ -325,7 +330,7 @@ static void *precompile_worker(void *arg)
         if (i >= j->n || (j->stop && *j->stop) || (j->deadline > 0 && fb_now() > j->deadline)) break;
         char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], key[512], ckey[33];
         const char *dp[ATTN_MAX_DEFINES];
-        int nd = attn_defines(j->s, j->dt, &j->cands[i], j->write_lse, defs);
+        int nd = attn_defines(&j->s, j->dt, &j->cands[i], j->write_lse, defs);
         size_t o = 0;
         for (int k = 0; k < nd; k++) {
             dp[k] = defs[k];
@@ -337,7 +342,17 @@ static void *precompile_worker(void *arg)
         if (cache_get(ckey, &bin, &len, NULL)) { free(bin); continue; }
         rt_module *mod = NULL;
         char *log = NULL, err[FB_ERRLEN];
-        if (rt->compile(j->r->ctx, j->r->source, dp, nd, &mod, &log, err, sizeof err) == 0) {
+        if (j->offline) {
+            /* the same compiler and options as compile, without loading the module */
+            if (rt->compile_offline(j->r->dev.info.arch, j->r->source, dp, nd, "attn_fwd", &bin, &len, NULL, &log, err,
+                                    sizeof err) == 0) {
+                cache_put(ckey, bin, len, log);
+                free(bin);
+                pthread_mutex_lock(&j->lock);
+                j->built++;
+                pthread_mutex_unlock(&j->lock);
+            }
+        } else if (rt->compile(j->r->ctx, j->r->source, dp, nd, &mod, &log, err, sizeof err) == 0) {
             if (rt->binary(mod, &bin, &len) == 0) {
                 cache_put(ckey, bin, len, log);
                 free(bin);
@@ -352,23 +367,62 @@ static void *precompile_worker(void *arg)
     return NULL;
 }
 
+attn_precompile_job *attn_precompile_start(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n,
+                                           int write_lse, double deadline, const volatile int *stop)
+{
+    precompile_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->cands = malloc(sizeof *cands * (size_t)(n > 0 ? n : 1));
+    if (!j->cands) { free(j); return NULL; }
+    memcpy(j->cands, cands, sizeof *cands * (size_t)(n > 0 ? n : 0));
+    j->r = r;
+    j->s = *s;
+    j->dt = dt;
+    j->n = n;
+    j->write_lse = write_lse;
+    j->deadline = deadline;
+    j->stop = stop;
+    /* FABENCH_PRECOMPILE_SYNC=1: the old way, everything compiled before timing starts */
+    const char *sync = getenv("FABENCH_PRECOMPILE_SYNC");
+    j->offline = r->dev.rt->compile_offline != NULL && r->dev.info.arch[0] && !(sync && *sync && strcmp(sync, "0"));
+    pthread_mutex_init(&j->lock, NULL);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nth = ncpu > 1 ? (int)(ncpu > 64 ? 64 : ncpu) : 1;
+    /* in the background, one core is left to the caller's verification and launches */
+    int bg = j->offline ? nth - 1 : 0;
+    for (int t = 0; t < bg; t++)
+        if (pthread_create(&j->tid[j->nthreads], NULL, precompile_worker, j) == 0) j->nthreads++;
+    if (!j->nthreads) { /* no background compiler: all cores now, before the caller goes on */
+        for (int t = 1; t < nth; t++)
+            if (pthread_create(&j->tid[j->nthreads], NULL, precompile_worker, j) == 0) j->nthreads++;
+        precompile_worker(j);
+        for (int t = 0; t < j->nthreads; t++) pthread_join(j->tid[t], NULL);
+        j->nthreads = 0;
+    }
+    return j;
+}
+
+long attn_precompile_wait(attn_precompile_job *j, int cancel)
+{
+    if (!j) return 0;
+    if (cancel) {
+        pthread_mutex_lock(&j->lock);
+        j->next = j->n; /* nothing new starts; compiles under way finish */
+        pthread_mutex_unlock(&j->lock);
+    }
+    for (int t = 0; t < j->nthreads; t++) pthread_join(j->tid[t], NULL);
+    pthread_mutex_destroy(&j->lock);
+    long built = j->built;
+    j->r->compiled += built;
+    free(j->cands);
+    free(j);
+    return built;
+}
+
 long attn_precompile(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n, int write_lse,
                      double deadline, const volatile int *stop)
 {
-    precompile_job j = {.r = r, .s = s, .dt = dt, .cands = cands, .n = n, .write_lse = write_lse,
-                        .deadline = deadline, .stop = stop};
-    pthread_mutex_init(&j.lock, NULL);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int nth = ncpu > 1 ? (int)(ncpu > 64 ? 64 : ncpu) : 1;
-    pthread_t tid[64];
-    int started = 0;
-    for (int t = 1; t < nth; t++)
-        if (pthread_create(&tid[started], NULL, precompile_worker, &j) == 0) started++;
-    precompile_worker(&j);
-    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
-    pthread_mutex_destroy(&j.lock);
-    r->compiled += j.built;
-    return j.built;
+    return attn_precompile_wait(attn_precompile_start(r, s, dt, cands, n, write_lse, deadline, stop), 0);
 }
 
 /* Everything one launch sequence needs; the enqueue callback of the timer. */

@@ -50,6 +50,15 @@ void attn_close(attn_runner *r);
  * cache, so that attn_run later only loads them. Returns how many it built. */
 long attn_precompile(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n, int write_lse,
                      double deadline, const volatile int *stop);
+/* The same in the background where the runtime can compile without its context
+ * (compile_offline: nothing touches the GPU while the caller times candidates); elsewhere
+ * it compiles before returning. attn_run finds what is done in the disk cache and compiles
+ * the rest itself. attn_precompile_wait joins (cancel: starts nothing more) and frees the
+ * job; it returns how many binaries the job built. NULL when out of memory. */
+typedef struct attn_precompile_job attn_precompile_job;
+attn_precompile_job *attn_precompile_start(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n,
+                                           int write_lse, double deadline, const volatile int *stop);
+long attn_precompile_wait(attn_precompile_job *j, int cancel);
 /* Binaries this runner compiled, and loaded from the disk cache, so far. */
 void attn_counts(const attn_runner *r, long *compiled, long *cached);
 

@@ -109,7 +109,9 @@ int cache_put(const char *key, const void *bin, size_t len, const char *log)
 {
     char path[4200], tmp[4300];
     if (entry_path(key, path, sizeof path) != 0) return -1;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    /* unique per process and per call: threads of one process may store the same key */
+    static _Atomic unsigned long seq;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(), (unsigned long)seq++);
     size_t llen = log ? strlen(log) : 0;
     uint64_t h = fnv1a(0xcbf29ce484222325ull, bin, len);
     h = fnv1a(h, log ? log : "", llen);

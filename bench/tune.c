@@ -302,8 +302,10 @@ int cmd_tune(int argc, char **argv)
                 if (!strcmp(cs2, ds)) { searcher_first(se, i); break; }
             }
         }
-        {   /* compile what the searcher may ask for on all cores first (into the disk cache);
-             * a model-guided search may ask for any of them */
+        attn_precompile_job *pjob = NULL;
+        {   /* compile what the searcher may ask for on all cores (into the disk cache), in
+             * the background where the runtime allows, so timing starts at once; a
+             * model-guided search may ask for any of them */
             long m = budget > 0 && budget < n ? (strcmp(strategy, "bo") ? budget : 4 * budget) : n;
             if (m > n) m = n;
             kconfig *pre = malloc(sizeof *pre * (size_t)(m ? m : 1));
@@ -311,8 +313,8 @@ int cmd_tune(int argc, char **argv)
             if (pre && ord) {
                 searcher_preview(se, ord, m);
                 for (long i = 0; i < m; i++) pre[i] = cands[ord[i]];
-                attn_precompile(runner, s, dt, pre, m, ao.write_lse, time_limit > 0 ? t0 + time_limit : 0,
-                                &stop_requested);
+                pjob = attn_precompile_start(runner, s, dt, pre, m, ao.write_lse, time_limit > 0 ? t0 + time_limit : 0,
+                                             &stop_requested);
             }
             free(pre);
             free(ord);
@@ -389,6 +391,7 @@ int cmd_tune(int argc, char **argv)
                         explored_n, total, best_us, eta > 0 ? eta : 0.0);
             }
         }
+        attn_precompile_wait(pjob, 1);
         searcher_free(se);
         free(cands);
         if (!quiet)
