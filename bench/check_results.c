@@ -626,8 +626,8 @@ static void check_manifest(file_ctx *fc, const char *dir)
                 problem(fc, t->row_line[r], "date", "'%s' is not YYYY-MM-DDTHH:MM:SSZ", v);
         }
         if (!strcmp(k, "git_commit") && strcmp(v, "unknown") &&
-            (strlen(v) != 40 || strspn(v, "0123456789abcdef") != 40))
-            problem(fc, t->row_line[r], "git_commit", "'%s' is not a 40-digit commit (or 'unknown')", v);
+            (strlen(v) < 7 || strlen(v) > 40 || strspn(v, "0123456789abcdef") != strlen(v)))
+            problem(fc, t->row_line[r], "git_commit", "'%s' is not a commit of 7 to 40 hex digits (or 'unknown')", v);
         if (!strcmp(k, "git_dirty") && strcmp(v, "yes") && strcmp(v, "no"))
             problem(fc, t->row_line[r], "git_dirty", "'%s' is not yes or no", v);
         if (!strcmp(k, "gpu_slug")) {

@@ -55,7 +55,7 @@ broken compiled-bad-hash    compiled.csv '2s/,[0-9a-f]*$/,XYZ/'                 
 broken vendor-bad-count     vendor_configs.csv '2s/,3,/,three,/'                   "@D@/vendor_configs.csv:2: configs: 'three' is not an integer"
 broken portability-bad-pct  portability.csv '3s/,\([0-9.]*\),\([a-z-]*\),MMA/,150.0,\2,MMA/' "@D@/portability.csv:3: pct"
 broken manifest-no-date     manifest.csv '/^date,/d'                               "@D@/manifest.csv:1: date: required key missing"
-broken manifest-bad-commit  manifest.csv 's/^git_commit,.*/git_commit,12345/'      "manifest.csv:" "git_commit: '12345' is not a 40-digit commit"
+broken manifest-bad-commit  manifest.csv 's/^git_commit,.*/git_commit,12345/'      "manifest.csv:" "git_commit: '12345' is not a commit of 7 to 40 hex digits"
 broken manifest-wrong-gpu   perf.csv     '2s/^pthread-haswell-AMD EPYC,/another gpu,/' "@D@/perf.csv:2: gpu: 'another gpu' is not this folder's GPU"
 broken csv-malformed        perf.csv     '2s/^/"/'                                  "@D@/perf.csv:" "csv:"
 d="$T/no-manifest/pthread-haswell-amd-epyc"; mkdir -p "$T/no-manifest"; cp -r "$GOOD" "$d"; rm "$d/manifest.csv"
