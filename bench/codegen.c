@@ -164,18 +164,8 @@ static int compile_manifest(const char *path, const rt_device *rdev, const char 
     if (!gpu || !strcmp(gpu, rdev->info.name)) {
         manifest_fill(t, rdev, argc, argv);
     } else {
-        char buf[4096], date[32];
-        size_t o = 0;
-        buf[0] = 0;
-        for (int i = 0; i < argc && o + 2 < sizeof buf; i++)
-            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", argv[i]);
-        time_t now = time(NULL);
-        struct tm tm;
-        gmtime_r(&now, &tm);
-        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        manifest_set(t, "compile.command", buf);
+        manifest_note_command(t, "compile", argc, argv);
         manifest_set(t, "compile.arch", rdev->info.arch);
-        manifest_set(t, "compile.date", date);
     }
     manifest_set(t, "compile.sass_tool", tool && *tool ? tool : "none");
     rc = csvt_write_atomic(t, path, err, errlen);

@@ -107,3 +107,20 @@ int manifest_update(const char *path, const rt_device *dev, int argc, char **arg
     csvt_free(t);
     return rc;
 }
+
+int manifest_note_command(csv_table *t, const char *prefix, int argc, char **argv)
+{
+    char buf[4096], date[32], key[128];
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < argc && o + 2 < sizeof buf; i++)
+        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", argv[i]);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(key, sizeof key, "%s.command", prefix);
+    if (manifest_set(t, key, buf) != 0) return -1;
+    snprintf(key, sizeof key, "%s.date", prefix);
+    return manifest_set(t, key, date);
+}

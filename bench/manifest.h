@@ -13,6 +13,9 @@ int manifest_fill(csv_table *t, const rt_device *dev, int argc, char **argv);
 /* Loads PATH (or starts an empty manifest), fills it, writes it back atomically.
  * Returns 0, 2 (PATH is not a manifest) or -1; err filled on failure. */
 int manifest_update(const char *path, const rt_device *dev, int argc, char **argv, char *err, size_t errlen);
+/* PREFIX.command (the command line) and PREFIX.date (now, UTC): a later step's record in
+ * a manifest that keeps the run's own keys. 0 or -1. */
+int manifest_note_command(csv_table *t, const char *prefix, int argc, char **argv);
 /* Adds or replaces one key. 0 or -1. */
 int manifest_set(csv_table *t, const char *key, const char *value);
 

@@ -113,17 +113,7 @@ static int note_manifest(const char *path, const rt_device *dev, int argc, char 
     int rc = csvt_open_append(path, header, 2, &t, err, errlen);
     if (rc != 0) return rc;
     if (t->nrows == 0) manifest_fill(t, dev, argc, argv);
-    char buf[4096], date[32];
-    size_t o = 0;
-    buf[0] = 0;
-    for (int i = 0; i < argc && o + 2 < sizeof buf; i++)
-        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", argv[i]);
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    manifest_set(t, "portability.command", buf);
-    manifest_set(t, "portability.date", date);
+    manifest_note_command(t, "portability", argc, argv);
     rc = csvt_write_atomic(t, path, err, errlen);
     csvt_free(t);
     return rc;
