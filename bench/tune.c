@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,6 +123,113 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
 static volatile int stop_requested; /* set by SIGINT; read between candidates */
 static void on_sigint(int sig) { (void)sig; stop_requested = 1; }
 
+/* ---- isolation: the tuning runs in a child process, which a supervisor restarts ----
+ * A candidate that kills the process (a crash, a corrupted GPU context) or hangs the
+ * device ends only that process. Before each candidate the child notes it in the
+ * in-flight file; when the child dies the supervisor records that candidate as failed in
+ * explored.csv and starts a fresh child, which resumes from explored.csv as any rerun does.
+ * A child whose device hung records the timeout itself and asks for a restart (exit 75). */
+#define TUNE_RESTART_EXIT 75
+#define TUNE_MAX_RESTARTS 50
+static volatile pid_t tune_child;
+static void forward_sigint(int sig) { (void)sig; if (tune_child > 0) kill(tune_child, SIGINT); }
+
+/* The in-flight note: one field per line (explored path, gpu, backend, config, class,
+ * shape, strategy, step), written whole (temp + rename) or not at all. */
+static void inflight_note(const char *path, const char *const *f, int n)
+{
+    if (!path) return;
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *o = fopen(tmp, "w");
+    if (!o) return;
+    for (int i = 0; i < n; i++) fprintf(o, "%s\n", f[i]);
+    if (fclose(o) == 0) rename(tmp, path);
+    else unlink(tmp);
+}
+
+static int supervise(int argc, char **argv)
+{
+    char self[4096];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sl <= 0) return -1; /* no /proc: run unisolated */
+    self[sl] = 0;
+    /* only a fabench executable can be started again as `fabench tune` (not a test or fuzz
+     * binary calling cmd_tune, nor valgrind's tool) */
+    const char *base = strrchr(self, '/') ? strrchr(self, '/') + 1 : self;
+    if (strcmp(base, "fabench")) return -1;
+    char inflight[256];
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(inflight, sizeof inflight, "%s/fabench-tune-%ld.inflight", tmpdir && *tmpdir ? tmpdir : "/tmp", (long)getpid());
+    char **cargv = calloc((size_t)argc + 2, sizeof *cargv);
+    if (!cargv) return -1;
+    cargv[0] = self;
+    cargv[1] = "tune";
+    for (int i = 1; i < argc; i++) cargv[i + 1] = argv[i];
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = forward_sigint;
+    sigaction(SIGINT, &sa, &old);
+    int rc = 1;
+    for (int restarts = 0;; restarts++) {
+        unlink(inflight);
+        pid_t pid = fork();
+        if (pid < 0) { fprintf(stderr, "fabench tune: fork failed\n"); rc = 1; break; }
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the supervisor */
+            setenv("FABENCH_TUNE_CHILD", "1", 1);
+            setenv("FABENCH_TUNE_INFLIGHT", inflight, 1);
+            execv(self, cargv);
+            _exit(127);
+        }
+        tune_child = pid;
+        int st;
+        while (waitpid(pid, &st, 0) < 0) {}
+        tune_child = 0;
+        if (WIFEXITED(st) && WEXITSTATUS(st) != TUNE_RESTART_EXIT) { rc = WEXITSTATUS(st); break; }
+        if (WIFSIGNALED(st) && (WTERMSIG(st) == SIGINT || WTERMSIG(st) == SIGTERM)) { rc = 130; break; }
+        /* the child died, or its device hung: record the candidate in flight, go on */
+        char reason[256];
+        if (WIFSIGNALED(st))
+            snprintf(reason, sizeof reason, "the tuning process died (%s) running this candidate; tuning went on in a fresh process",
+                     strsignal(WTERMSIG(st)));
+        else
+            snprintf(reason, sizeof reason, "the device hung; tuning went on in a fresh process");
+        FILE *in = fopen(inflight, "r");
+        if (in && WIFSIGNALED(st)) {
+            char f[8][512];
+            int nf = 0;
+            while (nf < 8 && fgets(f[nf], sizeof f[0], in)) { f[nf][strcspn(f[nf], "\n")] = 0; nf++; }
+            if (nf == 8) {
+                csv_table *t;
+                char err[FB_ERRLEN];
+                if (csvt_open_append(f[0], explored_header, EXPLORED_NCOLS, &t, err, sizeof err) == 0) {
+                    int have = 0;
+                    for (size_t r = 0; r < t->nrows && !have; r++)
+                        have = !strcmp(t->rows[r][0], f[1]) && !strcmp(t->rows[r][1], f[2]) &&
+                               !strcmp(t->rows[r][3], f[3]) && !strcmp(t->rows[r][4], f[4]);
+                    const char *row[EXPLORED_NCOLS] = {f[1], f[2], "attn_fwd", f[3], f[4], f[5], "launch_error", reason, "",
+                                                       "", "", "-1", "-1", "-1", "-1", "-1", "", f[6], f[7], ""};
+                    if (!have && (csvt_add(t, row) != 0 || csvt_write_atomic(t, f[0], err, sizeof err) != 0))
+                        fprintf(stderr, "fabench tune: %s\n", err);
+                    csvt_free(t);
+                }
+                fprintf(stderr, "fabench tune: %s: %s %s\n", f[4], f[3], reason);
+            }
+        }
+        if (in) fclose(in);
+        if (!WIFSIGNALED(st)) fprintf(stderr, "fabench tune: %s\n", reason);
+        if (restarts + 1 >= TUNE_MAX_RESTARTS) {
+            fprintf(stderr, "fabench tune: %d restarts; giving up (explored.csv keeps every row)\n", TUNE_MAX_RESTARTS);
+            rc = 1;
+            break;
+        }
+    }
+    unlink(inflight);
+    sigaction(SIGINT, &old, NULL);
+    free(cargv);
+    return rc;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -142,13 +251,28 @@ static void usage(FILE *f)
             "                      (default results/<gpu-slug>)\n"
             "  --space FILE        the search space (default kernels/space.csv)\n"
             "  --rep-budget S      seconds of timing per candidate (default 0.1)\n"
-            "  --quiet\n");
+            "  --timeout S         a batch of runs longer than this is a hang (default 30)\n"
+            "  --quiet\n\n"
+            "Candidates run in a child process: one that crashes the process or hangs the device\n"
+            "is recorded (launch_error, timeout) and tuning goes on in a fresh child\n"
+            "(FABENCH_TUNE_ISOLATE=0: in this process, as one run).\n");
 }
 
 int cmd_tune(int argc, char **argv)
 {
+    const int child = getenv("FABENCH_TUNE_CHILD") != NULL;
+    const char *inflight = child ? getenv("FABENCH_TUNE_INFLIGHT") : NULL;
+    {   /* the supervisor (unless asked not to): it runs no GPU code itself */
+        const char *iso = getenv("FABENCH_TUNE_ISOLATE");
+        int help = 0;
+        for (int i = 1; i < argc; i++) help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+        if (!child && !help && !(iso && !strcmp(iso, "0"))) {
+            int rc = supervise(argc, argv);
+            if (rc >= 0) return rc;
+        }
+    }
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_DTYPE, O_STRATEGY, O_BUDGET, O_TIME, O_SEED, O_RESULTS, O_SPACE,
-           O_REPBUDGET, O_QUIET, O_HELP };
+           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"dtype", required_argument, 0, O_DTYPE},
@@ -156,9 +280,10 @@ int cmd_tune(int argc, char **argv)
         {"time", required_argument, 0, O_TIME}, {"seed", required_argument, 0, O_SEED},
         {"results", required_argument, 0, O_RESULTS}, {"space", required_argument, 0, O_SPACE},
         {"rep-budget", required_argument, 0, O_REPBUDGET}, {"quiet", no_argument, 0, O_QUIET},
-        {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+        {"help", no_argument, 0, O_HELP}, {"timeout", required_argument, 0, O_TIMEOUT}, {0, 0, 0, 0}};
     const char *device = NULL, *suite = NULL, *shapes_file = NULL, *results = NULL, *space_file = NULL;
     const char *strategy = "exhaustive";
+    double timeout_s = 30;
     long budget = -1;
     double time_limit = -1, rep_budget = 0.1;
     uint64_t seed = 1;
@@ -202,6 +327,10 @@ int cmd_tune(int argc, char **argv)
         case O_REPBUDGET:
             rep_budget = strtod(optarg, &end);
             if (*end || end == optarg || !(rep_budget >= 0)) { fprintf(stderr, "fabench tune: --rep-budget: bad seconds '%s'\n", optarg); return FB_EXIT_BADINPUT; }
+            break;
+        case O_TIMEOUT:
+            timeout_s = strtod(optarg, &end);
+            if (*end || end == optarg || !(timeout_s > 0 && timeout_s <= 3600)) { fprintf(stderr, "fabench tune: --timeout: bad seconds '%s'\n", optarg); return FB_EXIT_BADINPUT; }
             break;
         case O_SEED:
             seed = strtoull(optarg, &end, 10);
@@ -264,6 +393,7 @@ int cmd_tune(int argc, char **argv)
     ao.timing.budget_s = rep_budget;
     ao.timing.warmup_s = 0.02;
     ao.verify_rows = 256;
+    ao.timing.timeout_s = timeout_s;
     signal(SIGINT, on_sigint);
     int is_tty = isatty(2);
 
@@ -282,7 +412,8 @@ int cmd_tune(int argc, char **argv)
         if (k == nclass) { snprintf(keys[nclass], sizeof keys[0], "%s", key); rep[nclass++] = i; }
         else if (shape_flops(&shapes.v[i]) > shape_flops(&shapes.v[rep[k]])) rep[k] = i;
     }
-    for (size_t ci = 0; ci < nclass && !stop_requested && !fatal; ci++) {
+    int restart = 0; /* a child whose device hung: the supervisor starts a fresh one */
+    for (size_t ci = 0; ci < nclass && !stop_requested && !fatal && !restart; ci++) {
         const shape_t *s = &shapes.v[rep[ci]];
         dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
         kconfig *cands;
@@ -350,7 +481,22 @@ int cmd_tune(int argc, char **argv)
             attn_result res;
             /* a candidate more than ABANDON times slower than the best so far gets one timed run */
             ao.timing.abandon_us = isfinite(best_us) ? TUNE_ABANDON * best_us : 0;
-            if (attn_run(runner, s, dt, &cands[idx], &ao, &res, err, sizeof err) != 0) {
+            kconfig cand = cands[idx];
+            if (inflight) {
+                char step[24];
+                snprintf(step, sizeof step, "%ld", explored_n + 1);
+                const char *f[8] = {p_explored, dev.info.name, dev.rt->name, cs, keys[ci], s->name, strategy, step};
+                inflight_note(inflight, f, 8);
+                /* test hooks (tests/faults.sh): crash the process, or hang the device, on
+                 * candidates whose configuration contains the given text */
+                const char *crash = getenv("FABENCH_TEST_CRASH_CONFIG"), *hang = getenv("FABENCH_TEST_HANG_CONFIG");
+                if (crash && *crash && strstr(cs, crash)) { signal(SIGSEGV, SIG_DFL); raise(SIGSEGV); }
+                if (hang && *hang && strstr(cs, hang)) {
+                    kconfig h = {0};
+                    if (kconfig_parse("FAULT_HANG=1", &h, err, sizeof err) == 0) kconfig_overlay(&cand, &h);
+                }
+            }
+            if (attn_run(runner, s, dt, &cand, &ao, &res, err, sizeof err) != 0) {
                 fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
                 fatal = 1;
                 break;
@@ -380,6 +526,11 @@ int cmd_tune(int argc, char **argv)
                 csvt_write_atomic(explored, p_explored, err, sizeof err) != 0) {
                 fprintf(stderr, "fabench tune: %s\n", err);
                 fatal = 1;
+                break;
+            }
+            if (inflight) unlink(inflight);
+            if (child && res.status == ST_TIMEOUT) { /* the device is gone for this process */
+                restart = 1;
                 break;
             }
             if (!quiet && is_tty) {
@@ -443,5 +594,5 @@ int cmd_tune(int argc, char **argv)
     csvt_free(explored);
     csvt_free(tuning);
     shapes_free(&shapes);
-    return fatal ? 1 : stop_requested ? 130 : 0;
+    return fatal ? 1 : stop_requested ? 130 : restart ? TUNE_RESTART_EXIT : 0;
 }

@@ -93,5 +93,21 @@ check "SIGKILL in tune: explored.csv whole" "csv_ok $T/tk/explored.csv 2"
 $fab tune --device opencl:0 --shapes "$T/s.csv" --results "$T/tk" --strategy random --budget 12 --rep-budget 0.01 --quiet; rc=$?
 check "SIGKILL in tune: the same command resumes and finishes" "[ $rc -eq 0 ] && csv_ok $T/tk/explored.csv 24"
 
+# 9. tune isolates candidates: one that crashes the process, one that hangs the device; each
+# is recorded, tuning goes on in a fresh child process and finishes the class
+printf 'name,batch,hq,hkv,sq,skv,d,causal\ntiny,1,2,2,33,65,64,0\n' > "$T/one.csv"
+iso=(tune --device opencl:0 --shapes "$T/one.csv" --strategy random --budget 6 --rep-budget 0.01 --seed 1 --quiet)
+victim=$($fab "${iso[@]}" --results "$T/iso0" >/dev/null 2>&1; col "$T/iso0/explored.csv" config | sed -n 2p)
+FABENCH_TEST_CRASH_CONFIG="$victim" timeout 300 $fab "${iso[@]}" --results "$T/iso1" 2> "$T/iso1.err"; rc=$?
+check "tune, a candidate crashes the process: exit 0, all 6 rows" "[ $rc -eq 0 ] && csv_ok $T/iso1/explored.csv 6 && [ \$(($(wc -l < $T/iso1/explored.csv) - 1)) -eq 6 ]"
+check "tune, a candidate crashes the process: its row is launch_error naming the signal" \
+    "grep -F \"$victim\" $T/iso1/explored.csv | grep -q 'launch_error,the tuning process died (Segmentation fault)'"
+check "tune, a candidate crashes the process: a winner in tuning.csv" "csv_ok $T/iso1/tuning.csv 1"
+FABENCH_TEST_HANG_CONFIG="$victim" timeout 300 $fab "${iso[@]}" --timeout 2 --results "$T/iso2" 2> "$T/iso2.err"; rc=$?
+check "tune, a candidate hangs the device: exit 0, all 6 rows" "[ $rc -eq 0 ] && [ \$(($(wc -l < $T/iso2/explored.csv) - 1)) -eq 6 ]"
+check "tune, a candidate hangs the device: its row is a timeout, the others ok" \
+    "[ \"\$(grep -F \"$victim\" $T/iso2/explored.csv | grep -c ',timeout,')\" = 1 ] && [ \"\$(col $T/iso2/explored.csv status | grep -c '^ok$')\" = 5 ]"
+check "tune, a candidate hangs the device: the restart is reported" "grep -q 'the device hung; tuning went on in a fresh process' $T/iso2.err"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

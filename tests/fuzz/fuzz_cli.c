@@ -43,6 +43,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     setenv("OCL_ICD_VENDORS", icd, 1);
     setenv("CUDA_VISIBLE_DEVICES", "", 1);
     setenv("HIP_VISIBLE_DEVICES", "", 1);
+    setenv("FABENCH_TUNE_ISOLATE", "0", 1); /* tune in this process, not a re-executed child */
     for (int i = 0; i < rt_count(); i++) (void)rt_status(i, NULL); /* load once, outside any input */
     return 0;
 }
