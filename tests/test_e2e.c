@@ -111,20 +111,22 @@ static void test_ragged(void **state)
     shape_t lt = mk_ragged(4, 4, 4, 20, 90, 96, 1, "0.3;1;0.05");
     shape_t gt = mk_ragged(4, 2, 1, 90, 20, 32, 1, "0.3;1;0.05");
     const shape_t *all[] = {&pre, &pre_nc, &uni, &dec, &lt, &gt};
-    const char *cfgs[] = {NULL, "BLOCK_M=16,BLOCK_N=16", "BLOCK_M=64,BLOCK_N=8,NUM_WARPS=1"};
+    const char *cfgs[] = {NULL, "MMA=fma,BLOCK_M=16,BLOCK_N=16", "MMA=fma,BLOCK_M=64,BLOCK_N=8,NUM_WARPS=1"};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++)
             bad += run_case(all[i], i % 2 ? DT_FP16 : DT_BF16, cfgs[c]) != ST_OK;
     for (int dt = DT_FP32; dt <= DT_BF16; dt++) {
-        bad += run_case(&pre_nc, (dtype_t)dt, "BLOCK_M=32,BLOCK_N=32") != ST_OK;
-        bad += run_case(&dec, (dtype_t)dt, "BLOCK_M=16,BLOCK_N=32") != ST_OK;
+        bad += run_case(&pre_nc, (dtype_t)dt, "MMA=fma,BLOCK_M=32,BLOCK_N=32") != ST_OK;
+        bad += run_case(&dec, (dtype_t)dt, "MMA=fma,BLOCK_M=16,BLOCK_N=32") != ST_OK;
     }
     assert_int_equal(bad, 0);
-    assert_int_equal(run_case(&pre, DT_FP32, "BLOCK_N=16,FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
-    assert_int_equal(run_case(&dec, DT_FP16, "BLOCK_N=32,FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
+    assert_int_equal(run_case(&pre, DT_FP32, "MMA=fma,BLOCK_N=16,FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
+    assert_int_equal(run_case(&dec, DT_FP16, "MMA=fma,BLOCK_N=32,FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
+    assert_int_equal(run_case(&pre, DT_FP16, "MMA=mfma"), ST_UNSUPPORTED);
     assert_int_equal(run_case(&dec, DT_FP16, "SPLIT_KV=2"), ST_UNSUPPORTED);
     assert_int_equal(run_case(&dec, DT_FP16, "PACK_GQA=1"), ST_UNSUPPORTED);
-    assert_int_equal(run_case(&pre, DT_FP16, "MMA=mma"), ST_UNSUPPORTED);
+    if (!(dev.info.features & RT_FEAT_MMA_SYNC)) /* where it exists, mma runs ragged batches too */
+        assert_int_equal(run_case(&pre, DT_FP16, "MMA=mma"), ST_UNSUPPORTED);
 }
 
 static const int lens[] = {1, 7, 33, 129, 300};
@@ -250,6 +252,16 @@ static void test_mma_sync(void **state)
         }
     assert_int_equal(bad, 0);
     assert_true(cases_run - before >= 60);
+    /* ragged batches (VARLEN) on the tensor cores */
+    const char *varied = "0.1;0.4;0.5;1.0;0.2";
+    shape_t rp = mk_ragged(5, 4, 2, 200, 200, 128, 1, varied), rd = mk_ragged(5, 8, 2, 1, 300, 64, 1, varied);
+    shape_t rn = mk_ragged(4, 2, 1, 90, 150, 96, 0, "0.3;1;0.05");
+    bad += run_case(&rp, DT_FP16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2") != ST_OK;
+    bad += run_case(&rp, DT_BF16, "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=32,STAGES=3") != ST_OK;
+    bad += run_case(&rd, DT_BF16, "MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=64,STAGES=2") != ST_OK;
+    bad += run_case(&rn, DT_FP16, "MMA=mma,NUM_WARPS=2,BLOCK_M=32,BLOCK_N=16,STAGES=1") != ST_OK;
+    assert_int_equal(bad, 0);
+    assert_int_equal(run_case(&rp, DT_FP16, "MMA=mma,FAULT_SKIP_LAST_TILE=1,BLOCK_N=32"), ST_WRONG_RESULT);
     /* and a wrong tensor-core kernel is caught too */
     shape_t w = mk(1, 2, 2, 33, 300, 128, 0);
     assert_int_equal(run_case(&w, DT_BF16, "MMA=mma,FAULT_SKIP_LAST_TILE=1,BLOCK_N=32"), ST_WRONG_RESULT);
