@@ -237,6 +237,15 @@ int cmd_run(int argc, char **argv)
                 size_t n = strlen(source);
                 snprintf(source + n, sizeof source - n, " + --config");
             }
+            /* tuning classes do not tell ragged batches from dense ones: a class's split-KV
+             * and GQA packing, which ragged batches do not support yet, are dropped */
+            if (lr != 0 && shape_ragged(s) && ((shape_cfg.split_kv > 1 && !(cfg.set & CFG_SPLIT_KV)) ||
+                                               (shape_cfg.pack_gqa && !(cfg.set & CFG_PACK_GQA)))) {
+                if (!(cfg.set & CFG_SPLIT_KV)) shape_cfg.split_kv = 1;
+                if (!(cfg.set & CFG_PACK_GQA)) shape_cfg.pack_gqa = 0;
+                size_t n = strlen(source);
+                snprintf(source + n, sizeof source - n, " (ragged: SPLIT_KV=1, PACK_GQA=0)");
+            }
         }
         attn_result res;
         if (attn_run(runner, s, dt, &shape_cfg, &ao, &res, err, sizeof err) != 0) {
