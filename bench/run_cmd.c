@@ -166,7 +166,7 @@ int cmd_run(int argc, char **argv)
     if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); return FB_EXIT_BADINPUT; }
 
     csv_table *table = NULL;
-    if (append) rc = csvt_open_append(out, perf_header, perf_ncols, &table, err, sizeof err);
+    if (append) rc = perf_open_append(out, &table, err, sizeof err);
     else { table = csvt_new(perf_header, perf_ncols); rc = table ? 0 : -1; snprintf(err, sizeof err, "out of memory"); }
     if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); shapes_free(&shapes); return FB_EXIT_BADINPUT; }
 
