@@ -30,6 +30,8 @@ typedef struct {
 typedef struct {
     int valid;
     int batch, hq, hkv, sq, skv, d;
+    int nlens;
+    double lens[FB_MAX_LENS];
     dtype_t dt;
     uint64_t seed;
     void *h[3];
@@ -126,7 +128,8 @@ static int inputs_get(attn_runner *r, const shape_t *s, dtype_t dt, uint64_t see
 {
     input_cache *c = &r->in;
     if (c->valid && c->batch == s->batch && c->hq == s->hq && c->hkv == s->hkv && c->sq == s->sq && c->skv == s->skv &&
-        c->d == s->d && c->dt == dt && c->seed == seed)
+        c->d == s->d && c->dt == dt && c->seed == seed && c->nlens == s->nlens &&
+        memcmp(c->lens, s->lens, sizeof c->lens) == 0)
         return 0;
     inputs_drop(r, 1);
     const rt_runtime *rt = r->dev.rt;
@@ -149,6 +152,8 @@ static int inputs_get(attn_runner *r, const shape_t *s, dtype_t dt, uint64_t see
         }
     c->valid = 1;
     c->batch = s->batch; c->hq = s->hq; c->hkv = s->hkv; c->sq = s->sq; c->skv = s->skv; c->d = s->d;
+    c->nlens = s->nlens;
+    memcpy(c->lens, s->lens, sizeof c->lens);
     c->dt = dt;
     c->seed = seed;
     return 0;
@@ -206,6 +211,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "PACK_GQA=%d", c->pack_gqa);
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "WARP_M=%d", c->warp_m);
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "WRITE_LSE=%d", write_lse ? 1 : 0);
+    if (shape_ragged(s)) snprintf(defs[nd++], ATTN_DEFINE_LEN, "VARLEN=1");
     if (c->fault_skip_last_tile) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_SKIP_LAST_TILE=1");
     else if (c->fault_hang) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_HANG=1");
     else if (c->fault_oob) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_OOB=1");
@@ -430,15 +436,15 @@ typedef struct {
     attn_runner *r;
     module_entry *m;
     size_t grid[3], block[3], cgrid[3], dyn_shared;
-    rt_arg args[12], cargs[5];
-    int split;
+    rt_arg args[14], cargs[5];
+    int nargs, split;
 } launch_plan;
 
 static int enqueue_plan(void *arg, rt_event **first, rt_event **last, char *err, size_t errlen)
 {
     launch_plan *p = arg;
     const rt_runtime *rt = p->r->dev.rt;
-    int rc = rt->launch(p->r->ctx, p->m->fwd, p->grid, p->block, p->dyn_shared, p->args, 12, first, err, errlen);
+    int rc = rt->launch(p->r->ctx, p->m->fwd, p->grid, p->block, p->dyn_shared, p->args, p->nargs, first, err, errlen);
     if (rc != 0) return rc;
     if (p->split > 1) {
         rc = rt->launch(p->r->ctx, p->m->combine, p->cgrid, p->block, 0, p->cargs, 5, last, err, errlen);
@@ -480,9 +486,10 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     if (m->status != ST_OK) { set_status(res, m->status, m->reason); return 0; }
 
     const size_t es = dtype_size(dt);
-    const size_t nq = (size_t)s->batch * s->hq * s->sq * s->d;
-    const size_t nkv = (size_t)s->batch * s->hkv * s->skv * s->d;
-    const size_t rows = (size_t)s->batch * s->hq * s->sq;
+    const size_t nq = shape_q_elems(s);   /* ragged batches: packed per head, real tokens only */
+    const size_t nkv = shape_kv_elems(s);
+    const size_t rows = shape_out_rows(s);
+    const int ragged = shape_ragged(s);
     const size_t split = (size_t)c->split_kv;
     /* O carries a guard band after its end, poisoned like O: a kernel that writes past the
      * end is caught even where the device does not fault */
@@ -500,9 +507,11 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     void *ho = malloc(bytes[3]), *ho2 = malloc(bytes[3]);
     float *hl = malloc(bytes[4]);
     rt_buf *b[7] = {0}; /* Q, K, V (the runner's input cache), O, LSE, split partials */
+    rt_buf *cu[2] = {0}; /* ragged: cu_seqlens of Q and of K/V */
+    int32_t *hcu = ragged ? malloc(2 * ((size_t)s->batch + 1) * sizeof *hcu) : NULL;
     const void *hq = NULL, *hk = NULL, *hv = NULL;
     int ret = 0;
-    if (!ho || !ho2 || !hl) {
+    if (!ho || !ho2 || !hl || (ragged && !hcu)) {
         set_status(res, ST_RESOURCE_LIMIT, "host memory exhausted for outputs");
         goto done;
     }
@@ -518,6 +527,19 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
             set_status(res, ST_RESOURCE_LIMIT, reason);
             goto done;
         }
+    if (ragged) {
+        const size_t cb = ((size_t)s->batch + 1) * sizeof *hcu;
+        shape_cu_seqlens(s, hcu, hcu + s->batch + 1);
+        for (int i = 0; i < 2; i++)
+            if (rt->alloc(r->ctx, cb, &cu[i], reason, sizeof reason) != 0) {
+                set_status(res, ST_RESOURCE_LIMIT, reason);
+                goto done;
+            }
+        if (rt->upload(r->ctx, cu[0], hcu, cb, err, errlen) || rt->upload(r->ctx, cu[1], hcu + s->batch + 1, cb, err, errlen)) {
+            ret = -1;
+            goto done;
+        }
+    }
     fb_poison(ho, bytes[3] / es, dt);
     fb_poison_f32(hl, rows);
     if (rt->upload(r->ctx, b[3], ho, bytes[3], err, errlen) || rt->upload(r->ctx, b[4], hl, bytes[4], err, errlen)) {
@@ -532,9 +554,16 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     for (int i = 0; i < 7; i++) { p.args[i].kind = RT_ARG_BUF; p.args[i].v.buf = b[i]; }
     p.args[7] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = s->hq};
     p.args[8] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = s->hkv};
-    p.args[9] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = s->sq};
-    p.args[10] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = s->skv};
+    /* SQ, SKV: rows per (batch, head); ragged: rows per head of the packed tensors */
+    p.args[9] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = ragged ? (int32_t)shape_total_q(s) : s->sq};
+    p.args[10] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = ragged ? (int32_t)shape_total_kv(s) : s->skv};
     p.args[11] = (rt_arg){.kind = RT_ARG_F32, .v.f32 = (float)(1.0 / sqrt((double)s->d))};
+    p.nargs = 12;
+    if (ragged) {
+        p.args[12] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = cu[0]};
+        p.args[13] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = cu[1]};
+        p.nargs = 14;
+    }
     p.cgrid[0] = rows;
     p.cgrid[1] = p.cgrid[2] = 1;
     p.cargs[0] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[5]};
@@ -602,10 +631,13 @@ hung:
         r->broken = 1;
         snprintf(r->broken_why, sizeof r->broken_why, "an earlier launch (%s) never finished", s->name);
         memset(b, 0, sizeof b);
+        memset(cu, 0, sizeof cu);
         inputs_drop(r, 0);
     }
 done:
     for (int i = 3; i < 7; i++) if (b[i]) rt->buf_free(b[i]);
+    for (int i = 0; i < 2; i++) if (cu[i]) rt->buf_free(cu[i]);
+    free(hcu);
     /* a run that went wrong may have written anywhere: the next one starts from fresh inputs */
     if (ret != 0 || (res->status != ST_OK && res->status != ST_RESOURCE_LIMIT && res->status != ST_UNSUPPORTED &&
                      res->status != ST_COMPILE_ERROR))

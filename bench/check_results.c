@@ -16,6 +16,7 @@
 #include "common.h"
 #include "config.h"
 #include "csvio.h"
+#include "shapes.h"
 #include "refcheck.h"
 
 /* ---------- value types ---------- */
@@ -343,6 +344,12 @@ static void rule_perf(file_ctx *fc, size_t r)
         if (parse_int(val(fc, r, dims[i]), &v[i]) != 0) return; /* already reported */
     s.batch = (int)v[0]; s.hq = (int)v[1]; s.hkv = (int)v[2]; s.sq = (int)v[3]; s.skv = (int)v[4];
     s.d = (int)v[5]; s.causal = (int)v[6];
+    char lerr[FB_ERRLEN];
+    if (shapes_parse_lens(fc->path, line_of(fc, r), val(fc, r, "lens"), &s, lerr, sizeof lerr) != 0) {
+        const char *m = strstr(lerr, "field 'lens': ");
+        problem(fc, line_of(fc, r), "lens", "%s", m ? m + strlen("field 'lens': ") : lerr);
+        return;
+    }
     if (s.hkv < 1 || s.hq % s.hkv) {
         problem(fc, line_of(fc, r), "hq", "%d is not a multiple of hkv=%d", s.hq, s.hkv);
         return;
@@ -464,7 +471,7 @@ static const col_spec perf_cols[] = {
     {"p80_us", V_NUM, REQ | EMPTY, 0}, {"min_us", V_NUM, EMPTY, 0}, {"reps", V_INT, EMPTY, 1},
     {"tflops", V_NUM, REQ | EMPTY, 0}, {"gbps", V_NUM, REQ | EMPTY, 0}, {"max_abs_err", V_NUM, REQ | EMPTY, 0},
     {"rel_l2_err", V_NUM, EMPTY, 0}, {"status", V_STATUS, REQ, 0}, {"reason", V_TEXT, 0, 0},
-    {"config_source", V_TEXT, 0, 0}};
+    {"config_source", V_TEXT, 0, 0}, {"lens", V_TEXT, 0, 0}};
 
 static const col_spec explored_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"kernel", V_NAME, REQ, 0}, {"config", V_CONFIG, REQ, 0},

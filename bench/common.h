@@ -17,14 +17,24 @@ const char *dtype_name(dtype_t dt);             /* "fp32", "fp16", "bf16" */
 int dtype_parse(const char *s, dtype_t *out);    /* 0 on success; accepts float32/half/... aliases */
 size_t dtype_size(dtype_t dt);                   /* bytes per element in memory */
 
-/* One attention problem: Q [batch, hq, sq, d], K and V [batch, hkv, skv, d]. */
+/* Most entries of a ragged batch's length pattern (the shape file's `lens` column). */
+#define FB_MAX_LENS 32
+
+/* One attention problem: Q [batch, hq, sq, d], K and V [batch, hkv, skv, d].
+ * A ragged (variable-length) batch has nlens > 0: sequence b has the lengths
+ * max(1, round(lens[b % nlens] * sq)) and likewise for skv (sq and skv are the maxima),
+ * and its tensors are packed per head without padding: Q and O [hq, total_q, d],
+ * K and V [hkv, total_kv, d], LSE [hq, total_q]; sequence b occupies rows
+ * cu_q[b] .. cu_q[b+1]-1 of every head (shape_cu_seqlens). */
 typedef struct {
     char name[64];
     int batch, hq, hkv, sq, skv, d;
-    int causal;      /* 1: bottom-right aligned causal mask */
+    int causal;      /* 1: bottom-right aligned causal mask (per sequence when ragged) */
     int has_dtype;   /* the shape file named a dtype for this row */
     dtype_t dtype;
     int line;        /* line in the source file, for messages */
+    int nlens;       /* 0: every sequence full length (dense [B, H, S, D] layout) */
+    double lens[FB_MAX_LENS]; /* fractions in (0, 1], repeated cyclically over the batch */
 } shape_t;
 
 typedef struct {
@@ -52,12 +62,34 @@ typedef enum {
 } status_t;
 const char *status_name(status_t st);
 
-/* FLOPs of the unmasked (query, key) pairs: 4 * d * pairs * batch * hq. */
+/* FLOPs of the unmasked (query, key) pairs: 4 * d * pairs * batch * hq (ragged: the
+ * pairs of every sequence, each with its own lengths and causal diagonal). */
 double shape_flops(const shape_t *s);
-/* Unmasked (query, key) pairs of one (batch, head); bottom-right causal alignment. */
+/* Unmasked (query, key) pairs of one (batch, head); bottom-right causal alignment.
+ * Ragged: the mean over the batch's sequences. */
 double shape_pairs(const shape_t *s);
-/* Bytes of Q, K, V and O moved once (for effective bandwidth). */
+/* The same for one sequence of sq queries and skv keys. */
+double seq_pairs(long sq, long skv, int causal);
+/* Bytes of Q, K, V and O moved once (for effective bandwidth); ragged: real tokens only. */
 double shape_bytes(const shape_t *s, dtype_t dt);
+
+/* Ragged batches (nlens > 0). shape_seq_lens: the lengths of sequence b (the maxima
+ * sq, skv for a dense shape). shape_cu_seqlens: cumulative offsets, batch + 1 entries
+ * each, cu[0] = 0 and cu[batch] = total (either pointer may be NULL). shape_total_q/kv:
+ * rows per head of the packed tensors (batch * sq, batch * skv for a dense shape). */
+int shape_ragged(const shape_t *s);
+void shape_seq_lens(const shape_t *s, int b, int *sq, int *skv);
+void shape_cu_seqlens(const shape_t *s, int32_t *cu_q, int32_t *cu_kv);
+long long shape_total_q(const shape_t *s);
+long long shape_total_kv(const shape_t *s);
+/* Elements of Q (= O) and of K (= V), and rows of O (= LSE entries), in either layout. */
+size_t shape_q_elems(const shape_t *s);
+size_t shape_kv_elems(const shape_t *s);
+size_t shape_out_rows(const shape_t *s);
+/* The pattern as "0.1;0.4;1" ("" for a dense shape). */
+void shape_lens_str(const shape_t *s, char *out, size_t outlen);
+/* Length of a fraction of a maximum: max(1, round(frac * max)). */
+int frac_len(double frac, int max);
 
 /* The project root (holds kernels/ and bench/suites/): $FABENCH_ROOT, else found by
  * walking up from the executable's directory. Returns 0 and fills out, or -1. */

@@ -142,6 +142,11 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
     if (!(c->set & CFG_PACK_GQA)) c->pack_gqa = s->hq > s->hkv && s->sq <= 16;
     if (!(c->set & CFG_MMA)) c->mma = (dev->features & RT_FEAT_MMA_SYNC) && dt != DT_FP32 ? MMA_SYNC : MMA_FMA;
     if (!(c->set & CFG_MMA) && (dev->features & RT_FEAT_MFMA) && dt != DT_FP32) c->mma = MMA_MFMA;
+    if (shape_ragged(s)) { /* VARLEN: one work-group per (m-block, sequence, head); fma or mma */
+        if (!(c->set & CFG_PACK_GQA)) c->pack_gqa = 0;
+        if (!(c->set & CFG_MMA) && c->mma == MMA_MFMA) c->mma = MMA_FMA;
+        if (!(c->set & CFG_SPLIT_KV)) c->split_kv = 1; /* and no split below */
+    }
     if (!(c->set & CFG_STAGES)) c->stages = c->mma == MMA_SYNC ? 2 : 1;
     if (!(c->set & CFG_KPAD)) c->kpad = 1;
     if (!(c->set & CFG_WARP_M)) c->warp_m = 1;
@@ -186,7 +191,7 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
         }
     }
 split:
-    if (!(c->set & CFG_SPLIT_KV)) {
+    if (!(c->set & CFG_SPLIT_KV) && !shape_ragged(s)) {
         /* flash-decoding: enough work-groups to fill the device four times over (an
          * H200 decode sweep: 64 x 8 KV heads ran 1.3x faster split in two) */
         size_t grid[3];
@@ -208,6 +213,11 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
                        char *reason, size_t len)
 {
     int nt = c->num_warps * 32;
+    if (shape_ragged(s) && (c->mma == MMA_MFMA || c->split_kv != 1 || c->pack_gqa)) {
+        snprintf(reason, len, "a ragged batch (lens) runs on MMA=fma or mma with SPLIT_KV=1 and PACK_GQA=0 only (got %s)",
+                 c->mma == MMA_MFMA ? "MMA=mfma" : c->split_kv != 1 ? "SPLIT_KV>1" : "PACK_GQA=1");
+        return ST_UNSUPPORTED;
+    }
     if (c->mma == MMA_SYNC) {
         if (!(dev->features & RT_FEAT_MMA_SYNC)) {
             snprintf(reason, len, "MMA=mma needs NVIDIA tensor cores (sm_80+) through the cuda runtime");
@@ -247,7 +257,7 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
     }
     size_t grid[3];
     kconfig_grid(c, s, grid);
-    if ((double)s->batch * s->hq * s->sq > 2147483647.0 || (double)kconfig_rows(c, s) + c->block_m > 2147483647.0) {
+    if ((double)s->batch * s->hq * s->sq > 2147483647.0 || (double)shape_out_rows(s) > 2147483647.0 || (double)kconfig_rows(c, s) + c->block_m > 2147483647.0) {
         snprintf(reason, len, "more than 2^31-1 query rows: the kernel indexes rows with 32-bit integers");
         return ST_UNSUPPORTED;
     }

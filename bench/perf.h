@@ -23,6 +23,10 @@ typedef struct {
     const stats_t *us;        /* NULL: not timed */
 } perf_row;
 
+/* Opens perf.csv at path for appending (csvt_open_append), accepting a file written
+ * before the trailing `lens` column (its rows then go on without it). 0, 2 or -1. */
+int perf_open_append(const char *path, csv_table **out, char *err, size_t errlen);
+
 /* Appends the row to t. 0 or -1 (out of memory). */
 int perf_add(csv_table *t, const perf_row *r);
 /* One progress line ("[i/n] name dtype 123.4 us 1.2 TFLOP/s ... config") on f. */

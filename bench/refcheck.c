@@ -245,14 +245,54 @@ void fb_fill_random(void *buf, size_t n, dtype_t dt, uint64_t seed)
 
 /* ---------------------------------------------------------------- reference */
 
-/* Number of keys row i sees: keys 0 .. nvis-1 (bottom-right causal alignment). */
-static long visible_keys(const shape_t *s, int i)
+/* Number of keys row i of a sequence of sq queries and skv keys sees: keys 0 .. nvis-1
+ * (bottom-right causal alignment). */
+static long visible_keys(long sq, long skv, int causal, int i)
 {
-    long skv = s->skv;
-    if (!s->causal) return skv;
-    long n = (long)i + (skv - (long)s->sq) + 1;
+    if (!causal) return skv;
+    long n = (long)i + (skv - sq) + 1;
     if (n > skv) n = skv;
     return n < 0 ? 0 : n;
+}
+
+/* Sequence b of a shape: its lengths and, for a ragged batch, its first rows in the packed
+ * Q and K/V tensors (cu_seqlens[b]); 0 for a dense shape. */
+static void seq_info(const shape_t *s, int b, int *sq, int *skv, size_t *q0, size_t *k0)
+{
+    size_t q = 0, k = 0;
+    if (shape_ragged(s))
+        for (int x = 0; x < b; x++) {
+            int lq, lk;
+            shape_seq_lens(s, x, &lq, &lk);
+            q += (size_t)lq;
+            k += (size_t)lk;
+        }
+    shape_seq_lens(s, b, sq, skv);
+    *q0 = q;
+    *k0 = k;
+}
+
+/* Output row r (of shape_out_rows) as (batch, head, query position). Dense rows are
+ * [B, Hq, Sq]; ragged rows are [Hq, total_q] with sequence b at cu_q[b]. */
+static void row_coords(const shape_t *s, size_t r, int *b, int *h, int *i)
+{
+    if (!shape_ragged(s)) {
+        *i = (int)(r % (size_t)s->sq);
+        *h = (int)((r / (size_t)s->sq) % (size_t)s->hq);
+        *b = (int)(r / ((size_t)s->sq * (size_t)s->hq));
+        return;
+    }
+    size_t total = (size_t)shape_total_q(s), t = r % total;
+    *h = (int)(r / total);
+    size_t q0 = 0;
+    for (int x = 0; x < s->batch; x++) {
+        int lq, lk;
+        shape_seq_lens(s, x, &lq, &lk);
+        if (t < q0 + (size_t)lq || x == s->batch - 1) { *b = x; *i = (int)(t - q0); return; }
+        q0 += (size_t)lq;
+    }
+    *b = 0;
+    *i = (int)t;
 }
 
 void fb_ref_row(const attn_problem *p, const void *q, const void *k, const void *v,
@@ -260,14 +300,23 @@ void fb_ref_row(const attn_problem *p, const void *q, const void *k, const void 
 {
     const shape_t *s = &p->s;
     size_t d = (size_t)s->d;
-    long nvis = visible_keys(s, i);
+    int sq, skv;
+    size_t q0, k0;
+    seq_info(s, b, &sq, &skv, &q0, &k0);
+    long nvis = visible_keys(sq, skv, s->causal, i);
     for (size_t x = 0; x < d; x++) o[x] = 0.0;
     if (nvis <= 0) { *lse = -INFINITY; return; }
 
     int group = s->hkv > 0 && s->hq >= s->hkv ? s->hq / s->hkv : 1;
     int kh = h / group;
-    size_t qoff = (((size_t)b * (size_t)s->hq + (size_t)h) * (size_t)s->sq + (size_t)i) * d;
-    size_t kvbase = ((size_t)b * (size_t)s->hkv + (size_t)kh) * (size_t)s->skv * d;
+    size_t qoff, kvbase;
+    if (shape_ragged(s)) { /* packed per head: [Hq, total_q, D], [Hkv, total_kv, D] */
+        qoff = ((size_t)h * (size_t)shape_total_q(s) + q0 + (size_t)i) * d;
+        kvbase = ((size_t)kh * (size_t)shape_total_kv(s) + k0) * d;
+    } else {
+        qoff = (((size_t)b * (size_t)s->hq + (size_t)h) * (size_t)s->sq + (size_t)i) * d;
+        kvbase = ((size_t)b * (size_t)s->hkv + (size_t)kh) * (size_t)s->skv * d;
+    }
 
     /* qrow, a scratch row for K/V, and the scores; the scores are recomputed when the
      * allocation for them fails (slower, same result). */
@@ -395,9 +444,8 @@ static void check_row(const worker_arg *w, row_check *rc, double *ref)
 {
     const shape_t *s = &w->p->s;
     size_t r = rc->row, d = (size_t)s->d;
-    int i = (int)(r % (size_t)s->sq);
-    int h = (int)((r / (size_t)s->sq) % (size_t)s->hq);
-    int b = (int)(r / ((size_t)s->sq * (size_t)s->hq));
+    int b, h, i;
+    row_coords(s, r, &b, &h, &i);
     double ref_lse;
     fb_ref_row(w->p, w->q, w->k, w->v, b, h, i, ref, &ref_lse);
     for (size_t x = 0; x < d; x++) {
@@ -478,8 +526,9 @@ static void bm_clr(unsigned char *bm, size_t i) { bm[i >> 3] &= (unsigned char)~
 static int bm_get(const unsigned char *bm, size_t i) { return (bm[i >> 3] >> (i & 7)) & 1; }
 
 /* Picks the rows to check: all of them, or the mandatory ones (row 0 and the last
- * min(sq, 64) rows of the first and the last (b, h)) plus random distinct others up to
- * max_rows in total, from seed. Returns a malloc'd ascending list, or NULL. */
+ * min(sq, 64) rows of the first and the last (b, h); ragged: of the first sequence of
+ * head 0 and the last of head hq-1, with their own lengths) plus random distinct others
+ * up to max_rows in total, from seed. Returns a malloc'd ascending list, or NULL. */
 static size_t *select_rows(const shape_t *s, size_t rows_total, size_t max_rows,
                            uint64_t seed, size_t *count)
 {
@@ -494,11 +543,20 @@ static size_t *select_rows(const shape_t *s, size_t rows_total, size_t max_rows,
     unsigned char *bm = calloc(rows_total / 8 + 1, 1);
     unsigned char *must = calloc(rows_total / 8 + 1, 1);
     if (!bm || !must) { free(bm); free(must); return NULL; }
-    size_t sq = (size_t)s->sq, tail = sq < 64 ? sq : 64, nmust = 0;
-    size_t bases[2] = {0, rows_total - sq};
+    size_t nmust = 0;
+    size_t lens[2] = {(size_t)s->sq, (size_t)s->sq};
+    size_t bases[2] = {0, rows_total - (size_t)s->sq};
+    if (shape_ragged(s)) {
+        int l0, llast, lk;
+        shape_seq_lens(s, 0, &l0, &lk);
+        shape_seq_lens(s, s->batch - 1, &llast, &lk);
+        lens[0] = (size_t)l0;
+        lens[1] = (size_t)llast;
+        bases[1] = rows_total - (size_t)llast;
+    }
     for (int k = 0; k < 2; k++) {
         size_t rows[65];
-        size_t nr = 0;
+        size_t nr = 0, sq = lens[k], tail = sq < 64 ? sq : 64;
         rows[nr++] = bases[k];
         for (size_t t = 0; t < tail; t++) rows[nr++] = bases[k] + sq - tail + t;
         for (size_t n = 0; n < nr; n++)
@@ -545,9 +603,10 @@ static void add_reason(verify_result *res, const char *msg)
 
 static void where(const shape_t *s, size_t elem, char *out, size_t outlen)
 {
-    size_t d = (size_t)s->d, r = elem / d;
-    snprintf(out, outlen, "b=%zu h=%zu i=%zu d=%zu", r / ((size_t)s->sq * (size_t)s->hq),
-             (r / (size_t)s->sq) % (size_t)s->hq, r % (size_t)s->sq, elem % d);
+    size_t d = (size_t)s->d;
+    int b, h, i;
+    row_coords(s, elem / d, &b, &h, &i);
+    snprintf(out, outlen, "b=%d h=%d i=%d d=%zu", b, h, i, elem % d);
 }
 
 /* Scans the whole output for poison and NaN/inf; first_* = (size_t)-1 when none. */
@@ -591,7 +650,16 @@ int fb_verify(const attn_problem *p, const void *q, const void *k, const void *v
         return -1;
     }
     size_t d = (size_t)s->d;
-    size_t rows_total = (size_t)s->batch * (size_t)s->hq * (size_t)s->sq;
+    if (s->nlens < 0 || s->nlens > FB_MAX_LENS) {
+        snprintf(res->reason, sizeof res->reason, "invalid problem (nlens=%d)", s->nlens);
+        return -1;
+    }
+    for (int x = 0; x < s->nlens; x++)
+        if (!(s->lens[x] > 0.0 && s->lens[x] <= 1.0)) {
+            snprintf(res->reason, sizeof res->reason, "invalid problem (lens[%d]=%g)", x, s->lens[x]);
+            return -1;
+        }
+    size_t rows_total = shape_out_rows(s);
     res->rows_total = rows_total;
 
     /* 1. the whole output: poison and NaN/inf */
@@ -689,9 +757,9 @@ int fb_verify(const attn_problem *p, const void *q, const void *k, const void *v
         add_reason(res, msg);
     }
     if (lw) {
-        size_t r = lw->row;
-        snprintf(loc, sizeof loc, "b=%zu h=%zu i=%zu", r / ((size_t)s->sq * (size_t)s->hq),
-                 (r / (size_t)s->sq) % (size_t)s->hq, r % (size_t)s->sq);
+        int lb, lh, li;
+        row_coords(s, lw->row, &lb, &lh, &li);
+        snprintf(loc, sizeof loc, "b=%d h=%d i=%d", lb, lh, li);
         snprintf(msg, sizeof msg, "lse wrong in %zu of %zu checked rows, worst at %s (got %.6g, "
                  "want %.6g)", lse_bad, nrows, loc, lw->lse_got, lw->lse_want);
         add_reason(res, msg);

@@ -35,7 +35,9 @@ typedef struct {
 /* Reference for one output row (batch b, query head h, query i): o[d] and the natural-log
  * log-sum-exp of the scaled, masked scores. Query head h reads KV head h / (hq / hkv).
  * Causal is bottom-right aligned: key j is visible iff j <= i + (skv - sq). A row that
- * sees no key gets o = 0 and lse = -inf. q, k, v are in p->dt, laid out [B, H, S, D]. */
+ * sees no key gets o = 0 and lse = -inf. q, k, v are in p->dt, laid out [B, H, S, D];
+ * for a ragged batch (shape_ragged) packed per head, [H, total, D], and i, the causal
+ * diagonal and the keys are those of sequence b alone (shape_seq_lens). */
 void fb_ref_row(const attn_problem *p, const void *q, const void *k, const void *v,
                 int b, int h, int i, double *o, double *lse);
 
@@ -62,7 +64,8 @@ typedef struct {
 void fb_tolerances(dtype_t dt, double *atol, double *rtol, double *l2_tol);
 
 /* Checks O (dtype p->dt, [B, Hq, Sq, D]) and optionally LSE (float [B, Hq, Sq], may be
- * NULL) against the reference. The whole output is scanned for poison and NaN/inf; the
+ * NULL) against the reference (ragged: [Hq, total_q, D] and [Hq, total_q], every row a
+ * real token). The whole output is scanned for poison and NaN/inf; the
  * reference is computed for every row when rows_total <= max_rows, else for max_rows
  * rows chosen reproducibly from seed, always including, for the first and the last (b, h),
  * row 0 and the last min(sq, 64) rows (tails are where indexing bugs live). Passes when nothing is

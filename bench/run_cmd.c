@@ -30,7 +30,7 @@ static void usage_run(FILE *f)
             "(double precision), then time with device events. One perf.csv row per shape.\n\n"
             "  --device SEL       RUNTIME:INDEX as `fabench devices` lists it (opencl:0), or a\n"
             "                     case-insensitive part of the device name\n"
-            "  --shapes FILE      CSV: name,batch,hq,hkv,sq,skv,d,causal[,dtype]\n"
+            "  --shapes FILE      CSV: name,batch,hq,hkv,sq,skv,d,causal[,dtype][,lens]\n"
             "  --suite NAME       a suite in bench/suites/ (%s)\n"
             "  --out FILE         perf.csv to write (atomically, rewritten after every shape)\n"
             "  --append           add rows to an existing --out file instead of replacing it\n"
@@ -166,7 +166,7 @@ int cmd_run(int argc, char **argv)
     if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); return FB_EXIT_BADINPUT; }
 
     csv_table *table = NULL;
-    if (append) rc = csvt_open_append(out, perf_header, perf_ncols, &table, err, sizeof err);
+    if (append) rc = perf_open_append(out, &table, err, sizeof err);
     else { table = csvt_new(perf_header, perf_ncols); rc = table ? 0 : -1; snprintf(err, sizeof err, "out of memory"); }
     if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); shapes_free(&shapes); return FB_EXIT_BADINPUT; }
 
@@ -236,6 +236,15 @@ int cmd_run(int argc, char **argv)
                 kconfig_overlay(&shape_cfg, &cfg);
                 size_t n = strlen(source);
                 snprintf(source + n, sizeof source - n, " + --config");
+            }
+            /* tuning classes do not tell ragged batches from dense ones: a class's split-KV
+             * and GQA packing, which ragged batches do not support yet, are dropped */
+            if (lr != 0 && shape_ragged(s) && ((shape_cfg.split_kv > 1 && !(cfg.set & CFG_SPLIT_KV)) ||
+                                               (shape_cfg.pack_gqa && !(cfg.set & CFG_PACK_GQA)))) {
+                if (!(cfg.set & CFG_SPLIT_KV)) shape_cfg.split_kv = 1;
+                if (!(cfg.set & CFG_PACK_GQA)) shape_cfg.pack_gqa = 0;
+                size_t n = strlen(source);
+                snprintf(source + n, sizeof source - n, " (ragged: SPLIT_KV=1, PACK_GQA=0)");
             }
         }
         attn_result res;

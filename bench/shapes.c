@@ -13,9 +13,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-enum { C_NAME, C_BATCH, C_HQ, C_HKV, C_SQ, C_SKV, C_D, C_CAUSAL, C_DTYPE, C__COUNT };
+enum { C_NAME, C_BATCH, C_HQ, C_HKV, C_SQ, C_SKV, C_D, C_CAUSAL, C_DTYPE, C_LENS, C__COUNT };
 static const char *const col_names[C__COUNT] = {
-    "name", "batch", "hq", "hkv", "sq", "skv", "d", "causal", "dtype",
+    "name", "batch", "hq", "hkv", "sq", "skv", "d", "causal", "dtype", "lens",
 };
 #define N_REQUIRED C_DTYPE /* every column before dtype is required */
 
@@ -83,7 +83,7 @@ static int check_columns(const char *path, const csv_table *t, int col[C__COUNT]
             if (strcmp(t->header[i], col_names[c]) == 0) found = c;
         if (found < 0) {
             snprintf(err, errlen, "%s:1: unknown column '%s' (known: name,batch,hq,hkv,sq,skv,d,"
-                     "causal,dtype)", path, t->header[i]);
+                     "causal,dtype,lens)", path, t->header[i]);
             return 2;
         }
         if (col[found] >= 0) {
@@ -98,6 +98,48 @@ static int check_columns(const char *path, const csv_table *t, int col[C__COUNT]
             snprintf(err, errlen, "%s:1: missing column '%s' (header has: %s)", path, col_names[c], hdr);
             return 2;
         }
+    }
+    return 0;
+}
+
+int shapes_parse_lens(const char *path, int line, const char *text, shape_t *s, char *err, size_t errlen)
+{
+    s->nlens = 0;
+    if (!*text) return 0;
+    const char *p = text;
+    for (int n = 1;; n++) {
+        const char *e = strchr(p, ';');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char tok[64];
+        if (len == 0) {
+            snprintf(err, errlen, "%s:%d: field 'lens': entry %d of '%s' is empty (expected fractions "
+                     "in (0, 1] separated by ';')", path, line, n, text);
+            return 2;
+        }
+        if (len >= sizeof tok || s->nlens == FB_MAX_LENS) {
+            snprintf(err, errlen, len >= sizeof tok ? "%s:%d: field 'lens': entry %d of '%.40s...' is too long"
+                                                    : "%s:%d: field 'lens': more than %d entries in '%.40s...'",
+                     path, line, len >= sizeof tok ? n : FB_MAX_LENS, text);
+            return 2;
+        }
+        memcpy(tok, p, len);
+        tok[len] = 0;
+        char *end;
+        errno = 0;
+        double f = strtod(tok, &end);
+        if (end == tok || *end || tok[0] == ' ' || tok[0] == '\t' || errno == ERANGE || f != f) {
+            snprintf(err, errlen, "%s:%d: field 'lens': entry %d, '%s', is not a number (expected "
+                     "fractions in (0, 1] separated by ';')", path, line, n, tok);
+            return 2;
+        }
+        if (!(f > 0.0 && f <= 1.0)) {
+            snprintf(err, errlen, "%s:%d: field 'lens': entry %d, '%s', is outside (0, 1] (a length "
+                     "is a fraction of the row's sq and skv)", path, line, n, tok);
+            return 2;
+        }
+        s->lens[s->nlens++] = f;
+        if (!e) break;
+        p = e + 1;
     }
     return 0;
 }
@@ -173,6 +215,7 @@ static int parse_row(const char *path, int line, char *const *row, const int col
         }
         s->has_dtype = 1;
     }
+    if (col[C_LENS] >= 0 && shapes_parse_lens(path, line, row[col[C_LENS]], s, err, errlen) != 0) return 2;
     return 0;
 }
 
@@ -184,7 +227,7 @@ int shapes_load(const char *path, shape_list_t *out, char *err, size_t errlen)
     if (rc != 0) return rc;
     if (t->ncols == 0) {
         snprintf(err, errlen, "%s: no shapes (the file is empty; expected a header "
-                 "name,batch,hq,hkv,sq,skv,d,causal[,dtype] and one row per shape)", path);
+                 "name,batch,hq,hkv,sq,skv,d,causal[,dtype][,lens] and one row per shape)", path);
         csvt_free(t);
         return 2;
     }

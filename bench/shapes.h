@@ -1,4 +1,4 @@
-/* shapes.h: shape files (CSV: name,batch,hq,hkv,sq,skv,d,causal[,dtype]) and the named
+/* shapes.h: shape files (CSV: name,batch,hq,hkv,sq,skv,d,causal[,dtype][,lens]) and the named
  * suites in bench/suites/. Everything is validated before any work starts. */
 #ifndef FABENCH_SHAPES_H
 #define FABENCH_SHAPES_H
@@ -6,7 +6,9 @@
 #include "common.h"
 
 /* Loads and validates a shape file. Required columns, in any order: name, batch, hq,
- * hkv, sq, skv, d, causal; optional: dtype. Unknown extra columns are an error too
+ * hkv, sq, skv, d, causal; optional: dtype, lens (a ragged batch: per-sequence lengths as
+ * fractions in (0, 1] of sq and skv, ';'-separated, repeated over the batch, at most
+ * FB_MAX_LENS; empty: every sequence full length; see shape_t). Unknown extra columns are an error too
  * (a typo must not be silently ignored). Checks: integers in range (1 .. 2^31-1; batch,
  * heads and lengths >= 1), d in fb_supported_d, hq a multiple of hkv, causal in
  * {0,1,true,false}, dtype known, name non-empty, at least one row.
@@ -22,5 +24,9 @@ int shapes_load_suite(const char *name, shape_list_t *out, char *err, size_t err
 void shapes_list_suites(char *out, size_t outlen);
 
 void shapes_free(shape_list_t *l);
+
+/* Parses a `lens` field ("0.1;0.4;1") into s->lens and s->nlens ("" gives nlens 0).
+ * 0, or 2 with err "PATH:LINE: field 'lens': ...". */
+int shapes_parse_lens(const char *path, int line, const char *text, shape_t *s, char *err, size_t errlen);
 
 #endif

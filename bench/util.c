@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,28 +58,129 @@ const char *status_name(status_t st)
     return (st >= 0 && st < ST__COUNT) ? names[st] : "?";
 }
 
-double shape_pairs(const shape_t *s)
+double seq_pairs(long sq, long skv, int causal)
 {
-    if (!s->causal) return (double)s->sq * (double)s->skv;
+    if (!causal) return (double)sq * (double)skv;
     /* query i (0-based) sees keys j <= i + (skv - sq), clipped to [0, skv). */
     double pairs = 0;
-    long off = (long)s->skv - (long)s->sq;
-    for (long i = 0; i < s->sq; i++) {
+    long off = skv - sq;
+    for (long i = 0; i < sq; i++) {
         long n = i + off + 1;
-        if (n > s->skv) n = s->skv;
+        if (n > skv) n = skv;
         if (n > 0) pairs += (double)n;
     }
     return pairs;
 }
 
+int shape_ragged(const shape_t *s) { return s->nlens > 0; }
+
+int frac_len(double frac, int max)
+{
+    double x = floor(frac * (double)max + 0.5);
+    if (x < 1) return 1;
+    return x > max ? max : (int)x;
+}
+
+void shape_seq_lens(const shape_t *s, int b, int *sq, int *skv)
+{
+    if (s->nlens <= 0) { *sq = s->sq; *skv = s->skv; return; }
+    double f = s->lens[b % s->nlens];
+    *sq = frac_len(f, s->sq);
+    *skv = frac_len(f, s->skv);
+}
+
+void shape_cu_seqlens(const shape_t *s, int32_t *cu_q, int32_t *cu_kv)
+{
+    long long q = 0, kv = 0;
+    for (int b = 0; b <= s->batch; b++) {
+        if (cu_q) cu_q[b] = (int32_t)q;
+        if (cu_kv) cu_kv[b] = (int32_t)kv;
+        if (b == s->batch) break;
+        int lq, lk;
+        shape_seq_lens(s, b, &lq, &lk);
+        q += lq;
+        kv += lk;
+    }
+}
+
+long long shape_total_q(const shape_t *s)
+{
+    long long t = 0;
+    for (int b = 0; b < s->batch; b++) {
+        int lq, lk;
+        shape_seq_lens(s, b, &lq, &lk);
+        t += lq;
+    }
+    return t;
+}
+
+long long shape_total_kv(const shape_t *s)
+{
+    long long t = 0;
+    for (int b = 0; b < s->batch; b++) {
+        int lq, lk;
+        shape_seq_lens(s, b, &lq, &lk);
+        t += lk;
+    }
+    return t;
+}
+
+size_t shape_q_elems(const shape_t *s)
+{
+    if (!shape_ragged(s)) return (size_t)s->batch * s->hq * s->sq * s->d;
+    return (size_t)shape_total_q(s) * (size_t)s->hq * (size_t)s->d;
+}
+
+size_t shape_kv_elems(const shape_t *s)
+{
+    if (!shape_ragged(s)) return (size_t)s->batch * s->hkv * s->skv * s->d;
+    return (size_t)shape_total_kv(s) * (size_t)s->hkv * (size_t)s->d;
+}
+
+size_t shape_out_rows(const shape_t *s)
+{
+    if (!shape_ragged(s)) return (size_t)s->batch * s->hq * s->sq;
+    return (size_t)shape_total_q(s) * (size_t)s->hq;
+}
+
+void shape_lens_str(const shape_t *s, char *out, size_t outlen)
+{
+    size_t o = 0;
+    if (outlen) out[0] = 0;
+    for (int i = 0; i < s->nlens && o < outlen; i++)
+        o += (size_t)snprintf(out + o, outlen - o, "%s%g", i ? ";" : "", s->lens[i]);
+}
+
+double shape_pairs(const shape_t *s)
+{
+    if (!shape_ragged(s)) return seq_pairs(s->sq, s->skv, s->causal);
+    double pairs = 0;
+    for (int b = 0; b < s->batch; b++) {
+        int lq, lk;
+        shape_seq_lens(s, b, &lq, &lk);
+        pairs += seq_pairs(lq, lk, s->causal);
+    }
+    return pairs / s->batch;
+}
+
 double shape_flops(const shape_t *s)
 {
+    if (shape_ragged(s)) {
+        double pairs = 0;
+        for (int b = 0; b < s->batch; b++) {
+            int lq, lk;
+            shape_seq_lens(s, b, &lq, &lk);
+            pairs += seq_pairs(lq, lk, s->causal);
+        }
+        return 4.0 * s->d * pairs * s->hq;
+    }
     return 4.0 * s->d * shape_pairs(s) * s->batch * s->hq;
 }
 
 double shape_bytes(const shape_t *s, dtype_t dt)
 {
     double e = (double)dtype_size(dt);
+    if (shape_ragged(s)) return e * (2.0 * (double)shape_q_elems(s) + 2.0 * (double)shape_kv_elems(s));
     double q = (double)s->batch * s->hq * s->sq * s->d;
     double kv = (double)s->batch * s->hkv * s->skv * s->d;
     return e * (2 * q + 2 * kv);

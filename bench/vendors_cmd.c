@@ -137,7 +137,7 @@ int cmd_vendors(int argc, char **argv)
     rt_device dev;
     csv_table *table = NULL;
     if (rt_select(device, &dev, err, sizeof err) != 0 ||
-        (append ? csvt_open_append(out, perf_header, perf_ncols, &table, err, sizeof err)
+        (append ? perf_open_append(out, &table, err, sizeof err)
                 : ((table = csvt_new(perf_header, perf_ncols)) ? 0 : (snprintf(err, sizeof err, "out of memory"), -1))) != 0 ||
         csvt_write_atomic(table, out, err, sizeof err) != 0) {
         fprintf(stderr, "fabench vendors: %s\n", err);
@@ -215,7 +215,7 @@ int cmd_vendors(int argc, char **argv)
     for (size_t i = 0; any && i < shapes.n && !interrupted && !fatal; i++) {
         const shape_t *s = &shapes.v[i];
         dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
-        size_t es = dtype_size(dt), nq = (size_t)s->batch * s->hq * s->sq * s->d, nkv = (size_t)s->batch * s->hkv * s->skv * s->d;
+        size_t es = dtype_size(dt), nq = shape_q_elems(s), nkv = shape_kv_elems(s);
         void *q = malloc(nq * es), *k = malloc(nkv * es), *v = malloc(nkv * es), *o = malloc(nq * es);
         if (!q || !k || !v || !o) {
             fprintf(stderr, "fabench vendors: %s: host memory exhausted\n", s->name);
@@ -236,7 +236,11 @@ int cmd_vendors(int argc, char **argv)
                 fb_poison(o, nq, dt);
                 unlink(op);
                 vendor_result vr;
-                if (all_vendors[vi]->run(vs[vi], *im, s, dt, &in, o, &topt, &vr, err, sizeof err) != 0) {
+                if (shape_ragged(s)) { /* the adapters take dense [B, H, S, D] tensors only (issue 10, phase 2) */
+                    memset(&vr, 0, sizeof vr);
+                    vr.status = ST_UNSUPPORTED;
+                    snprintf(vr.reason, sizeof vr.reason, "ragged batches (lens) are not passed to vendor adapters yet");
+                } else if (all_vendors[vi]->run(vs[vi], *im, s, dt, &in, o, &topt, &vr, err, sizeof err) != 0) {
                     fprintf(stderr, "fabench vendors: %s: %s\n", all_vendors[vi]->name, err);
                     all_vendors[vi]->close(vs[vi]);
                     vs[vi] = NULL;

@@ -103,6 +103,10 @@ bad_shapes negative-sq     2 sq     "$HDR\na,1,2,2,-3,16,64,0\n"
 bad_shapes bad-causal      3 causal "$HDR\nok,1,2,2,16,16,64,0\na,1,2,2,16,16,64,yes\n"
 bad_shapes unknown-dtype   2 dtype  "$HDR,dtype\na,1,2,2,16,16,64,0,fp8\n"
 bad_shapes unknown-column  1 foo    "$HDR,foo\na,1,2,2,16,16,64,0,1\n"
+bad_shapes lens-zero       2 lens   "$HDR,lens\na,2,2,2,16,16,64,1,0.5;0\n"
+bad_shapes lens-above-one  3 lens   "$HDR,lens\nok,2,2,2,16,16,64,1,\na,2,2,2,16,16,64,1,1.2\n"
+bad_shapes lens-not-number 2 lens   "$HDR,lens\na,2,2,2,16,16,64,1,0.1;x\n"
+bad_shapes lens-empty-item 2 lens   "$HDR,lens\na,2,2,2,16,16,64,1,0.1;;0.5\n"
 bad_shapes duplicate-name  3 name   "$HDR\na,1,2,2,16,16,64,0\na,1,2,2,16,16,64,1\n"
 
 # an empty file has no line to name: the file and "empty" must be named
@@ -248,6 +252,12 @@ csv_py "real run: m.csv has gpu, backend, driver, date, command, git_commit" \
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/v.csv" --verify-only --quiet
 check "--verify-only exits 0" 0
 csv_py "--verify-only: 2 ok rows with empty timings" "$PY_PERF" "$T/v.csv" "$PERF_COLS" 2 verify
+
+# a ragged batch (lens) runs, verified against the reference per sequence
+printf '%s\n%s\n%s\n' "$HDR,lens" "rg-varied,5,2,1,24,40,64,1,0.1;0.4;0.5;1.0;0.2" "rg-dense,2,2,2,16,16,64,0," >"$T/ragged.csv"
+run run --device opencl:0 --shapes "$T/ragged.csv" --out "$T/ragged.out.csv" --verify-only --quiet
+check "shapes: a lens column runs ragged and dense rows, all ok" 0
+csv_py "shapes: ragged perf.csv rows are ok" "$PY_PERF" "$T/ragged.out.csv" "$PERF_COLS" 2 verify
 
 # ---------- a deliberately wrong kernel is caught ----------
 run run --device opencl:0 --shapes "$T/skv300.csv" --out "$T/fault.csv" --config FAULT_SKIP_LAST_TILE=1 "${TINY[@]}"

@@ -46,6 +46,9 @@ broken perf-err-too-big     perf.csv     '3s/,\([0-9.e-]*\),\([0-9.e-]*\),ok,/,0
 broken perf-failed-but-timed perf.csv    '2s/,ok,/,wrong_result,/'                "@D@/perf.csv:2: median_us: a time on a row with status wrong_result" "@D@/perf.csv:2: reason"
 broken perf-missing-column  perf.csv     '1s/,status,/,state,/'                    "@D@/perf.csv:1: status: required column missing"
 broken perf-duplicate-row   perf.csv     '2p'                                      "@D@/perf.csv:3: gpu: the same"
+# a ragged row's lens (the pattern) enters its FLOPs and bytes; a bad pattern is named
+broken perf-lens-changes-flops perf.csv '1s/$/,lens/; 2,$s/$/,/; 2s/,$/,0.5/'   "@D@/perf.csv:2: tflops" "@D@/perf.csv:2: gbps"
+broken perf-bad-lens        perf.csv     '1s/$/,lens/; 2,$s/$/,/; 3s/,$/,0.2;1.5/' "@D@/perf.csv:3: lens: entry 2, '1.5', is outside (0, 1]"
 broken explored-bad-class   explored.csv '2s/bf16-d64-c0-g1-q64-k64/bf16-d64-c0-g1-q60-k64/' "@D@/explored.csv:2: shape_class"
 broken explored-bad-status  explored.csv '2s/,ok,/,fine,/'                         "@D@/explored.csv:2: status: unknown status 'fine'"
 broken tuning-not-explored  tuning.csv   '2s/BLOCK_M=[0-9]*/BLOCK_M=256/'          "@D@/tuning.csv:2: config"

@@ -1,7 +1,8 @@
 /* test_e2e.c: the portable kernel against the CPU reference on a device: the first
  * OpenCL device (PoCL in CI) or $FABENCH_TEST_DEVICE (cuda:0 on a GPU machine): odd
  * lengths, every head dim and dtype, causal and not, GQA/MQA, Sq != Skv, split-KV,
- * several thread mappings of both tile implementations, and a deliberately wrong kernel. */
+ * several thread mappings of both tile implementations, ragged batches (lens), and a
+ * deliberately wrong kernel. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 
 #include "attn.h"
 #include "rt.h"
+#include "shapes.h"
 
 /* Cases that ran to a verdict, and cases the device could not hold (a GPU's OpenCL has
  * 48 KiB of shared memory where PoCL has megabytes): those count as neither. */
@@ -81,6 +83,50 @@ static status_t run_case(const shape_t *s, dtype_t dt, const char *config)
     }
     cases_run++;
     return res.status;
+}
+
+/* A ragged batch: mk's shape with a length pattern ("0.1;0.4;1"). */
+static shape_t mk_ragged(int b, int hq, int hkv, int sq, int skv, int d, int causal, const char *pattern)
+{
+    shape_t s = mk(b, hq, hkv, sq, skv, d, causal);
+    char err[FB_ERRLEN];
+    if (shapes_parse_lens("test", 0, pattern, &s, err, sizeof err) != 0) fail_msg("bad pattern %s: %s", pattern, err);
+    snprintf(s.name, sizeof s.name, "ragged-b%d-h%d/%d-q%d-k%d-d%d-c%d", b, hq, hkv, sq, skv, d, causal);
+    return s;
+}
+
+/* Ragged batches (VARLEN, packed per head): the paper's patterns, prefill and decode,
+ * Sq != Skv, GQA, causal and not, several thread mappings, head dims and dtypes; a
+ * kernel that skips each sequence's last key tile is caught; SPLIT_KV, PACK_GQA and the
+ * tensor-core paths are declined as unsupported, not run wrong. */
+static void test_ragged(void **state)
+{
+    (void)state;
+    int bad = 0;
+    const char *varied = "0.1;0.4;0.5;1.0;0.2";
+    shape_t pre = mk_ragged(5, 4, 2, 70, 70, 64, 1, varied);
+    shape_t pre_nc = mk_ragged(6, 2, 2, 45, 45, 64, 0, varied);
+    shape_t uni = mk_ragged(3, 4, 1, 33, 33, 128, 1, "1.0");
+    shape_t dec = mk_ragged(5, 8, 2, 1, 300, 128, 1, varied);
+    shape_t lt = mk_ragged(4, 4, 4, 20, 90, 96, 1, "0.3;1;0.05");
+    shape_t gt = mk_ragged(4, 2, 1, 90, 20, 32, 1, "0.3;1;0.05");
+    const shape_t *all[] = {&pre, &pre_nc, &uni, &dec, &lt, &gt};
+    const char *cfgs[] = {NULL, "MMA=fma,BLOCK_M=16,BLOCK_N=16", "MMA=fma,BLOCK_M=64,BLOCK_N=8,NUM_WARPS=1"};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++)
+            bad += run_case(all[i], i % 2 ? DT_FP16 : DT_BF16, cfgs[c]) != ST_OK;
+    for (int dt = DT_FP32; dt <= DT_BF16; dt++) {
+        bad += run_case(&pre_nc, (dtype_t)dt, "MMA=fma,BLOCK_M=32,BLOCK_N=32") != ST_OK;
+        bad += run_case(&dec, (dtype_t)dt, "MMA=fma,BLOCK_M=16,BLOCK_N=32") != ST_OK;
+    }
+    assert_int_equal(bad, 0);
+    assert_int_equal(run_case(&pre, DT_FP32, "MMA=fma,BLOCK_N=16,FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
+    assert_int_equal(run_case(&dec, DT_FP16, "MMA=fma,BLOCK_N=32,FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
+    assert_int_equal(run_case(&pre, DT_FP16, "MMA=mfma"), ST_UNSUPPORTED);
+    assert_int_equal(run_case(&dec, DT_FP16, "SPLIT_KV=2"), ST_UNSUPPORTED);
+    assert_int_equal(run_case(&dec, DT_FP16, "PACK_GQA=1"), ST_UNSUPPORTED);
+    if (!(dev.info.features & RT_FEAT_MMA_SYNC)) /* where it exists, mma runs ragged batches too */
+        assert_int_equal(run_case(&pre, DT_FP16, "MMA=mma"), ST_UNSUPPORTED);
 }
 
 static const int lens[] = {1, 7, 33, 129, 300};
@@ -206,6 +252,16 @@ static void test_mma_sync(void **state)
         }
     assert_int_equal(bad, 0);
     assert_true(cases_run - before >= 60);
+    /* ragged batches (VARLEN) on the tensor cores */
+    const char *varied = "0.1;0.4;0.5;1.0;0.2";
+    shape_t rp = mk_ragged(5, 4, 2, 200, 200, 128, 1, varied), rd = mk_ragged(5, 8, 2, 1, 300, 64, 1, varied);
+    shape_t rn = mk_ragged(4, 2, 1, 90, 150, 96, 0, "0.3;1;0.05");
+    bad += run_case(&rp, DT_FP16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2") != ST_OK;
+    bad += run_case(&rp, DT_BF16, "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=32,STAGES=3") != ST_OK;
+    bad += run_case(&rd, DT_BF16, "MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=64,STAGES=2") != ST_OK;
+    bad += run_case(&rn, DT_FP16, "MMA=mma,NUM_WARPS=2,BLOCK_M=32,BLOCK_N=16,STAGES=1") != ST_OK;
+    assert_int_equal(bad, 0);
+    assert_int_equal(run_case(&rp, DT_FP16, "MMA=mma,FAULT_SKIP_LAST_TILE=1,BLOCK_N=32"), ST_WRONG_RESULT);
     /* and a wrong tensor-core kernel is caught too */
     shape_t w = mk(1, 2, 2, 33, 300, 128, 0);
     assert_int_equal(run_case(&w, DT_BF16, "MMA=mma,FAULT_SKIP_LAST_TILE=1,BLOCK_N=32"), ST_WRONG_RESULT);
@@ -253,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_thread_mappings),
         cmocka_unit_test(test_mma_sync),
         cmocka_unit_test(test_resource_limit_recorded),
+        cmocka_unit_test(test_ragged),
     };
     /* FABENCH_TEST_FILTER: run only the tests whose names match (a cmocka glob) */
     const char *filter = getenv("FABENCH_TEST_FILTER");

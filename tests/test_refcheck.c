@@ -980,6 +980,129 @@ static void test_verify_threads_deterministic(void **state)
     free_case(&c);
 }
 
+/* A ragged problem (packed per head) with the given pattern. */
+static attn_problem ragged_problem(int batch, int hq, int hkv, int sq, int skv, int d, int causal, dtype_t dt,
+                                   const double *lens, int nlens)
+{
+    attn_problem p = problem(batch, hq, hkv, sq, skv, d, causal, dt);
+    p.s.nlens = nlens;
+    for (int i = 0; i < nlens; i++) p.s.lens[i] = lens[i];
+    return p;
+}
+
+/* The reference on a ragged batch equals the reference on each sequence run alone as a
+ * dense batch of one, bit for bit, and reads nothing of the other sequences (their K, V
+ * and Q rows are NaN while it runs); fb_verify accepts the exact packed output, rejects
+ * one wrong element of the last sequence's last row even with only the required rows
+ * checked, and names the sequence. */
+static void test_ref_ragged_vs_alone(void **state)
+{
+    (void)state;
+    const double lens[] = {0.1, 0.5, 1.0, 0.3};
+    for (int causal = 0; causal <= 1; causal++) {
+        attn_problem p = ragged_problem(6, 4, 2, 40, 56, 32, causal, DT_FP32, lens, 4);
+        const shape_t *s = &p.s;
+        const size_t d = (size_t)s->d, tq = (size_t)shape_total_q(s), tk = (size_t)shape_total_kv(s);
+        assert_int_equal(tq, 4 + 20 + 40 + 12 + 4 + 20);
+        assert_int_equal(tk, 6 + 28 + 56 + 17 + 6 + 28);
+        float *q = malloc(shape_q_elems(s) * 4), *k = malloc(shape_kv_elems(s) * 4), *v = malloc(shape_kv_elems(s) * 4);
+        float *qn = malloc(shape_q_elems(s) * 4), *kn = malloc(shape_kv_elems(s) * 4), *vn = malloc(shape_kv_elems(s) * 4);
+        assert_non_null(q); assert_non_null(k); assert_non_null(v);
+        assert_non_null(qn); assert_non_null(kn); assert_non_null(vn);
+        fb_fill_inputs(s, DT_FP32, 7 + (uint64_t)causal, q, k, v);
+        int32_t cq[7], ck[7];
+        shape_cu_seqlens(s, cq, ck);
+        double *o1 = malloc(d * sizeof *o1), *o2 = malloc(d * sizeof *o2), *o3 = malloc(d * sizeof *o3);
+        assert_non_null(o1); assert_non_null(o2); assert_non_null(o3);
+        for (int b = 0; b < s->batch; b++) {
+            int lq, lk;
+            shape_seq_lens(s, b, &lq, &lk);
+            assert_int_equal(cq[b + 1] - cq[b], lq);
+            assert_int_equal(ck[b + 1] - ck[b], lk);
+            /* this sequence alone, dense [1, H, S, D] */
+            attn_problem a = problem(1, s->hq, s->hkv, lq, lk, s->d, causal, DT_FP32);
+            float *aq = malloc((size_t)s->hq * lq * d * 4), *ak = malloc((size_t)s->hkv * lk * d * 4),
+                  *av = malloc((size_t)s->hkv * lk * d * 4);
+            assert_non_null(aq); assert_non_null(ak); assert_non_null(av);
+            for (int h = 0; h < s->hq; h++)
+                memcpy(aq + (size_t)h * lq * d, q + ((size_t)h * tq + (size_t)cq[b]) * d, (size_t)lq * d * 4);
+            for (int h = 0; h < s->hkv; h++) {
+                memcpy(ak + (size_t)h * lk * d, k + ((size_t)h * tk + (size_t)ck[b]) * d, (size_t)lk * d * 4);
+                memcpy(av + (size_t)h * lk * d, v + ((size_t)h * tk + (size_t)ck[b]) * d, (size_t)lk * d * 4);
+            }
+            /* every other sequence's rows NaN */
+            for (size_t x = 0; x < shape_q_elems(s); x++) {
+                size_t t = (x / d) % tq;
+                qn[x] = t >= (size_t)cq[b] && t < (size_t)cq[b + 1] ? q[x] : NAN;
+            }
+            for (size_t x = 0; x < shape_kv_elems(s); x++) {
+                size_t t = (x / d) % tk;
+                int in = t >= (size_t)ck[b] && t < (size_t)ck[b + 1];
+                kn[x] = in ? k[x] : NAN;
+                vn[x] = in ? v[x] : NAN;
+            }
+            for (int h = 0; h < s->hq; h++)
+                for (int i = 0; i < lq; i++) {
+                    double l1, l2, l3;
+                    fb_ref_row(&p, q, k, v, b, h, i, o1, &l1);
+                    fb_ref_row(&a, aq, ak, av, 0, h, i, o2, &l2);
+                    fb_ref_row(&p, qn, kn, vn, b, h, i, o3, &l3);
+                    assert_true(memcmp(o1, o2, d * sizeof *o1) == 0 && (l1 == l2 || (isinf(l1) && isinf(l2))));
+                    assert_true(memcmp(o1, o3, d * sizeof *o1) == 0 && (l1 == l3 || (isinf(l1) && isinf(l3))));
+                    if (causal && i == 0) /* the first query of a sequence sees skv_b - sq_b + 1 keys */
+                        assert_true(lk - lq + 1 >= 1 && isfinite(l1));
+                }
+            free(aq); free(ak); free(av);
+        }
+
+        /* fb_verify on the packed output: rows are [Hq, total_q] */
+        void *o = malloc(shape_q_elems(s) * 4);
+        float *lse = malloc(shape_out_rows(s) * sizeof *lse);
+        assert_non_null(o); assert_non_null(lse);
+        verify_result r;
+        fb_poison(o, shape_q_elems(s), DT_FP32);
+        fb_poison_f32(lse, shape_out_rows(s));
+        assert_int_equal(fb_verify(&p, q, k, v, o, lse, 100000, 1, &r), 0);
+        assert_false(r.pass);
+        assert_int_equal(r.unwritten, shape_q_elems(s));
+        for (int h = 0; h < s->hq; h++)
+            for (int b = 0; b < s->batch; b++)
+                for (int i = 0; i < cq[b + 1] - cq[b]; i++) {
+                    size_t row = (size_t)h * tq + (size_t)cq[b] + (size_t)i;
+                    double l1;
+                    fb_ref_row(&p, q, k, v, b, h, i, o1, &l1);
+                    for (size_t x = 0; x < d; x++) fb_store(o, row * d + x, DT_FP32, o1[x]);
+                    lse[row] = (float)l1;
+                }
+        assert_int_equal(fb_verify(&p, q, k, v, o, lse, 100000, 1, &r), 0);
+        if (!r.pass) print_error("%s\n", r.reason);
+        assert_true(r.pass);
+        assert_int_equal(r.rows_total, shape_out_rows(s));
+        assert_int_equal(r.rows_checked, shape_out_rows(s));
+        /* the last row of the last sequence of the last head, wrong: caught with the required rows only */
+        size_t last = (shape_out_rows(s) - 1) * d + 5;
+        double keep = fb_load(o, last, DT_FP32);
+        fb_store(o, last, DT_FP32, keep + 0.5);
+        assert_int_equal(fb_verify(&p, q, k, v, o, lse, 0, 1, &r), 0);
+        assert_false(r.pass);
+        assert_true(r.rows_checked < r.rows_total);
+        char want[64];
+        snprintf(want, sizeof want, "b=5 h=3 i=%d d=5", cq[6] - cq[5] - 1);
+        if (!strstr(r.reason, want)) print_error("'%s' lacks '%s'\n", r.reason, want);
+        assert_non_null(strstr(r.reason, want));
+        fb_store(o, last, DT_FP32, keep);
+        /* and one in the middle of sequence 2, head 1, found with every row checked */
+        size_t mid = ((size_t)1 * tq + (size_t)cq[2] + 7) * d + 3;
+        fb_store(o, mid, DT_FP32, fb_load(o, mid, DT_FP32) - 0.25);
+        assert_int_equal(fb_verify(&p, q, k, v, o, lse, 100000, 1, &r), 0);
+        assert_false(r.pass);
+        assert_non_null(strstr(r.reason, "b=2 h=1 i=7 d=3"));
+        free(o); free(lse);
+        free(o1); free(o2); free(o3);
+        free(q); free(k); free(v); free(qn); free(kn); free(vn);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -997,6 +1120,7 @@ int main(void)
         cmocka_unit_test(test_ref_equal_scores_mean),
         cmocka_unit_test(test_ref_scale),
         cmocka_unit_test(test_ref_causal_bottom_right),
+        cmocka_unit_test(test_ref_ragged_vs_alone),
         cmocka_unit_test(test_ref_gqa_mapping),
         cmocka_unit_test(test_ref_general_row),
         cmocka_unit_test(test_verify_exact_passes),

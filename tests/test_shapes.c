@@ -410,6 +410,28 @@ static void test_decode_suite(void **state)
     shapes_free(&l);
 }
 
+static void test_ragged_suite(void **state)
+{
+    (void)state;
+    char root[PATH_MAX];
+    root_or_fail(root, sizeof root);
+    shape_list_t l = load_suite("ragged");
+    int uniform = 0, varied = 0, decode = 0, prefill = 0, tiny = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        const shape_t *s = &l.v[i];
+        assert_true(shape_ragged(s));
+        uniform += s->nlens == 1 && s->lens[0] == 1.0;
+        varied += s->nlens == 5 && s->lens[0] == 0.1 && s->lens[1] == 0.4 && s->lens[2] == 0.5 && s->lens[3] == 1.0 &&
+                  s->lens[4] == 0.2;
+        decode += s->sq == 1;
+        prefill += s->sq == s->skv && s->sq > 1;
+        tiny += shape_flops(s) <= 2e8;
+    }
+    assert_int_equal(uniform + varied, (int)l.n);
+    assert_true(uniform && varied && decode && prefill && tiny >= 3);
+    shapes_free(&l);
+}
+
 static void test_unknown_suite(void **state)
 {
     (void)state;
@@ -424,8 +446,111 @@ static void test_unknown_suite(void **state)
         char want[128];
         snprintf(want, sizeof want, "unknown suite '%s'", bad[i]);
         assert_non_null(strstr(err, want));
-        assert_non_null(strstr(err, "decode, llm, paper, ref, smoke"));
+        assert_non_null(strstr(err, "decode, llm, paper, ragged, ref, smoke"));
     }
+}
+
+/* The optional `lens` column: a ragged batch's pattern, per-sequence lengths, offsets,
+ * and FLOPs and bytes of real tokens only. */
+static void test_lens(void **state)
+{
+    (void)state;
+    const char *path = write_tmp(
+        "name,batch,hq,hkv,sq,skv,d,causal,lens\n"
+        "pre,7,4,2,100,100,64,1,0.1;0.4;0.5;1.0;0.2\n"
+        "dense,7,4,2,100,100,64,1,\n"
+        "uni,7,4,2,100,100,64,1,1\n"
+        "dec,5,8,2,1,1000,128,1,0.1;0.4;0.5;1.0;0.2\n"
+        "odd,4,2,1,37,29,32,0,0.3;1;0.05;0.5\n");
+    shape_list_t l;
+    char err[FB_ERRLEN] = "";
+    assert_int_equal(shapes_load(path, &l, err, sizeof err), 0);
+    assert_int_equal(l.n, 5);
+    const shape_t *pre = &l.v[0], *dense = &l.v[1], *uni = &l.v[2], *dec = &l.v[3], *odd = &l.v[4];
+    assert_int_equal(pre->nlens, 5);
+    assert_true(pre->lens[0] == 0.1 && pre->lens[3] == 1.0 && pre->lens[4] == 0.2);
+    assert_int_equal(dense->nlens, 0);
+    assert_false(shape_ragged(dense));
+    assert_true(shape_ragged(pre) && shape_ragged(uni));
+    char str[128];
+    shape_lens_str(pre, str, sizeof str);
+    assert_string_equal(str, "0.1;0.4;0.5;1;0.2");
+    shape_lens_str(dense, str, sizeof str);
+    assert_string_equal(str, "");
+
+    /* lengths repeat cyclically: 10 40 50 100 20 | 10 40 */
+    int32_t cq[8], ck[8];
+    const int32_t want_cu[8] = {0, 10, 50, 100, 200, 220, 230, 270};
+    shape_cu_seqlens(pre, cq, ck);
+    for (int b = 0; b < 8; b++) {
+        assert_int_equal(cq[b], want_cu[b]);
+        assert_int_equal(ck[b], want_cu[b]);
+    }
+    assert_int_equal(shape_total_q(pre), 270);
+    assert_int_equal(shape_total_kv(pre), 270);
+    assert_int_equal(shape_q_elems(pre), (size_t)270 * 4 * 64);
+    assert_int_equal(shape_kv_elems(pre), (size_t)270 * 2 * 64);
+    assert_int_equal(shape_out_rows(pre), (size_t)270 * 4);
+    /* causal per sequence: L (L + 1) / 2 pairs each */
+    double pairs = 55 + 820 + 1275 + 5050 + 210 + 55 + 820;
+    assert_true(shape_flops(pre) == 4.0 * 64 * 4 * pairs);
+    assert_true(shape_bytes(pre, DT_FP16) == 2.0 * (2.0 * 270 * 4 * 64 + 2.0 * 270 * 2 * 64));
+    assert_true(shape_flops(pre) < shape_flops(dense));
+
+    /* the uniform pattern [1.0] counts exactly what the dense shape counts */
+    assert_int_equal(shape_total_q(uni), 700);
+    assert_int_equal(shape_q_elems(uni), shape_q_elems(dense));
+    assert_int_equal(shape_kv_elems(uni), shape_kv_elems(dense));
+    assert_true(shape_flops(uni) == shape_flops(dense));
+    assert_true(shape_bytes(uni, DT_BF16) == shape_bytes(dense, DT_BF16));
+    assert_int_equal(shape_total_q(dense), 700);
+
+    /* decode: one query each, keys 100 400 500 1000 200, all visible */
+    int lq, lk;
+    const int want_k[5] = {100, 400, 500, 1000, 200};
+    for (int b = 0; b < 5; b++) {
+        shape_seq_lens(dec, b, &lq, &lk);
+        assert_int_equal(lq, 1);
+        assert_int_equal(lk, want_k[b]);
+    }
+    assert_true(shape_flops(dec) == 4.0 * 128 * 8 * 2200);
+    assert_true(shape_bytes(dec, DT_FP16) == 2.0 * (2.0 * 5 * 8 * 128 + 2.0 * 2200 * 2 * 128));
+
+    /* rounding to the nearest length, at least 1: 0.3*37 = 11.1, 0.3*29 = 8.7, 0.05*29 = 1.45, 0.5*37 = 18.5 */
+    const int want_odd[4][2] = {{11, 9}, {37, 29}, {2, 1}, {19, 15}};
+    for (int b = 0; b < 4; b++) {
+        shape_seq_lens(odd, b, &lq, &lk);
+        assert_int_equal(lq, want_odd[b][0]);
+        assert_int_equal(lk, want_odd[b][1]);
+    }
+    assert_true(shape_flops(odd) == 4.0 * 32 * 2 * (11 * 9 + 37 * 29 + 2 * 1 + 19 * 15));
+    assert_int_equal(frac_len(0.001, 100), 1);
+    assert_int_equal(frac_len(1.0, 1), 1);
+    /* bottom-right causal per sequence: 6 queries over 27 keys see 22 .. 27 keys; 27 over 6 see 0 .. 6 */
+    assert_true(seq_pairs(6, 27, 1) == 22 + 23 + 24 + 25 + 26 + 27);
+    assert_true(seq_pairs(27, 6, 1) == 1 + 2 + 3 + 4 + 5 + 6);
+    assert_true(seq_pairs(6, 27, 0) == 6 * 27);
+    shapes_free(&l);
+}
+
+static void test_bad_lens(void **state)
+{
+    (void)state;
+#define LHDR "name,batch,hq,hkv,sq,skv,d,causal,lens\n"
+    expect_err(LHDR "a,2,2,2,16,16,64,1,0\n", 2, 2, "field 'lens'", "'0'", "(0, 1]", NULL);
+    expect_err(LHDR "a,2,2,2,16,16,64,1,0.5;1.5\n", 2, 2, "field 'lens'", "entry 2", "'1.5'", NULL);
+    expect_err(LHDR "ok,2,2,2,16,16,64,1,1\na,2,2,2,16,16,64,1,-0.1\n", 2, 3, "field 'lens'", "'-0.1'", NULL);
+    expect_err(LHDR "a,2,2,2,16,16,64,1,half\n", 2, 2, "field 'lens'", "'half'", "not a number", NULL);
+    expect_err(LHDR "a,2,2,2,16,16,64,1,0.1;;0.2\n", 2, 2, "field 'lens'", "entry 2", "empty", NULL);
+    expect_err(LHDR "a,2,2,2,16,16,64,1,0.1;\n", 2, 2, "field 'lens'", "entry 2", "empty", NULL);
+    expect_err(LHDR "a,2,2,2,16,16,64,1,nan\n", 2, 2, "field 'lens'", "'nan'", NULL);
+    expect_err(LHDR "a,2,2,2,16,16,64,1,0.1; 0.5\n", 2, 2, "field 'lens'", "entry 2", "not a number", NULL);
+    expect_err(LHDR "a,2,2,2,16,16,64,1,0.5x\n", 2, 2, "field 'lens'", "'0.5x'", NULL);
+    char many[512] = LHDR "a,2,2,2,16,16,64,1,";
+    for (int i = 0; i <= FB_MAX_LENS; i++) strcat(many, i ? ";0.5" : "0.5");
+    strcat(many, "\n");
+    expect_err(many, 2, 2, "field 'lens'", "more than 32 entries", NULL);
+#undef LHDR
 }
 
 int main(void)
@@ -449,6 +574,9 @@ int main(void)
         cmocka_unit_test(test_llm_suite),
         cmocka_unit_test(test_decode_suite),
         cmocka_unit_test(test_unknown_suite),
+        cmocka_unit_test(test_lens),
+        cmocka_unit_test(test_bad_lens),
+        cmocka_unit_test(test_ragged_suite),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

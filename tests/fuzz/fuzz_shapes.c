@@ -25,6 +25,17 @@ static void check_list(const char *what, int rc, const shape_list_t *l, const ch
         if (s->hq % s->hkv) fz_fail("%s: shape '%s': hq=%d not a multiple of hkv=%d", what, s->name, s->hq, s->hkv);
         if (s->causal != 0 && s->causal != 1) fz_fail("%s: shape '%s': causal=%d", what, s->name, s->causal);
         if (s->has_dtype && (s->dtype < DT_FP32 || s->dtype > DT_BF16)) fz_fail("%s: shape '%s': dtype %d", what, s->name, (int)s->dtype);
+        if (s->nlens < 0 || s->nlens > FB_MAX_LENS) fz_fail("%s: shape '%s': nlens=%d", what, s->name, s->nlens);
+        for (int k = 0; k < s->nlens && k < FB_MAX_LENS; k++)
+            if (!(s->lens[k] > 0.0 && s->lens[k] <= 1.0)) fz_fail("%s: shape '%s': lens[%d]=%g accepted", what, s->name, k, s->lens[k]);
+        if (s->nlens > 0 && s->batch <= 4096) { /* ragged lengths stay within 1 .. the maxima */
+            for (int b = 0; b < s->batch; b++) {
+                int lq, lk;
+                shape_seq_lens(s, b, &lq, &lk);
+                if (lq < 1 || lq > s->sq || lk < 1 || lk > s->skv)
+                    fz_fail("%s: shape '%s': sequence %d has lengths %d, %d", what, s->name, b, lq, lk);
+            }
+        }
         for (size_t j = 0; j < i; j++)
             if (!strcmp(l->v[j].name, s->name)) fz_fail("%s: duplicate name '%s' accepted", what, s->name);
     }
