@@ -1,6 +1,7 @@
 /* cache.c: the on-disk kernel cache: key hashing, checked entries, atomic stores. */
 #define _GNU_SOURCE
 #include "cache.h"
+#include "common.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -12,25 +13,15 @@
 
 #define MAGIC "FABENCH-KERNEL-CACHE 1\n"
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 void cache_key(const char *const *parts, int nparts, char out[33])
 {
-    uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+    uint64_t a = FB_FNV_OFFSET, b = 0x84222325cbf29ce4ull;
     for (int i = 0; i < nparts; i++) {
         size_t n = strlen(parts[i]);
-        a = fnv1a(a, &n, sizeof n); /* lengths too: "ab"+"c" differs from "a"+"bc" */
-        a = fnv1a(a, parts[i], n);
-        b = fnv1a(b, parts[i], n);
-        b = fnv1a(b, "\x1f", 1);
+        a = fb_fnv1a(a, &n, sizeof n); /* lengths too: "ab"+"c" differs from "a"+"bc" */
+        a = fb_fnv1a(a, parts[i], n);
+        b = fb_fnv1a(b, parts[i], n);
+        b = fb_fnv1a(b, "\x1f", 1);
     }
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
 }
@@ -87,8 +78,8 @@ int cache_get(const char *key, void **bin, size_t *len, char **log)
     }
     fclose(f);
     if (ok) {
-        uint64_t h = fnv1a(0xcbf29ce484222325ull, b, blen);
-        h = fnv1a(h, l, llen);
+        uint64_t h = fb_fnv1a(FB_FNV_OFFSET, b, blen);
+        h = fb_fnv1a(h, l, llen);
         ok = h == sum;
     }
     if (!ok) { /* corrupt or truncated: drop it, the caller rebuilds */
@@ -113,8 +104,8 @@ int cache_put(const char *key, const void *bin, size_t len, const char *log)
     static _Atomic unsigned long seq;
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%lu", path, (long)getpid(), (unsigned long)seq++);
     size_t llen = log ? strlen(log) : 0;
-    uint64_t h = fnv1a(0xcbf29ce484222325ull, bin, len);
-    h = fnv1a(h, log ? log : "", llen);
+    uint64_t h = fb_fnv1a(FB_FNV_OFFSET, bin, len);
+    h = fb_fnv1a(h, log ? log : "", llen);
     FILE *f = fopen(tmp, "wb");
     if (!f) return -1;
     int ok = fputs(MAGIC, f) >= 0 && fprintf(f, "%zu %zu %016llx\n", len, llen, (unsigned long long)h) > 0 &&

@@ -117,15 +117,6 @@ static int target_info(const char *arch, rt_device_info *d)
     return 0;
 }
 
-/* FNV-1a, 64 bits: tells identical binaries apart from different ones */
-static unsigned long long fnv1a64(const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    unsigned long long h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++) { h ^= p[i]; h *= 1099511628211ULL; }
-    return h;
-}
-
 /* The configurations a tuning table names for a class on one backend (cuda or hip: what
  * this command compiles). Returns the count (0: none), -1 when out of memory; *out malloc'd. */
 static long tuned_configs(const csv_table *t, const char *cls, const char *backend, kconfig **out)
@@ -373,7 +364,7 @@ int cmd_compile(int argc, char **argv)
                 }
                 if (hist != 0) total = -1;
                 compiled++;
-                snprintf(hash, sizeof hash, "%016llx", fnv1a64(bin, blen));
+                snprintf(hash, sizeof hash, "%016llx", (unsigned long long)fb_fnv1a(FB_FNV_OFFSET, bin, blen));
                 char serr[FB_ERRLEN];
                 int sr = have_sass ? sass_disassemble(bin, blen, &sh, serr, sizeof serr) : 1;
                 if (sr < 0) fprintf(stderr, "fabench compile: %s %s: SASS: %s\n", key, cs, serr);

@@ -104,4 +104,9 @@ void fb_slug(const char *in, char *out, size_t outlen);
 /* Monotonic clock in seconds. */
 double fb_now(void);
 
+/* FNV-1a, 64 bits, continued from h (start from FB_FNV_OFFSET): the checksum and key hash
+ * of the kernel cache, and the fingerprint that tells identical binaries apart. */
+#define FB_FNV_OFFSET 0xcbf29ce484222325ull
+uint64_t fb_fnv1a(uint64_t h, const void *data, size_t n);
+
 #endif

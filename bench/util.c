@@ -103,26 +103,40 @@ void shape_cu_seqlens(const shape_t *s, int32_t *cu_q, int32_t *cu_kv)
     }
 }
 
-long long shape_total_q(const shape_t *s)
+/* The query and key token totals over the batch. */
+static void shape_totals(const shape_t *s, long long *tq, long long *tkv)
 {
-    long long t = 0;
+    *tq = *tkv = 0;
     for (int b = 0; b < s->batch; b++) {
         int lq, lk;
         shape_seq_lens(s, b, &lq, &lk);
-        t += lq;
+        *tq += lq;
+        *tkv += lk;
     }
-    return t;
+}
+
+long long shape_total_q(const shape_t *s)
+{
+    long long q, kv;
+    shape_totals(s, &q, &kv);
+    return q;
 }
 
 long long shape_total_kv(const shape_t *s)
 {
-    long long t = 0;
-    for (int b = 0; b < s->batch; b++) {
-        int lq, lk;
-        shape_seq_lens(s, b, &lq, &lk);
-        t += lk;
+    long long q, kv;
+    shape_totals(s, &q, &kv);
+    return kv;
+}
+
+uint64_t fb_fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
     }
-    return t;
+    return h;
 }
 
 size_t shape_q_elems(const shape_t *s)

@@ -8,20 +8,12 @@
 #include "fuzz_common.h"
 
 #include "cache.h"
+#include "common.h"
 
 #define MAGIC "FABENCH-KERNEL-CACHE 1\n"
 #define KEY "0123456789abcdef0123456789abcdef"
 #define KEY2 "fedcba9876543210fedcba9876543210"
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 /* Is data a well-formed entry? Fills the offsets of binary and log. */
 static int well_formed(const uint8_t *data, size_t size, size_t *boff, unsigned long long *blen,
@@ -41,7 +33,7 @@ static int well_formed(const uint8_t *data, size_t size, size_t *boff, unsigned 
     if (*blen == 0 || *blen >= (1ull << 32) || *llen >= (1ull << 28)) return 0;
     *boff = m + (size_t)used + 1;
     if (size - *boff != *blen + *llen) return 0;
-    uint64_t h = fnv1a(0xcbf29ce484222325ull, data + *boff, (size_t)(*blen + *llen));
+    uint64_t h = fb_fnv1a(FB_FNV_OFFSET, data + *boff, (size_t)(*blen + *llen));
     return h == sum;
 }
 
