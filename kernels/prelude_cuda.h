@@ -105,6 +105,11 @@ INLINE void fb_cp_async16(u32 dst, const void *src, int src_bytes)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
+/* The same, all 16 bytes (no source-size operand). */
+INLINE void fb_cp_async16_full(u32 dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src));
+}
 INLINE void fb_cp_async_commit(void) { asm volatile("cp.async.commit_group;"); }
 template <int N> __device__ __forceinline__ void fb_cp_async_wait(void) { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
 

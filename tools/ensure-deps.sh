@@ -2,6 +2,7 @@
 # ensure-deps.sh build|test|run|fuzz: checks what fabench needs on this machine (by compiling
 # and probing, so headers unpacked elsewhere and named by CPATH count too), installs what
 # is missing with apt-get when root, else prints the exact command and exits 2.
+# FABENCH_OFFLINE=1 (a machine without a package mirror): optional packages are only named.
 set -u
 mode=${1:-build}
 CC=${CC:-cc}
@@ -39,7 +40,9 @@ if [ "$mode" = test ]; then
     { have_cmd hipcc || [ -x /opt/rocm/bin/hipcc ]; } || want+=(hipcc)
 fi
 if [ "$mode" = run ]; then
-    have_cmd gnuplot || need+=(gnuplot-nox)
+    # figures: without gnuplot (a GPU node without network, say) run.sh still measures and
+    # says so; `make plots` renders them later wherever gnuplot is
+    have_cmd gnuplot || want+=(gnuplot-nox)
 fi
 if [ "$mode" = fuzz ]; then
     # make fuzz: clang with libFuzzer and the address/undefined sanitizers' runtimes
@@ -51,11 +54,12 @@ if [ "$mode" = fuzz ]; then
         need+=("libclang-rt-${v%%.*}-dev")
     fi
 fi
-# optional packages: best effort (Debian 12 has ROCm 5.2's; elsewhere the tests skip)
+# optional packages, best effort: the HIP compile tests' (Debian 12 has ROCm 5.2's; elsewhere
+# those tests skip) and gnuplot for run.sh's figures
 install_wanted() {
     [ ${#want[@]} -eq 0 ] && return 0
-    if ! have_cmd apt-get || [ "$(id -u)" != 0 ]; then
-        echo "fabench: optional, for the HIP compile tests: ${want[*]} (Debian package names)" >&2
+    if ! have_cmd apt-get || [ "$(id -u)" != 0 ] || [ -n "${FABENCH_OFFLINE:-}" ]; then
+        echo "fabench: optional (HIP compile tests, figures): ${want[*]} (Debian package names)" >&2
         return 0
     fi
     echo "fabench: installing ${want[*]} (optional)" >&2
@@ -63,7 +67,7 @@ install_wanted() {
     if ! apt-get install -y -qq --no-install-recommends "${want[@]}" >>/tmp/fabench-apt.log 2>&1; then
         apt-get update -qq >>/tmp/fabench-apt.log 2>&1
         apt-get install -y -qq --no-install-recommends "${want[@]}" >>/tmp/fabench-apt.log 2>&1 ||
-            echo "fabench: could not install ${want[*]}; the HIP compile tests will skip (log: /tmp/fabench-apt.log)" >&2
+            echo "fabench: could not install ${want[*]}; what needs them skips (log: /tmp/fabench-apt.log)" >&2
     fi
     return 0
 }
