@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 
 usage() {
     cat <<'USAGE'
-usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--results DIR]
+usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budget S] [--results DIR]
 
   --device SEL   measure only this device (repeatable; see build/fabench devices)
   --suite NAME   suite from bench/suites (default: llm on a GPU, smoke on a CPU)
@@ -21,11 +21,12 @@ usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--resul
   --tune N       first tune each shape class (N timed candidates; bo on a GPU, random on a CPU; default 60),
                  then measure with the tuned configurations; without it, a tuning table
                  already in the results folder is used when there is one
+  --budget S     seconds of timed repetitions per shape and implementation (default 0.5)
   --results DIR  where per-GPU folders go (default: results)
 USAGE
 }
 
-devices=(); suite=""; quick=0; results=results; tune=0
+devices=(); suite=""; quick=0; results=results; tune=0; budget=0.5
 while [ $# -gt 0 ]; do
     case "$1" in
         --device) devices+=("$2"); shift 2 ;;
@@ -33,6 +34,8 @@ while [ $# -gt 0 ]; do
         --quick) quick=1; shift ;;
         --tune) if [[ ${2:-} =~ ^[0-9]+$ ]]; then tune=$2; shift 2; else tune=60; shift; fi ;;
         --results) results=$2; shift 2 ;;
+        --budget) [[ ${2:-} =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --budget needs seconds, got '${2:-}'" >&2; exit 2; }
+                  budget=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
@@ -80,7 +83,7 @@ while IFS=$'\t' read -r sel kind name; do
     fi
     s=$suite
     [ -n "$s" ] || { [ "$kind" = gpu ] && s=llm || s=smoke; }
-    args=(--budget 0.5)
+    args=(--budget "$budget")
     [ $quick -eq 0 ] || { s=smoke; args=(--budget 0.05 --warmup 0.01); }
     tuned=()
     if [ $tune -gt 0 ] && [ $quick -eq 0 ]; then
