@@ -38,6 +38,8 @@ static void usage(FILE *f)
             "  --budget-frac F    share of each class's space the budget allows (default 0.25)\n"
             "  --tolerance F      how close to the best counts as found (default 0.05)\n"
             "  --min-configs N    skip classes with fewer recorded configurations (default 16)\n"
+            "  --first CONFIG     ask this configuration first in every class that has it, as\n"
+            "                     `fabench tune` does with the runtime's default (K=V,...)\n"
             "  --out FILE         convergence.csv (best so far after each step)\n");
 }
 
@@ -84,13 +86,14 @@ static int cmp_long(const void *a, const void *b)
 
 int cmd_tune_replay(int argc, char **argv)
 {
-    enum { O_STRAT = 1, O_SEEDS, O_FRAC, O_TOL, O_MIN, O_OUT, O_HELP };
+    enum { O_STRAT = 1, O_SEEDS, O_FRAC, O_TOL, O_MIN, O_OUT, O_FIRST, O_HELP };
     static const struct option opts[] = {
         {"strategy", required_argument, 0, O_STRAT}, {"seeds", required_argument, 0, O_SEEDS},
         {"budget-frac", required_argument, 0, O_FRAC}, {"tolerance", required_argument, 0, O_TOL},
         {"min-configs", required_argument, 0, O_MIN}, {"out", required_argument, 0, O_OUT},
+        {"first", required_argument, 0, O_FIRST},
         {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
-    const char *strategies = "random,bo", *out = NULL;
+    const char *strategies = "random,bo", *out = NULL, *first = NULL;
     long seeds = 20, min_configs = 16;
     double frac = 0.25, tol = 0.05;
     int o;
@@ -116,12 +119,23 @@ int cmd_tune_replay(int argc, char **argv)
             if (*end || end == optarg || min_configs < 1 || min_configs > 1000000) { fprintf(stderr, "fabench tune-replay: --min-configs: bad count '%s'\n", optarg); return FB_EXIT_BADINPUT; }
             break;
         case O_OUT: out = optarg; break;
+        case O_FIRST: first = optarg; break;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return FB_EXIT_BADINPUT;
         }
     }
     if (optind != argc - 1) { usage(stderr); return FB_EXIT_BADINPUT; }
     const char *path = argv[optind];
+    /* --first: the parameters it sets; a candidate matches when it has the same values */
+    kconfig fk;
+    memset(&fk, 0, sizeof fk);
+    if (first) {
+        char ferr[256];
+        if (kconfig_parse(first, &fk, ferr, sizeof ferr) != 0) {
+            fprintf(stderr, "fabench tune-replay: --first: %s\n", ferr);
+            return FB_EXIT_BADINPUT;
+        }
+    }
     /* the strategies, checked before any work */
     char slist[256];
     snprintf(slist, sizeof slist, "%s", strategies);
@@ -203,13 +217,24 @@ int cmd_tune_replay(int argc, char **argv)
         if (c->n < min_configs || !isfinite(opt)) continue;
         used++;
         const long budget = (long)ceil(frac * (double)c->n);
-        printf("%s %s %s: %ld configurations, best %.2f us\n", c->gpu, c->backend, c->cls, c->n, opt);
+        long first_idx = -1;
+        for (long i = 0; first && i < c->n && first_idx < 0; i++) {
+            kconfig m = c->cands[i];
+            char a[256], b[256];
+            kconfig_overlay(&m, &fk);
+            kconfig_str(&m, a, sizeof a);
+            kconfig_str(&c->cands[i], b, sizeof b);
+            if (!strcmp(a, b)) first_idx = i;
+        }
+        printf("%s %s %s: %ld configurations, best %.2f us%s\n", c->gpu, c->backend, c->cls, c->n, opt,
+               !first ? "" : first_idx >= 0 ? "; --first asked first" : "; --first not among them");
         for (int si = 0; si < nstrat && !fail; si++) {
             const long ns = strcmp(strat[si], "exhaustive") ? seeds : 1;
             long class_hits = 0;
             for (long seed = 1; seed <= ns && !fail; seed++) {
                 searcher *se = searcher_new(strat[si], c->cands, c->n, (uint64_t)seed);
                 if (!se) { fail = 1; break; }
+                if (first_idx >= 0) searcher_first(se, first_idx);
                 double best = INFINITY, at_budget = INFINITY;
                 long step = 0, found = -1, idx;
                 while ((idx = searcher_ask(se)) >= 0) {

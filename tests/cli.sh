@@ -332,6 +332,14 @@ if [ -f "$SPACE" ]; then
     fi
     run tune-replay "$T/explored.csv" --strategy exhaustive --seeds 3 --budget-frac 1
     check "tune-replay: exhaustive replays once, in file order, and finds the best with the whole space" 0 out "exhaustive" out "1 of 1 runs"
+    best=$(awk -F, 'NR > 1 && $7 == "ok" && (b == "" || $10 + 0 < bt) { b = $4; bt = $10 + 0 } END { print b }' "$T/explored.csv" | tr ';' ',')
+    run tune-replay "$T/explored.csv" --strategy exhaustive --budget-frac 0.01 --tolerance 0
+    check "tune-replay: exhaustive in file order misses the best at a 1% budget" 0 out "0 of 1 runs"
+    run tune-replay "$T/explored.csv" --strategy exhaustive --budget-frac 0.01 --tolerance 0 --first "$best"
+    check "tune-replay: --first asks that configuration first, as tune does with the default" 0 \
+        out "asked first" out "1 of 1 runs"
+    run tune-replay "$T/explored.csv" --first "BLOCK_M=7"
+    check "tune-replay: a bad --first exits 2" 2 err "--first"
     run tune-replay "$T/explored.csv" --strategy annealing
     check "tune-replay: an unknown strategy exits 2 naming it" 2 err "annealing"
     head -1 "$T/explored.csv" | sed 's/median_us/med/' > "$T/nocol.csv"
