@@ -541,6 +541,13 @@ static const col_spec distance_cols[] = {
     {"differs", V_NAME, REQ, 0}, {"cosine", V_NUM, REQ, 0}, {"jensen_shannon", V_NUM, REQ, 0},
     {"shared_instructions", V_INT, REQ, 0}};
 
+/* tune-replay's best-so-far curves (the replayed searchers, per seed) */
+static const col_spec convergence_cols[] = {
+    {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"shape_class", V_CLASS, REQ, 0},
+    {"strategy", V_STRATEGY, REQ, 0}, {"seed", V_INT, REQ, 1}, {"step", V_INT, REQ, 1},
+    {"config", V_CONFIG, REQ, 0}, {"median_us", V_NUM, EMPTY, 1e-9}, {"best_us", V_NUM, EMPTY, 1e-9},
+    {"optimum_us", V_NUM, REQ, 1e-9}};
+
 static const file_spec specs[] = {
     {"perf.csv", perf_cols, N(perf_cols), rule_perf,
      {"gpu", "backend", "impl", "config", "name", "dtype", "batch", NULL}},
@@ -555,6 +562,8 @@ static const file_spec specs[] = {
     {"portability.csv", portability_cols, N(portability_cols), rule_portability,
      {"from_gpu", "from_backend", "to_gpu", "to_backend", "class", NULL}},
     {"loc.csv", loc_cols, N(loc_cols), rule_loc, {"label", "path", NULL}},
+    {"convergence.csv", convergence_cols, N(convergence_cols), NULL,
+     {"gpu", "backend", "shape_class", "strategy", "seed", "step", NULL}},
     {"codegen_summary.csv", summary_cols, N(summary_cols), rule_summary, {"gpu", "backend", "source", NULL}},
     {"codegen_distance.csv", distance_cols, N(distance_cols), rule_distance,
      {"source", "set", "a_gpu", "a_backend", "a_class", "a_config", "b_gpu", "b_backend", "b_class", "b_config", NULL}},
@@ -876,7 +885,7 @@ static void usage(FILE *f)
             "Validates results folders: DIR and every folder under it (archive/ and plots/ aside).\n"
             "Checks each known file (perf.csv, explored.csv, tuning.csv, codegen.csv, compiled.csv,\n"
             "manifest.csv, vendor_configs.csv, portability.csv, codegen_summary.csv,\n"
-            "codegen_distance.csv, loc.csv): required columns, value types, ok rows with finite\n"
+            "codegen_distance.csv, loc.csv, convergence.csv): required columns, value types, ok rows with finite\n"
             "timings (p20 <= median <= p80, TFLOP/s and GB/s that agree with the shape) and errors\n"
             "within the verification tolerances, no duplicate rows, the folder's manifest with its\n"
             "required keys (gpu, gpu_slug, date, git_commit, host, a <backend>.command), and that\n"

@@ -94,6 +94,10 @@ int manifest_fill(csv_table *t, const rt_device *dev, int argc, char **argv)
         o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", argv[i]);
     set_rt(t, dev, "command", buf);
     manifest_set(t, "fabench_version", "0.1");
+    /* each subcommand's own line too (run, then vendors, then tune into one manifest: the
+     * runtime's command key holds only the last of them) */
+    if (argc > 1 && strspn(argv[1], "abcdefghijklmnopqrstuvwxyz-") == strlen(argv[1]))
+        return manifest_note_command(t, argv[1], argc, argv);
     return 0;
 }
 

@@ -4,7 +4,7 @@
 # that plots/metrics.py wrote. PNG, then SVG.
 
 TOP_H = 0.10
-LEGEND_W = 0.2
+LEGEND_W = 0.24
 PW = (1.0 - LEGEND_W) / npanels
 
 do for [term = 1:2] {

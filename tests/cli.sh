@@ -330,6 +330,13 @@ if [ -f "$SPACE" ]; then
     else
         bad "tune-replay: convergence.csv rows" "$(wc -l < "$T/conv.csv" 2>/dev/null)"
     fi
+    C=$T/nvidia-h200 # a committed manifest, so that the folder is otherwise valid
+    mkdir -p "$C" && cp "$T/conv.csv" "$C/convergence.csv" && cp results/nvidia-h200/manifest.csv "$C/"
+    run check-results "$C"
+    check "check-results: tune-replay's convergence.csv passes" 0 out "0 problems"
+    sed '3s/^\([^,]*,[^,]*,[^,]*,[^,]*\),[0-9]*,/\1,zero,/' "$T/conv.csv" > "$C/convergence.csv"
+    run check-results "$C"
+    check "check-results: a bad seed in convergence.csv is named by file, line and column" 1 out "convergence.csv:3" out "seed"
     run tune-replay "$T/explored.csv" --strategy exhaustive --seeds 3 --budget-frac 1
     check "tune-replay: exhaustive replays once, in file order, and finds the best with the whole space" 0 out "exhaustive" out "1 of 1 runs"
     best=$(awk -F, 'NR > 1 && $7 == "ok" && (b == "" || $10 + 0 < bt) { b = $4; bt = $10 + 0 } END { print b }' "$T/explored.csv" | tr ';' ',')
