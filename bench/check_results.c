@@ -128,7 +128,7 @@ static int parse_int(const char *s, long *out)
     return 0;
 }
 
-/* dtype-dD-cC-gG-qQ-kK; 0 or -1; dt filled */
+/* dtype-dD-cC-gG-qQ-kK[-wW]; 0 or -1; dt filled */
 static int parse_class(const char *s, dtype_t *dt)
 {
     char name[16];
@@ -138,7 +138,11 @@ static int parse_class(const char *s, dtype_t *dt)
     name[dash - s] = 0;
     int d, c, g, q, k, n = 0;
     if (dtype_parse(name, dt) != 0 || strcmp(name, dtype_name(*dt))) return -1;
-    if (sscanf(dash, "-d%d-c%d-g%d-q%d-k%d%n", &d, &c, &g, &q, &k, &n) != 5 || dash[n]) return -1;
+    if (sscanf(dash, "-d%d-c%d-g%d-q%d-k%d%n", &d, &c, &g, &q, &k, &n) != 5) return -1;
+    if (dash[n]) { /* decode classes: -w<B * Hkv, a power of two> */
+        int w, m = 0;
+        if (sscanf(dash + n, "-w%d%n", &w, &m) != 1 || dash[n + m] || w < 1 || (w & (w - 1))) return -1;
+    }
     if (!fb_d_supported(d) || (c != 0 && c != 1) || g < 1 || q < 1 || k < 1) return -1;
     if ((q & (q - 1)) || (k & (k - 1))) return -1;
     return 0;

@@ -125,16 +125,21 @@ static long tuned_configs(const csv_table *t, const char *cls, const char *backe
     kconfig *v = malloc(sizeof *v * (t->nrows ? t->nrows : 1));
     if (!v) return -1;
     long n = 0;
+    /* a decode class "...-wW" also takes a table's rows written before the work bucket */
+    const char *wb = strstr(cls, "-w");
+    const size_t base = wb ? (size_t)(wb - cls) : strlen(cls);
+#define CLASS_OF(row) (!strcmp((row)[cc], cls) || (strlen((row)[cc]) == base && !strncmp((row)[cc], cls, base)))
     for (size_t r = 0; r < t->nrows; r++) {
-        if (strcmp(t->rows[r][cb], backend) || strcmp(t->rows[r][cc], cls)) continue;
+        if (strcmp(t->rows[r][cb], backend) || !CLASS_OF(t->rows[r])) continue;
         int dup = 0;
         for (size_t q = 0; q < r && !dup; q++)
-            dup = !strcmp(t->rows[q][cb], backend) && !strcmp(t->rows[q][cc], cls) && !strcmp(t->rows[q][cf], t->rows[r][cf]);
+            dup = !strcmp(t->rows[q][cb], backend) && CLASS_OF(t->rows[q]) && !strcmp(t->rows[q][cf], t->rows[r][cf]);
         if (dup) continue;
         char err[FB_ERRLEN];
         kconfig c = {0};
         if (kconfig_parse(t->rows[r][cf], &c, err, sizeof err) == 0) v[n++] = c;
     }
+#undef CLASS_OF
     *out = v;
     return n;
 }

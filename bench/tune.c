@@ -42,18 +42,29 @@ static int pow2_ceil(int x)
 
 void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len)
 {
-    snprintf(out, len, "%s-d%d-c%d-g%d-q%d-k%d", dtype_name(dt), s->d, s->causal ? 1 : 0, s->hq / s->hkv,
-             pow2_ceil(s->sq), pow2_ceil(s->skv));
+    int n = snprintf(out, len, "%s-d%d-c%d-g%d-q%d-k%d", dtype_name(dt), s->d, s->causal ? 1 : 0, s->hq / s->hkv,
+                     pow2_ceil(s->sq), pow2_ceil(s->skv));
+    /* decode: a handful of query rows per KV head, so the grid is about B * Hkv work-groups
+     * before split-KV, and how that fills the GPU decides the winner (B=16 and B=64 want
+     * different SPLIT_KV); those classes also key on it */
+    if (pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ && n > 0 && (size_t)n < len)
+        snprintf(out + n, len - (size_t)n, "-w%d", pow2_ceil(s->batch * s->hkv));
 }
 
-/* Parses a class key back; 0 or -1. */
-static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, int *g, int *q, int *k)
+/* Parses a class key back; 0 or -1. *w is 0 for keys without the work bucket (prefill
+ * classes, and decode classes of tables written before it existed). */
+static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, int *g, int *q, int *k, int *w)
 {
     const char *dash = strchr(key, '-');
     if (!dash || (size_t)(dash - key) >= dtlen) return -1;
     memcpy(dt, key, (size_t)(dash - key));
     dt[dash - key] = 0;
-    return sscanf(dash, "-d%d-c%d-g%d-q%d-k%d", d, c, g, q, k) == 5 ? 0 : -1;
+    int n = 0;
+    if (sscanf(dash, "-d%d-c%d-g%d-q%d-k%d%n", d, c, g, q, k, &n) != 5) return -1;
+    *w = 0;
+    if (!dash[n]) return 0;
+    int m = 0;
+    return sscanf(dash + n, "-w%d%n", w, &m) == 1 && !dash[n + m] && *w > 0 ? 0 : -1;
 }
 
 int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
@@ -91,12 +102,17 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
         }
         if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
         char cdt[16];
-        int d, c, g, q, k;
-        if (parse_class(t->rows[i][cc], cdt, sizeof cdt, &d, &c, &g, &q, &k) != 0) continue;
+        int d, c, g, q, k, w;
+        if (parse_class(t->rows[i][cc], cdt, sizeof cdt, &d, &c, &g, &q, &k, &w) != 0) continue;
         if (strcmp(cdt, dtype_name(dt)) || d != s->d || c != (s->causal ? 1 : 0)) continue;
         double dist = fabs(log2((double)q) - log2((double)pow2_ceil(s->sq))) +
                       fabs(log2((double)k) - log2((double)pow2_ceil(s->skv))) +
                       fabs(log2((double)g) - log2((double)(s->hq / s->hkv)));
+        /* a row without the work bucket (an older table) stands for every batch size */
+        if (w > 0) {
+            const int sw = pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ ? pow2_ceil(s->batch * s->hkv) : 0;
+            dist += sw > 0 ? fabs(log2((double)w) - log2((double)sw)) : 1.0;
+        }
         if (dist < best_dist) { best_dist = dist; best = (int)i; }
     }
     if (best < 0) {

@@ -10,6 +10,8 @@
 
 /* The class a shape is tuned for, e.g. "bf16-d128-c1-g4-q4096-k4096": dtype, head dim,
  * causal, GQA ratio, and Sq, Skv rounded up to powers of two. */
+/* Decode classes (Sq rounded up at most this) also key on B * Hkv: "-w<pow2>". */
+#define TUNE_DECODE_MAX_SQ 16
 void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len);
 
 /* The configuration for a shape from a tuning table (tuning.csv) for this device's GPU

@@ -119,7 +119,49 @@ static void test_class_key(void **state)
     assert_string_equal(k, "bf16-d128-c1-g4-q4096-k4096");
     s = mk(1, 8, 8, 1, 300, 64, 0);
     tune_class_key(&s, DT_FP16, k, sizeof k);
-    assert_string_equal(k, "fp16-d64-c0-g1-q1-k512");
+    assert_string_equal(k, "fp16-d64-c0-g1-q1-k512-w8");
+    /* decode classes split by B * Hkv (rounded up to a power of two); prefill ones do not */
+    s = mk(16, 32, 8, 1, 4096, 128, 1);
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q1-k4096-w128");
+    s = mk(64, 32, 8, 1, 4096, 128, 1);
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q1-k4096-w512");
+    s = mk(64, 32, 8, 16, 4096, 128, 1);
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q16-k4096-w512");
+    s = mk(64, 32, 8, 17, 4096, 128, 1);
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q32-k4096");
+}
+
+/* Decode rows with the work bucket: the nearest bucket wins; a row without one (a table
+ * from before the bucket) still serves every batch size as its exact class. */
+static void test_lookup_work_bucket(void **state)
+{
+    (void)state;
+    char p[512], src[300], err[FB_ERRLEN];
+    snprintf(p, sizeof p, "%s/tuning_w.csv", tmpdir);
+    write_file(p, "gpu,backend,shape_class,config\n"
+                  "G,opencl,bf16-d128-c1-g4-q1-k4096-w128,MMA=fma;BLOCK_M=16;BLOCK_N=32;NUM_WARPS=1;SPLIT_KV=8\n"
+                  "G,opencl,bf16-d128-c1-g4-q1-k4096-w512,MMA=fma;BLOCK_M=16;BLOCK_N=64;NUM_WARPS=1;SPLIT_KV=2\n"
+                  "G,opencl,bf16-d64-c1-g4-q1-k4096,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;SPLIT_KV=4\n");
+    rt_device dev = {.rt = rt_find("opencl"), .index = 0};
+    snprintf(dev.info.name, sizeof dev.info.name, "G");
+    kconfig c;
+    shape_t b16 = mk(16, 32, 8, 1, 4096, 128, 1), b64 = mk(64, 32, 8, 1, 4096, 128, 1), b32 = mk(32, 32, 8, 1, 4096, 128, 1);
+    assert_int_equal(tune_lookup(p, &dev, &b16, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(c.split_kv, 8);
+    assert_non_null(strstr(src, "tuned bf16-d128-c1-g4-q1-k4096-w128"));
+    assert_int_equal(tune_lookup(p, &dev, &b64, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(c.split_kv, 2);
+    assert_non_null(strstr(src, "tuned bf16-d128-c1-g4-q1-k4096-w512"));
+    assert_int_equal(tune_lookup(p, &dev, &b32, DT_BF16, &c, src, sizeof src, err, sizeof err), 1); /* w256: a tie, */
+    assert_non_null(strstr(src, "nearest"));                                                        /* never exact */
+    shape_t old = mk(8, 32, 8, 1, 4096, 64, 1);
+    assert_int_equal(tune_lookup(p, &dev, &old, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(c.split_kv, 4);
+    assert_non_null(strstr(src, "tuned bf16-d64-c1-g4-q1-k4096"));
 }
 
 static void test_lookup(void **state)
@@ -270,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_space_errors),
         cmocka_unit_test(test_space_enumerate),
         cmocka_unit_test(test_class_key),
+        cmocka_unit_test(test_lookup_work_bucket),
         cmocka_unit_test(test_lookup),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_tune_end_to_end),
