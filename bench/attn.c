@@ -181,6 +181,62 @@ void attn_close(attn_runner *r)
 }
 
 /* First line of a compiler log that mentions an error, for the reason column. */
+/* A paged shape's K and V as the kernel reads them: pages [batch * pages_per_seq, hkv, page,
+ * d] in a seeded random order, a block table [batch, pages_per_seq] naming each sequence's
+ * pages, and the tail of the last page of every sequence filled with NaN (the kernel must
+ * never use it). hk, hv: the dense [batch, hkv, skv, d] inputs the reference reads.
+ * pg[0], pg[1]: K and V; pg[2]: the table. 0, RT_ERESOURCE (reason) or -1 (err). */
+static int paged_upload(attn_runner *r, const shape_t *s, size_t es, const void *hk, const void *hv, uint64_t seed,
+                        rt_buf *pg[3], char *reason, size_t rlen, char *err, size_t errlen)
+{
+    const rt_runtime *rt = r->dev.rt;
+    const int maxp = shape_pages_per_seq(s);
+    const size_t npages = (size_t)s->batch * (size_t)maxp, row = (size_t)s->d * es;
+    const size_t bytes = npages * (size_t)s->hkv * (size_t)s->page * row, tb = npages * sizeof(int32_t);
+    if (r->dev.info.max_alloc_bytes && bytes > r->dev.info.max_alloc_bytes) {
+        snprintf(reason, rlen, "the paged K/V cache (%zu bytes) exceeds the device's largest allocation (%zu)", bytes,
+                 r->dev.info.max_alloc_bytes);
+        return RT_ERESOURCE;
+    }
+    unsigned char *buf = malloc(bytes);
+    int32_t *bt = malloc(tb);
+    int rc = 0;
+    if (!buf || !bt) {
+        snprintf(reason, rlen, "host memory exhausted for the paged K/V cache");
+        rc = RT_ERESOURCE;
+        goto out;
+    }
+    /* a seeded shuffle (xorshift64*): no sequence's pages are in order or adjacent by accident */
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x5DEECE66Dull;
+    for (size_t i = 0; i < npages; i++) bt[i] = (int32_t)i;
+    for (size_t i = npages; i > 1; i--) {
+        x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+        size_t j = (size_t)((x * 0x2545F4914F6CDD1Dull) >> 33) % i;
+        int32_t t = bt[i - 1]; bt[i - 1] = bt[j]; bt[j] = t;
+    }
+    for (int kv = 0; kv < 2 && rc == 0; kv++) {
+        const unsigned char *src = kv ? hv : hk;
+        memset(buf, 0xff, bytes); /* NaN in every dtype */
+        for (int b = 0; b < s->batch; b++)
+            for (int h = 0; h < s->hkv; h++)
+                for (int j = 0; j < s->skv; j++) {
+                    const size_t phys = (size_t)bt[(size_t)b * maxp + (size_t)(j / s->page)];
+                    const size_t d = ((phys * (size_t)s->hkv + (size_t)h) * (size_t)s->page + (size_t)(j % s->page)) * row;
+                    memcpy(buf + d, src + (((size_t)b * s->hkv + h) * (size_t)s->skv + (size_t)j) * row, row);
+                }
+        if (rt->alloc(r->ctx, bytes, &pg[kv], reason, rlen) != 0) rc = RT_ERESOURCE;
+        else if (rt->upload(r->ctx, pg[kv], buf, bytes, err, errlen) != 0) rc = -1;
+    }
+    if (rc == 0) {
+        if (rt->alloc(r->ctx, tb, &pg[2], reason, rlen) != 0) rc = RT_ERESOURCE;
+        else if (rt->upload(r->ctx, pg[2], bt, tb, err, errlen) != 0) rc = -1;
+    }
+out:
+    free(buf);
+    free(bt);
+    return rc;
+}
+
 static void log_reason(const char *log, const char *fallback, char *out, size_t len)
 {
     const char *p = log ? strstr(log, "error") : NULL;
@@ -212,7 +268,12 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "WARP_M=%d", c->warp_m);
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "WRITE_LSE=%d", write_lse ? 1 : 0);
     if (shape_ragged(s)) snprintf(defs[nd++], ATTN_DEFINE_LEN, "VARLEN=1");
+    if (shape_paged(s)) {
+        snprintf(defs[nd++], ATTN_DEFINE_LEN, "PAGED=1");
+        snprintf(defs[nd++], ATTN_DEFINE_LEN, "PAGE=%d", s->page);
+    }
     if (c->fault_skip_last_tile) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_SKIP_LAST_TILE=1");
+    else if (c->fault_linear_pages) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_LINEAR_PAGES=1");
     else if (c->fault_hang) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_HANG=1");
     else if (c->fault_oob) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_OOB=1");
     else if (c->fault_compile) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_COMPILE=1");
@@ -508,6 +569,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     float *hl = malloc(bytes[4]);
     rt_buf *b[7] = {0}; /* Q, K, V (the runner's input cache), O, LSE, split partials */
     rt_buf *cu[2] = {0}; /* ragged: cu_seqlens of Q and of K/V */
+    rt_buf *pg[3] = {0}; /* paged: K and V in pages, the block table */
     int32_t *hcu = ragged ? malloc(2 * ((size_t)s->batch + 1) * sizeof *hcu) : NULL;
     const void *hq = NULL, *hk = NULL, *hv = NULL;
     int ret = 0;
@@ -521,6 +583,13 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         if (irc != 0) { ret = -1; goto done; }
         hq = r->in.h[0]; hk = r->in.h[1]; hv = r->in.h[2];
         for (int i = 0; i < 3; i++) b[i] = r->in.b[i];
+    }
+    if (shape_paged(s)) {
+        int prc = paged_upload(r, s, es, hk, hv, o->seed, pg, reason, sizeof reason, err, errlen);
+        if (prc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
+        if (prc != 0) { ret = -1; goto done; }
+        b[1] = pg[0]; /* the kernel reads the pages; the reference the dense inputs */
+        b[2] = pg[1];
     }
     for (int i = 3; i < 7; i++)
         if (rt->alloc(r->ctx, bytes[i], &b[i], reason, sizeof reason) != 0) {
@@ -562,6 +631,10 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     if (ragged) {
         p.args[12] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = cu[0]};
         p.args[13] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = cu[1]};
+        p.nargs = 14;
+    } else if (shape_paged(s)) {
+        p.args[12] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = pg[2]};
+        p.args[13] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = shape_pages_per_seq(s)};
         p.nargs = 14;
     }
     p.cgrid[0] = rows;
@@ -632,11 +705,13 @@ hung:
         snprintf(r->broken_why, sizeof r->broken_why, "an earlier launch (%s) never finished", s->name);
         memset(b, 0, sizeof b);
         memset(cu, 0, sizeof cu);
+        memset(pg, 0, sizeof pg);
         inputs_drop(r, 0);
     }
 done:
     for (int i = 3; i < 7; i++) if (b[i]) rt->buf_free(b[i]);
     for (int i = 0; i < 2; i++) if (cu[i]) rt->buf_free(cu[i]);
+    for (int i = 0; i < 3; i++) if (pg[i]) rt->buf_free(pg[i]);
     free(hcu);
     /* a run that went wrong may have written anywhere: the next one starts from fresh inputs */
     if (ret != 0 || (res->status != ST_OK && res->status != ST_RESOURCE_LIMIT && res->status != ST_UNSUPPORTED &&

@@ -128,7 +128,7 @@ static int parse_int(const char *s, long *out)
     return 0;
 }
 
-/* dtype-dD-cC-gG-qQ-kK[-wW]; 0 or -1; dt filled */
+/* dtype-dD-cC-gG-qQ-kK[-wW][-pP]; 0 or -1; dt filled */
 static int parse_class(const char *s, dtype_t *dt)
 {
     char name[16];
@@ -139,10 +139,18 @@ static int parse_class(const char *s, dtype_t *dt)
     int d, c, g, q, k, n = 0;
     if (dtype_parse(name, dt) != 0 || strcmp(name, dtype_name(*dt))) return -1;
     if (sscanf(dash, "-d%d-c%d-g%d-q%d-k%d%n", &d, &c, &g, &q, &k, &n) != 5) return -1;
-    if (dash[n]) { /* decode classes: -w<B * Hkv, a power of two> */
+    const char *rest = dash + n;
+    if (!strncmp(rest, "-w", 2)) { /* decode classes: -w<B * Hkv, a power of two> */
         int w, m = 0;
-        if (sscanf(dash + n, "-w%d%n", &w, &m) != 1 || dash[n + m] || w < 1 || (w & (w - 1))) return -1;
+        if (sscanf(rest, "-w%d%n", &w, &m) != 1 || w < 1 || (w & (w - 1))) return -1;
+        rest += m;
     }
+    if (!strncmp(rest, "-p", 2)) { /* a paged KV cache: -p<page size> */
+        int p, m = 0;
+        if (sscanf(rest, "-p%d%n", &p, &m) != 1 || p < 16 || (p & (p - 1))) return -1;
+        rest += m;
+    }
+    if (*rest) return -1;
     if (!fb_d_supported(d) || (c != 0 && c != 1) || g < 1 || q < 1 || k < 1) return -1;
     if ((q & (q - 1)) || (k & (k - 1))) return -1;
     return 0;

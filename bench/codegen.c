@@ -125,9 +125,9 @@ static long tuned_configs(const csv_table *t, const char *cls, const char *backe
     kconfig *v = malloc(sizeof *v * (t->nrows ? t->nrows : 1));
     if (!v) return -1;
     long n = 0;
-    /* a decode class "...-wW" also takes a table's rows written before the work bucket */
+    /* a dense decode class "...-wW" also takes a table's rows written before the work bucket */
     const char *wb = strstr(cls, "-w");
-    const size_t base = wb ? (size_t)(wb - cls) : strlen(cls);
+    const size_t base = wb && !strstr(cls, "-p") ? (size_t)(wb - cls) : strlen(cls);
 #define CLASS_OF(row) (!strcmp((row)[cc], cls) || (strlen((row)[cc]) == base && !strncmp((row)[cc], cls, base)))
     for (size_t r = 0; r < t->nrows; r++) {
         if (strcmp(t->rows[r][cb], backend) || !CLASS_OF(t->rows[r])) continue;

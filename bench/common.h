@@ -35,6 +35,7 @@ typedef struct {
     int line;        /* line in the source file, for messages */
     int nlens;       /* 0: every sequence full length (dense [B, H, S, D] layout) */
     double lens[FB_MAX_LENS]; /* fractions in (0, 1], repeated cyclically over the batch */
+    int page;        /* 0: K, V dense; else a paged KV cache of `page`-row pages (shape_paged) */
 } shape_t;
 
 typedef struct {
@@ -78,6 +79,10 @@ double shape_bytes(const shape_t *s, dtype_t dt);
  * each, cu[0] = 0 and cu[batch] = total (either pointer may be NULL). shape_total_q/kv:
  * rows per head of the packed tensors (batch * sq, batch * skv for a dense shape). */
 int shape_ragged(const shape_t *s);
+/* A paged KV cache (page > 0): K and V are [pages, hkv, page, d], the pages of sequence b
+ * named by row b of a block table [batch, shape_pages_per_seq] (kernels/attn_fwd.k, PAGED). */
+int shape_paged(const shape_t *s);
+int shape_pages_per_seq(const shape_t *s);
 void shape_seq_lens(const shape_t *s, int b, int *sq, int *skv);
 void shape_cu_seqlens(const shape_t *s, int32_t *cu_q, int32_t *cu_kv);
 long long shape_total_q(const shape_t *s);

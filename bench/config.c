@@ -55,6 +55,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "FAULT_HANG")) { bad = parse_int(v, 0, 1, &c->fault_hang); }
         else if (!strcasecmp(k, "FAULT_OOB")) { bad = parse_int(v, 0, 1, &c->fault_oob); }
         else if (!strcasecmp(k, "FAULT_COMPILE")) { bad = parse_int(v, 0, 1, &c->fault_compile); }
+        else if (!strcasecmp(k, "FAULT_LINEAR_PAGES")) { bad = parse_int(v, 0, 1, &c->fault_linear_pages); }
         else if (!strcasecmp(k, "MMA")) {
             if (!strcasecmp(v, "fma") || !strcmp(v, "0")) c->mma = MMA_FMA;
             else if (!strcasecmp(v, "mma") || !strcasecmp(v, "mma_sync") || !strcmp(v, "1")) c->mma = MMA_SYNC;
@@ -95,6 +96,7 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
     if (src->fault_hang) dst->fault_hang = 1;
     if (src->fault_oob) dst->fault_oob = 1;
     if (src->fault_compile) dst->fault_compile = 1;
+    if (src->fault_linear_pages) dst->fault_linear_pages = 1;
 }
 
 void kconfig_str(const kconfig *c, char *out, size_t outlen)
@@ -102,7 +104,8 @@ void kconfig_str(const kconfig *c, char *out, size_t outlen)
     snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
              c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
-             c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" : "");
+             c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" :
+             c->fault_linear_pages ? ";FAULT_LINEAR_PAGES=1" : "");
 }
 
 long kconfig_rows(const kconfig *c, const shape_t *s)
@@ -191,6 +194,8 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
         }
     }
 split:
+    /* a paged cache: a key tile must not straddle two pages */
+    if (shape_paged(s) && !(c->set & CFG_BLOCK_N) && c->block_n > s->page) c->block_n = s->page;
     if (!(c->set & CFG_SPLIT_KV) && !shape_ragged(s)) {
         /* flash-decoding: enough work-groups to fill the device four times over (an
          * H200 decode sweep: 64 x 8 KV heads ran 1.3x faster split in two) */
@@ -216,6 +221,12 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
     if (shape_ragged(s) && (c->mma == MMA_MFMA || c->split_kv != 1 || c->pack_gqa)) {
         snprintf(reason, len, "a ragged batch (lens) runs on MMA=fma or mma with SPLIT_KV=1 and PACK_GQA=0 only (got %s)",
                  c->mma == MMA_MFMA ? "MMA=mfma" : c->split_kv != 1 ? "SPLIT_KV>1" : "PACK_GQA=1");
+        return ST_UNSUPPORTED;
+    }
+    if (shape_paged(s) && (shape_ragged(s) || c->mma == MMA_MFMA || s->page % c->block_n)) {
+        snprintf(reason, len, "a paged KV cache needs %s",
+                 shape_ragged(s) ? "a dense batch (lens with page is not supported yet)"
+                 : c->mma == MMA_MFMA ? "MMA=fma or mma (not mfma yet)" : "BLOCK_N dividing the page size");
         return ST_UNSUPPORTED;
     }
     if (c->mma == MMA_SYNC) {

@@ -13,7 +13,7 @@ typedef struct {
     mma_kind mma;
     unsigned set; /* bit per field the user gave explicitly (CFG_*) */
     int fault_skip_last_tile; /* test hooks, never tuned: see kernels/attn_fwd.k */
-    int fault_hang, fault_oob, fault_compile;
+    int fault_hang, fault_oob, fault_compile, fault_linear_pages;
 } kconfig;
 
 enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CFG_KPAD = 16, CFG_MMA = 32, CFG_STAGES = 64, CFG_PACK_GQA = 128, CFG_WARP_M = 256 };

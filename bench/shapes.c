@@ -13,9 +13,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-enum { C_NAME, C_BATCH, C_HQ, C_HKV, C_SQ, C_SKV, C_D, C_CAUSAL, C_DTYPE, C_LENS, C__COUNT };
+enum { C_NAME, C_BATCH, C_HQ, C_HKV, C_SQ, C_SKV, C_D, C_CAUSAL, C_DTYPE, C_LENS, C_PAGE, C__COUNT };
 static const char *const col_names[C__COUNT] = {
-    "name", "batch", "hq", "hkv", "sq", "skv", "d", "causal", "dtype", "lens",
+    "name", "batch", "hq", "hkv", "sq", "skv", "d", "causal", "dtype", "lens", "page",
 };
 #define N_REQUIRED C_DTYPE /* every column before dtype is required */
 
@@ -83,7 +83,7 @@ static int check_columns(const char *path, const csv_table *t, int col[C__COUNT]
             if (strcmp(t->header[i], col_names[c]) == 0) found = c;
         if (found < 0) {
             snprintf(err, errlen, "%s:1: unknown column '%s' (known: name,batch,hq,hkv,sq,skv,d,"
-                     "causal,dtype,lens)", path, t->header[i]);
+                     "causal,dtype,lens,page)", path, t->header[i]);
             return 2;
         }
         if (col[found] >= 0) {
@@ -216,6 +216,18 @@ static int parse_row(const char *path, int line, char *const *row, const int col
         s->has_dtype = 1;
     }
     if (col[C_LENS] >= 0 && shapes_parse_lens(path, line, row[col[C_LENS]], s, err, errlen) != 0) return 2;
+    if (col[C_PAGE] >= 0 && *row[col[C_PAGE]]) { /* empty: a dense K/V */
+        const char *v = row[col[C_PAGE]];
+        char *end = NULL;
+        errno = 0;
+        long pg = strtol(v, &end, 10);
+        if (errno || end == v || *end || pg < 16 || pg > 4096 || (pg & (pg - 1))) {
+            snprintf(err, errlen, "%s:%d: field 'page': '%s' is not a page size (a power of two from 16 to 4096 "
+                     "rows, or empty for a dense K/V)", path, line, v);
+            return 2;
+        }
+        s->page = (int)pg;
+    }
     return 0;
 }
 

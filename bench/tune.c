@@ -48,12 +48,15 @@ void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len)
      * before split-KV, and how that fills the GPU decides the winner (B=16 and B=64 want
      * different SPLIT_KV); those classes also key on it */
     if (pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ && n > 0 && (size_t)n < len)
-        snprintf(out + n, len - (size_t)n, "-w%d", pow2_ceil(s->batch * s->hkv));
+        n += snprintf(out + n, len - (size_t)n, "-w%d", pow2_ceil(s->batch * s->hkv));
+    /* a paged KV cache compiles to another kernel (and bounds BLOCK_N) */
+    if (shape_paged(s) && n > 0 && (size_t)n < len) snprintf(out + n, len - (size_t)n, "-p%d", s->page);
 }
 
 /* Parses a class key back; 0 or -1. *w is 0 for keys without the work bucket (prefill
- * classes, and decode classes of tables written before it existed). */
-static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, int *g, int *q, int *k, int *w)
+ * classes, and decode classes of tables written before it existed); *p is the page size
+ * (0: dense K/V). */
+static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, int *g, int *q, int *k, int *w, int *p)
 {
     const char *dash = strchr(key, '-');
     if (!dash || (size_t)(dash - key) >= dtlen) return -1;
@@ -61,10 +64,19 @@ static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, 
     dt[dash - key] = 0;
     int n = 0;
     if (sscanf(dash, "-d%d-c%d-g%d-q%d-k%d%n", d, c, g, q, k, &n) != 5) return -1;
-    *w = 0;
-    if (!dash[n]) return 0;
+    *w = *p = 0;
+    const char *rest = dash + n;
     int m = 0;
-    return sscanf(dash + n, "-w%d%n", w, &m) == 1 && !dash[n + m] && *w > 0 ? 0 : -1;
+    if (!strncmp(rest, "-w", 2)) {
+        if (sscanf(rest, "-w%d%n", w, &m) != 1 || *w < 1) return -1;
+        rest += m;
+    }
+    if (!strncmp(rest, "-p", 2)) {
+        m = 0;
+        if (sscanf(rest, "-p%d%n", p, &m) != 1 || *p < 1) return -1;
+        rest += m;
+    }
+    return *rest ? -1 : 0;
 }
 
 int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
@@ -102,9 +114,9 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
         }
         if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
         char cdt[16];
-        int d, c, g, q, k, w;
-        if (parse_class(t->rows[i][cc], cdt, sizeof cdt, &d, &c, &g, &q, &k, &w) != 0) continue;
-        if (strcmp(cdt, dtype_name(dt)) || d != s->d || c != (s->causal ? 1 : 0)) continue;
+        int d, c, g, q, k, w, pg;
+        if (parse_class(t->rows[i][cc], cdt, sizeof cdt, &d, &c, &g, &q, &k, &w, &pg) != 0) continue;
+        if (strcmp(cdt, dtype_name(dt)) || d != s->d || c != (s->causal ? 1 : 0) || pg != s->page) continue;
         double dist = fabs(log2((double)q) - log2((double)pow2_ceil(s->sq))) +
                       fabs(log2((double)k) - log2((double)pow2_ceil(s->skv))) +
                       fabs(log2((double)g) - log2((double)(s->hq / s->hkv)));

@@ -73,6 +73,8 @@ double seq_pairs(long sq, long skv, int causal)
 }
 
 int shape_ragged(const shape_t *s) { return s->nlens > 0; }
+int shape_paged(const shape_t *s) { return s->page > 0; }
+int shape_pages_per_seq(const shape_t *s) { return s->page > 0 ? (s->skv + s->page - 1) / s->page : 0; }
 
 int frac_len(double frac, int max)
 {

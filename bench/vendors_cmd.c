@@ -236,7 +236,11 @@ int cmd_vendors(int argc, char **argv)
                 fb_poison(o, nq, dt);
                 unlink(op);
                 vendor_result vr;
-                if (shape_ragged(s)) { /* the adapters take dense [B, H, S, D] tensors only (issue 10, phase 2) */
+                if (shape_paged(s)) { /* the adapters take dense K/V only (issue 10) */
+                    memset(&vr, 0, sizeof vr);
+                    vr.status = ST_UNSUPPORTED;
+                    snprintf(vr.reason, sizeof vr.reason, "paged KV caches (page) are not passed to vendor adapters yet");
+                } else if (shape_ragged(s)) { /* the adapters take dense [B, H, S, D] tensors only (issue 10, phase 2) */
                     memset(&vr, 0, sizeof vr);
                     vr.status = ST_UNSUPPORTED;
                     snprintf(vr.reason, sizeof vr.reason, "ragged batches (lens) are not passed to vendor adapters yet");

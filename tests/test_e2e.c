@@ -129,6 +129,40 @@ static void test_ragged(void **state)
         assert_int_equal(run_case(&pre, DT_FP16, "MMA=mma"), ST_UNSUPPORTED);
 }
 
+/* A paged KV cache (PAGED): pages shuffled by the harness and named by a block table,
+ * the tail of each sequence's last page NaN; decode and prefill, GQA, causal and not,
+ * split-KV and GQA packing over pages, tiles smaller than a page; a kernel that ignores
+ * the block table is caught; tiles wider than a page and ragged batches are declined. */
+static void test_paged(void **state)
+{
+    (void)state;
+    int bad = 0;
+    shape_t dec = mk(3, 8, 2, 1, 300, 64, 1), dec2 = mk(4, 4, 4, 1, 77, 128, 0);
+    shape_t pre = mk(2, 4, 2, 150, 200, 64, 1), pre2 = mk(1, 2, 1, 33, 47, 32, 0), pre3 = mk(2, 2, 2, 90, 40, 96, 1);
+    dec.page = 16; dec2.page = 32; pre.page = 64; pre2.page = 16; pre3.page = 32;
+    const shape_t *all[] = {&dec, &dec2, &pre, &pre2, &pre3};
+    const char *cfgs[] = {NULL, "MMA=fma,BLOCK_M=16,BLOCK_N=16,SPLIT_KV=3", "MMA=fma,BLOCK_M=32,BLOCK_N=8,PACK_GQA=1,SPLIT_KV=2"};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++)
+            bad += run_case(all[i], i % 2 ? DT_FP16 : DT_BF16, cfgs[c]) != ST_OK;
+    bad += run_case(&pre, DT_FP32, "MMA=fma,BLOCK_M=16,BLOCK_N=16") != ST_OK;
+    if (dev.info.features & RT_FEAT_MMA_SYNC) {
+        const char *mcfgs[] = {"MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=16,STAGES=2",
+                               "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=32,STAGES=3",
+                               "MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=16,STAGES=3,PACK_GQA=1,SPLIT_KV=4"};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            for (size_t c = 0; c < sizeof mcfgs / sizeof mcfgs[0]; c++)
+                bad += run_case(all[i], DT_BF16, mcfgs[c]) != ST_OK;
+    }
+    assert_int_equal(bad, 0);
+    /* 3 x 19 pages: a shuffle that leaves every sequence in order is not a real chance */
+    assert_int_equal(run_case(&dec, DT_FP16, "MMA=fma,BLOCK_N=16,FAULT_LINEAR_PAGES=1"), ST_WRONG_RESULT);
+    assert_int_equal(run_case(&pre, DT_BF16, "BLOCK_N=128"), ST_UNSUPPORTED);
+    shape_t rag = mk_ragged(3, 4, 2, 40, 40, 64, 1, "0.5;1");
+    rag.page = 16;
+    assert_int_equal(run_case(&rag, DT_FP16, NULL), ST_UNSUPPORTED);
+}
+
 static const int lens[] = {1, 7, 33, 129, 300};
 #define NLENS (sizeof lens / sizeof lens[0])
 
@@ -310,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_mma_sync),
         cmocka_unit_test(test_resource_limit_recorded),
         cmocka_unit_test(test_ragged),
+        cmocka_unit_test(test_paged),
     };
     /* FABENCH_TEST_FILTER: run only the tests whose names match (a cmocka glob) */
     const char *filter = getenv("FABENCH_TEST_FILTER");

@@ -446,12 +446,40 @@ static void test_unknown_suite(void **state)
         char want[128];
         snprintf(want, sizeof want, "unknown suite '%s'", bad[i]);
         assert_non_null(strstr(err, want));
-        assert_non_null(strstr(err, "decode, llm, paper, ragged, ref, smoke"));
+        assert_non_null(strstr(err, "decode, llm, paged, paper, ragged, ref, smoke"));
     }
 }
 
 /* The optional `lens` column: a ragged batch's pattern, per-sequence lengths, offsets,
  * and FLOPs and bytes of real tokens only. */
+/* The optional `page` column: a paged KV cache's page size; empty is dense. */
+static void test_page(void **state)
+{
+    (void)state;
+    const char *path = write_tmp("name,batch,hq,hkv,sq,skv,d,causal,page\n"
+                                 "p16,4,8,2,1,1000,128,1,16\n"
+                                 "dense,4,8,2,1,1000,128,1,\n"
+                                 "p4096,1,2,1,9000,9000,64,0,4096\n");
+    shape_list_t l;
+    char err[FB_ERRLEN] = "";
+    assert_int_equal(shapes_load(path, &l, err, sizeof err), 0);
+    assert_int_equal(l.n, 3);
+    assert_int_equal(l.v[0].page, 16);
+    assert_true(shape_paged(&l.v[0]));
+    assert_int_equal(shape_pages_per_seq(&l.v[0]), 63); /* ceil(1000 / 16) */
+    assert_int_equal(l.v[1].page, 0);
+    assert_false(shape_paged(&l.v[1]));
+    assert_int_equal(shape_pages_per_seq(&l.v[1]), 0);
+    assert_int_equal(shape_pages_per_seq(&l.v[2]), 3);
+    shapes_free(&l);
+    const char *bad[] = {"8", "24", "8192", "16k", "-16", "0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char content[256];
+        snprintf(content, sizeof content, "name,batch,hq,hkv,sq,skv,d,causal,page\nx,1,2,1,1,64,64,1,%s\n", bad[i]);
+        expect_err(content, 2, 2, "field 'page'", bad[i], "power of two", NULL);
+    }
+}
+
 static void test_lens(void **state)
 {
     (void)state;
@@ -575,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_decode_suite),
         cmocka_unit_test(test_unknown_suite),
         cmocka_unit_test(test_lens),
+        cmocka_unit_test(test_page),
         cmocka_unit_test(test_bad_lens),
         cmocka_unit_test(test_ragged_suite),
     };

@@ -133,6 +133,15 @@ static void test_class_key(void **state)
     s = mk(64, 32, 8, 17, 4096, 128, 1);
     tune_class_key(&s, DT_BF16, k, sizeof k);
     assert_string_equal(k, "bf16-d128-c1-g4-q32-k4096");
+    /* a paged KV cache is another kernel: its page size ends the key */
+    s = mk(64, 32, 8, 1, 4096, 128, 1);
+    s.page = 16;
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q1-k4096-w512-p16");
+    s = mk(4, 32, 8, 4096, 4096, 128, 1);
+    s.page = 64;
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q4096-k4096-p64");
 }
 
 /* Decode rows with the work bucket: the nearest bucket wins; a row without one (a table
@@ -158,6 +167,10 @@ static void test_lookup_work_bucket(void **state)
     assert_non_null(strstr(src, "tuned bf16-d128-c1-g4-q1-k4096-w512"));
     assert_int_equal(tune_lookup(p, &dev, &b32, DT_BF16, &c, src, sizeof src, err, sizeof err), 1); /* w256: a tie, */
     assert_non_null(strstr(src, "nearest"));                                                        /* never exact */
+    shape_t paged = mk(16, 32, 8, 1, 4096, 128, 1);
+    paged.page = 32; /* only dense rows for d=128: none of them serves a paged cache */
+    assert_int_equal(tune_lookup(p, &dev, &paged, DT_BF16, &c, src, sizeof src, err, sizeof err), 0);
+    assert_non_null(strstr(src, "default"));
     shape_t old = mk(8, 32, 8, 1, 4096, 64, 1);
     assert_int_equal(tune_lookup(p, &dev, &old, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
     assert_int_equal(c.split_kv, 4);
