@@ -4,7 +4,7 @@ files and the variables the gnuplot scripts in plots/ draw from.
 
     prep.py PERF_CSV MANIFEST_CSV OUT_PLOTS_DIR TMP_DIR
 
-For every figure (perf_prefill, perf_decode, ref) it writes TMP_DIR/<figure>/vars.gp
+For every figure (perf_prefill, perf_decode, ref, speedup) it writes TMP_DIR/<figure>/vars.gp
 (gnuplot commands: titles, output paths, ranges, ticks and one array entry per series or
 bar) and whitespace-separated .dat files next to it, then prints one line per figure on
 stdout: "<figure> <script>" when it has data, "skip <figure> <why>" when it has none.
@@ -471,6 +471,191 @@ def ref_figure(rows, all_impls, color_of, date, outdir, tmp):
     return None
 
 
+VENDOR_FA2 = "torch-flash"
+FASTER, SLOWER, FA2_COLOR = "#009E73", "#D55E00", "#0072B2"
+SHAPE_FIELDS = ("name", "dtype", "batch", "hq", "hkv", "sq", "skv", "d", "causal")
+
+
+def ratio_ticks(lo, hi, most=14):
+    """Ticks for a log axis of ratios around 1: the finest of a few 1-2-5-like sets that
+    keeps at most `most` ticks between lo and hi, 1 always among them."""
+    for mults in ((1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8),
+                  (1, 1.5, 2, 3, 5, 7), (1, 2, 5), (1,)):
+        ticks = []
+        e = math.floor(math.log10(lo)) - 1
+        while 10 ** e <= hi * 10:
+            ticks.extend(round(m * 10 ** e, 9) for m in mults if lo <= m * 10 ** e <= hi)
+            e += 1
+        if len(ticks) <= most:
+            return sorted(set(ticks))
+    return [1]
+
+
+def fmt_ratio(x):
+    return "%.2f" % x if x >= 0.095 else "%.2g" % x
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def speedup_figure(rows, all_rows, date, outdir, tmp):
+    """speedup: per shape, the best vendor's median time over the portable kernel's (one
+    panel per backend of the portable kernel), as a bar from 1; a marker for the speedup
+    over FlashAttention-2 (torch-flash) alone. rows: status ok; all_rows: every status
+    (to tell a vendor that failed on a shape from one that never ran on it)."""
+    def skey(r):
+        return tuple(r[f] for f in SHAPE_FIELDS)
+
+    def fastest(rs):
+        best = None
+        for r in rs:
+            t = num(r, "median_us")
+            if math.isfinite(t) and t > 0 and (best is None or t < best[0]):
+                best = (t, r["impl"])
+        return best
+
+    order = []
+    seen = set()
+    for r in rows:
+        k = skey(r)
+        if k not in seen:
+            seen.add(k)
+            order.append(k)
+    port = [r for r in rows if r["impl"] == "portable"]
+    vend = [r for r in rows if r["impl"] != "portable"]
+    if not port:
+        return "no portable rows with status ok"
+    if not vend:
+        return "no vendor rows with status ok (only %s)" % ", ".join(
+            sorted({r["impl"] for r in rows}))
+    backends = sorted({r["backend"] for r in port}, key=lambda b: (b != "cuda", b))
+    vendors_all = sorted({r["impl"] for r in all_rows if r["impl"] != "portable"})
+    by_shape = {}
+    for r in rows:
+        by_shape.setdefault(skey(r), []).append(r)
+    run_on = {}
+    for r in all_rows:
+        if r["impl"] != "portable":
+            run_on.setdefault(skey(r), set()).add(r["impl"])
+
+    shapes = []  # (key, {backend: (vs best, best impl, vs fa2 or None)}, partial)
+    for k in order:
+        rs = by_shape[k]
+        best = fastest(x for x in rs if x["impl"] != "portable")
+        fa2 = fastest(x for x in rs if x["impl"] == VENDOR_FA2)
+        per = {}
+        for b in backends:
+            mine = fastest(x for x in rs if x["impl"] == "portable" and x["backend"] == b)
+            if mine and best:
+                per[b] = (best[0] / mine[0], best[1], fa2[0] / mine[0] if fa2 else None)
+        if per:
+            shapes.append((k, per, len(run_on.get(k, ())) < len(vendors_all)))
+    if not shapes:
+        return "no shape has ok rows of both the portable kernel and a vendor"
+    backends = [b for b in backends if any(b in s[1] for s in shapes)]
+
+    d = os.path.join(tmp, "speedup")
+    os.makedirs(d, exist_ok=True)
+    v = Vars()
+    multi_dtype = len({k[1] for k, _, _ in shapes}) > 1
+    labels = []
+    for k, _, partial in shapes:
+        lab = k[0] + (" " + k[1] if multi_dtype else "")
+        labels.append(gp_enh(lab))
+    with open(os.path.join(d, "tics.dat"), "w") as ft:
+        ft.write("# y label\n")
+        for i, lab in enumerate(labels):
+            ft.write('%d "%s"\n' % (i, lab.replace('"', "'")))
+    # thin lines between model families
+    seps = [i - 0.5 for i in range(1, len(shapes))
+            if family(shapes[i][0][0]) != family(shapes[i - 1][0][0])]
+    p_vals = []
+    p_title = []
+    npartial = 0
+    for pi, b in enumerate(backends, 1):
+        sb, sf = [], []
+        vals = [1.0]
+        with open(os.path.join(d, "sp%d.dat" % pi), "w") as fh:
+            fh.write("# y vs_best color vs_fa2 best_label fa2_label\n")
+            for i, (k, per, partial) in enumerate(shapes):
+                if b not in per:
+                    continue
+                s, impl, f = per[b]
+                sb.append(s)
+                vals.append(s)
+                if f is not None:
+                    sf.append(f)
+                    vals.append(f)
+                if partial and pi == 1:
+                    npartial += 1
+                fh.write('%d %.6g %d %s "%s" "%s"\n' % (
+                    i, s, int((FASTER if s >= 1 else SLOWER)[1:], 16),
+                    "%.6g" % f if f is not None else "NaN",
+                    "%s %s%s" % (fmt_ratio(s), impl, "*" if partial else ""),
+                    fmt_ratio(f) if f is not None else "-"))
+        title = "{/:Bold portable / %s}   faster on %d of %d shapes\ngeomean %s vs the best" \
+            " vendor" % (gp_enh(b), sum(1 for x in sb if x >= 1), len(sb), fmt_ratio(geomean(sb)))
+        if sf:
+            title += ", %s vs FA2%s" % (fmt_ratio(geomean(sf)),
+                                        "" if len(sf) == len(sb) else " (%d shapes)" % len(sf))
+        p_title.append(title)
+        p_vals.append(vals)
+    # pixels: 22 per shape, room above for the titles and legend, below for the x axis
+    top_px, bot_px = 170, 75 + (22 if npartial else 0)
+    height = max(600, top_px + bot_px + 22 * len(shapes))
+    name_px = 30 + 7 * max(len(x) for x in labels)
+    text_px = 200  # the value column right of each panel
+    width = 1400
+    panel_px = (width - name_px - 10 - len(backends) * text_px) / len(backends)
+    p_xmin, p_xmax, p_xtics = [], [], []
+    for vals in p_vals:  # each panel its own range: OpenCL may sit far below CUDA
+        lo, hi = min(vals), max(vals)
+        span = math.log(hi / lo) if hi > lo else 0.0
+        pad = max(span * 0.06, math.log(1.15))
+        xlo, xhi = lo / math.exp(pad), hi * math.exp(pad)
+        xt = ratio_ticks(xlo, xhi, max(4, int(panel_px // 45)))
+        p_xmin.append(xlo)
+        p_xmax.append(xhi)
+        p_xtics.append("set xtics (" + ", ".join('"%g" %r' % (t, t) for t in xt) + ")")
+
+    v.set("out_png", os.path.join(outdir, "speedup.png"))
+    v.set("out_svg", os.path.join(outdir, "speedup.svg"))
+    v.set("datadir", d)
+    v.set("width", width)
+    v.set("height", height)
+    v.set("fig_title", "{/:Bold Speedup over the vendors}  %s" % gp_enh(title_parts(rows, date)))
+    v.set("fig_sub", "speedup = a vendor's median time / the portable kernel's median time on the"
+          " same shape  (> 1: the portable kernel is faster; log scale)\nbar: against the"
+          " fastest vendor of %s, named right;  marker: against FlashAttention-2 (%s), the"
+          " same mma.sync class of kernel" % (", ".join(vendors_all), VENDOR_FA2))
+    v.set("title_y", 1 - 24.0 / height)
+    v.set("sub_y", 1 - 58.0 / height)
+    v.set("key_y", 1 - 90.0 / height)
+    v.set("plot_top", 1 - float(top_px) / height)
+    v.set("plot_bot", float(bot_px) / height)
+    v.set("note_y", 14.0 / height)
+    v.set("note", "* some of the %d vendors have no row at all for this shape: the best of"
+          " those that ran" % len(vendors_all) if npartial else "")
+    v.set("nshapes", len(shapes))
+    v.set("npanels", len(backends))
+    v.array("P_left", [(name_px + i * (panel_px + text_px)) / width
+                       for i in range(len(backends))])
+    v.array("P_right", [(name_px + i * (panel_px + text_px) + panel_px) / width
+                        for i in range(len(backends))])
+    v.array("P_title", p_title)
+    v.array("SEP", seps)
+    v.set("nsep", len(seps))
+    v.array("P_xmin", p_xmin)
+    v.array("P_xmax", p_xmax)
+    v.array("P_xtics", p_xtics)
+    v.set("c_faster", FASTER)
+    v.set("c_slower", SLOWER)
+    v.set("c_fa2", FA2_COLOR)
+    v.write(os.path.join(d, "vars.gp"))
+    return None
+
+
 def main(argv):
     if len(argv) != 5:
         sys.stderr.write("usage: prep.py PERF_CSV MANIFEST_CSV OUT_PLOTS_DIR TMP_DIR\n")
@@ -484,7 +669,8 @@ def main(argv):
         if missing:
             sys.stderr.write("%s: missing columns: %s\n" % (perf, ", ".join(sorted(missing))))
             return 2
-        rows = [r for r in reader if (r.get("status") or "").strip() == "ok"]
+        all_rows = list(reader)
+        rows = [r for r in all_rows if (r.get("status") or "").strip() == "ok"]
     date = "undated"
     if os.path.exists(manifest):
         with open(manifest, newline="") as f:
@@ -511,11 +697,12 @@ def main(argv):
                                           outdir, tmp, False)),
             ("perf_decode", lines_figure("perf_decode", decode, impls, color_of, date,
                                          outdir, tmp, True)),
-            ("ref", ref_figure(ref, impls, color_of, date, outdir, tmp))):
+            ("ref", ref_figure(ref, impls, color_of, date, outdir, tmp)),
+            ("speedup", speedup_figure(rows, all_rows, date, outdir, tmp))):
         if why:
             print("skip %s %s" % (fig, why))
         else:
-            print("%s %s" % (fig, "bars.gp" if fig == "ref" else "lines.gp"))
+            print("%s %s" % (fig, {"ref": "bars.gp", "speedup": "speedup.gp"}.get(fig, "lines.gp")))
     return 0
 
 

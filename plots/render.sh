@@ -5,6 +5,8 @@
 #   perf_prefill  TFLOP/s against sequence length, one panel per model family   (perf.csv)
 #   perf_decode   effective GB/s against KV length, one panel per model family  (perf.csv)
 #   ref           bars for the ref-* shapes (TFLOP/s prefill, GB/s decode)      (perf.csv)
+#   speedup       per shape, the best vendor's median time / the portable kernel's, one
+#                 panel per backend, with the speedup over FlashAttention-2 (perf.csv)
 #   configs       configurations explored, ours by status against the vendors'
 #                 (explored.csv, tuning.csv, vendor_configs.csv)
 #   diversity     distributions of code metrics over every compiled configuration
@@ -107,7 +109,7 @@ for d in "${dirs[@]}"; do
             continue
         fi
     else
-        printf 'skip %s no perf.csv\n' perf_prefill perf_decode ref >"$work/figures"
+        printf 'skip %s no perf.csv\n' perf_prefill perf_decode ref speedup >"$work/figures"
     fi
     if ! python3 "$here/metrics.py" "$d" "$out" "$work" >>"$work/figures"; then
         echo "render.sh: $d: its CSV files could not be read" >&2

@@ -115,9 +115,29 @@ if command -v gnuplot >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; the
     else
         bad "render.sh on the good folder" "$(cat "$T/render.log")"
     fi
+    if grep -q "skip speedup.{png,svg}: no vendor rows with status ok" "$T/render.log"; then ok "render.sh skips speedup without vendor rows"; else bad "render.sh skips speedup without vendor rows" "$(cat "$T/render.log")"; fi
+    # a vendor row per shape, twice the portable kernel's time: speedup drawn
+    mkdir -p "$T/vend"; cp "$GOOD/manifest.csv" "$T/vend/"
+    python3 - "$GOOD/perf.csv" "$T/vend/perf.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+        v = dict(r, impl="torch-flash", config="")
+        for c in ("median_us", "p20_us", "p80_us", "min_us"):
+            v[c] = "%.3f" % (2 * float(r[c]))
+        w.writerow(v)
+PY
+    if bash plots/render.sh "$T/vend" >"$T/render3.log" 2>&1 && [ -s "$T/vend/plots/speedup.png" ] && [ -s "$T/vend/plots/speedup.svg" ]; then
+        ok "render.sh draws speedup when a vendor shares a shape"
+    else bad "render.sh draws speedup when a vendor shares a shape" "$(cat "$T/render3.log")"; fi
     mkdir -p "$T/only-compiled"; cp "$GOOD/compiled.csv" "$GOOD/manifest.csv" "$T/only-compiled/"
     if bash plots/render.sh "$T/only-compiled" >"$T/render2.log" 2>&1 && [ -s "$T/only-compiled/plots/diversity.png" ] &&
-        grep -q "skip portability" "$T/render2.log" && grep -q "skip perf_prefill.{png,svg}: no perf.csv" "$T/render2.log"; then
+        grep -q "skip portability" "$T/render2.log" && grep -q "skip perf_prefill.{png,svg}: no perf.csv" "$T/render2.log" &&
+        grep -q "skip speedup.{png,svg}: no perf.csv" "$T/render2.log"; then
         ok "render.sh on a compile-only folder: diversity drawn, the rest skipped with a message"
     else bad "render.sh on a compile-only folder" "$(cat "$T/render2.log")"; fi
 else
