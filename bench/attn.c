@@ -30,8 +30,8 @@ typedef struct {
 typedef struct {
     int valid;
     int batch, hq, hkv, sq, skv, d;
-    int nlens;
-    double lens[FB_MAX_LENS];
+    int nlens, nqlens;
+    double lens[FB_MAX_LENS], qlens[FB_MAX_LENS];
     dtype_t dt;
     uint64_t seed;
     void *h[3];
@@ -129,7 +129,8 @@ static int inputs_get(attn_runner *r, const shape_t *s, dtype_t dt, uint64_t see
     input_cache *c = &r->in;
     if (c->valid && c->batch == s->batch && c->hq == s->hq && c->hkv == s->hkv && c->sq == s->sq && c->skv == s->skv &&
         c->d == s->d && c->dt == dt && c->seed == seed && c->nlens == s->nlens &&
-        memcmp(c->lens, s->lens, sizeof c->lens) == 0)
+        memcmp(c->lens, s->lens, sizeof c->lens) == 0 && c->nqlens == s->nqlens &&
+        memcmp(c->qlens, s->qlens, sizeof c->qlens) == 0)
         return 0;
     inputs_drop(r, 1);
     const rt_runtime *rt = r->dev.rt;
@@ -154,6 +155,8 @@ static int inputs_get(attn_runner *r, const shape_t *s, dtype_t dt, uint64_t see
     c->batch = s->batch; c->hq = s->hq; c->hkv = s->hkv; c->sq = s->sq; c->skv = s->skv; c->d = s->d;
     c->nlens = s->nlens;
     memcpy(c->lens, s->lens, sizeof c->lens);
+    c->nqlens = s->nqlens;
+    memcpy(c->qlens, s->qlens, sizeof c->qlens);
     c->dt = dt;
     c->seed = seed;
     return 0;

@@ -35,6 +35,10 @@ typedef struct {
     int line;        /* line in the source file, for messages */
     int nlens;       /* 0: every sequence full length (dense [B, H, S, D] layout) */
     double lens[FB_MAX_LENS]; /* fractions in (0, 1], repeated cyclically over the batch */
+    /* mixed batches: query lengths of their own (fractions of sq, cyclic; lens then gives
+     * the key lengths only), so decoding and prefilling sequences share one launch */
+    int nqlens;
+    double qlens[FB_MAX_LENS];
     int page;        /* 0: K, V dense; else a paged KV cache of `page`-row pages (shape_paged) */
 } shape_t;
 
@@ -91,8 +95,9 @@ long long shape_total_kv(const shape_t *s);
 size_t shape_q_elems(const shape_t *s);
 size_t shape_kv_elems(const shape_t *s);
 size_t shape_out_rows(const shape_t *s);
-/* The pattern as "0.1;0.4;1" ("" for a dense shape). */
+/* The pattern as "0.1;0.4;1" ("" for a dense shape); shape_qlens_str: the query pattern. */
 void shape_lens_str(const shape_t *s, char *out, size_t outlen);
+void shape_qlens_str(const shape_t *s, char *out, size_t outlen);
 /* Length of a fraction of a maximum: max(1, round(frac * max)). */
 int frac_len(double frac, int max);
 

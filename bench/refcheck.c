@@ -654,6 +654,15 @@ int fb_verify(const attn_problem *p, const void *q, const void *k, const void *v
         snprintf(res->reason, sizeof res->reason, "invalid problem (nlens=%d)", s->nlens);
         return -1;
     }
+    if (s->nqlens < 0 || s->nqlens > FB_MAX_LENS) {
+        snprintf(res->reason, sizeof res->reason, "invalid problem (nqlens=%d)", s->nqlens);
+        return -1;
+    }
+    for (int x = 0; x < s->nqlens; x++)
+        if (!(s->qlens[x] > 0.0 && s->qlens[x] <= 1.0)) {
+            snprintf(res->reason, sizeof res->reason, "invalid problem (qlens[%d]=%g)", x, s->qlens[x]);
+            return -1;
+        }
     for (int x = 0; x < s->nlens; x++)
         if (!(s->lens[x] > 0.0 && s->lens[x] <= 1.0)) {
             snprintf(res->reason, sizeof res->reason, "invalid problem (lens[%d]=%g)", x, s->lens[x]);

@@ -13,9 +13,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-enum { C_NAME, C_BATCH, C_HQ, C_HKV, C_SQ, C_SKV, C_D, C_CAUSAL, C_DTYPE, C_LENS, C_PAGE, C__COUNT };
+enum { C_NAME, C_BATCH, C_HQ, C_HKV, C_SQ, C_SKV, C_D, C_CAUSAL, C_DTYPE, C_LENS, C_QLENS, C_PAGE, C__COUNT };
 static const char *const col_names[C__COUNT] = {
-    "name", "batch", "hq", "hkv", "sq", "skv", "d", "causal", "dtype", "lens", "page",
+    "name", "batch", "hq", "hkv", "sq", "skv", "d", "causal", "dtype", "lens", "qlens", "page",
 };
 #define N_REQUIRED C_DTYPE /* every column before dtype is required */
 
@@ -83,7 +83,7 @@ static int check_columns(const char *path, const csv_table *t, int col[C__COUNT]
             if (strcmp(t->header[i], col_names[c]) == 0) found = c;
         if (found < 0) {
             snprintf(err, errlen, "%s:1: unknown column '%s' (known: name,batch,hq,hkv,sq,skv,d,"
-                     "causal,dtype,lens,page)", path, t->header[i]);
+                     "causal,dtype,lens,qlens,page)", path, t->header[i]);
             return 2;
         }
         if (col[found] >= 0) {
@@ -102,9 +102,11 @@ static int check_columns(const char *path, const csv_table *t, int col[C__COUNT]
     return 0;
 }
 
-int shapes_parse_lens(const char *path, int line, const char *text, shape_t *s, char *err, size_t errlen)
+/* A `;`-separated list of fractions in (0, 1] (field names the column) into v[*n]. */
+static int parse_fracs(const char *path, int line, const char *field, const char *text, double *v, int *n_out,
+                       char *err, size_t errlen)
 {
-    s->nlens = 0;
+    *n_out = 0;
     if (!*text) return 0;
     const char *p = text;
     for (int n = 1;; n++) {
@@ -112,14 +114,14 @@ int shapes_parse_lens(const char *path, int line, const char *text, shape_t *s, 
         size_t len = e ? (size_t)(e - p) : strlen(p);
         char tok[64];
         if (len == 0) {
-            snprintf(err, errlen, "%s:%d: field 'lens': entry %d of '%s' is empty (expected fractions "
-                     "in (0, 1] separated by ';')", path, line, n, text);
+            snprintf(err, errlen, "%s:%d: field '%s': entry %d of '%s' is empty (expected fractions "
+                     "in (0, 1] separated by ';')", path, line, field, n, text);
             return 2;
         }
-        if (len >= sizeof tok || s->nlens == FB_MAX_LENS) {
-            snprintf(err, errlen, len >= sizeof tok ? "%s:%d: field 'lens': entry %d of '%.40s...' is too long"
-                                                    : "%s:%d: field 'lens': more than %d entries in '%.40s...'",
-                     path, line, len >= sizeof tok ? n : FB_MAX_LENS, text);
+        if (len >= sizeof tok || *n_out == FB_MAX_LENS) {
+            snprintf(err, errlen, len >= sizeof tok ? "%s:%d: field '%s': entry %d of '%.40s...' is too long"
+                                                    : "%s:%d: field '%s': more than %d entries in '%.40s...'",
+                     path, line, field, len >= sizeof tok ? n : FB_MAX_LENS, text);
             return 2;
         }
         memcpy(tok, p, len);
@@ -128,20 +130,30 @@ int shapes_parse_lens(const char *path, int line, const char *text, shape_t *s, 
         errno = 0;
         double f = strtod(tok, &end);
         if (end == tok || *end || tok[0] == ' ' || tok[0] == '\t' || errno == ERANGE || f != f) {
-            snprintf(err, errlen, "%s:%d: field 'lens': entry %d, '%s', is not a number (expected "
-                     "fractions in (0, 1] separated by ';')", path, line, n, tok);
+            snprintf(err, errlen, "%s:%d: field '%s': entry %d, '%s', is not a number (expected "
+                     "fractions in (0, 1] separated by ';')", path, line, field, n, tok);
             return 2;
         }
         if (!(f > 0.0 && f <= 1.0)) {
-            snprintf(err, errlen, "%s:%d: field 'lens': entry %d, '%s', is outside (0, 1] (a length "
-                     "is a fraction of the row's sq and skv)", path, line, n, tok);
+            snprintf(err, errlen, "%s:%d: field '%s': entry %d, '%s', is outside (0, 1] (a length "
+                     "is a fraction of the row's sq and skv)", path, line, field, n, tok);
             return 2;
         }
-        s->lens[s->nlens++] = f;
+        v[(*n_out)++] = f;
         if (!e) break;
         p = e + 1;
     }
     return 0;
+}
+
+int shapes_parse_lens(const char *path, int line, const char *text, shape_t *s, char *err, size_t errlen)
+{
+    return parse_fracs(path, line, "lens", text, s->lens, &s->nlens, err, errlen);
+}
+
+int shapes_parse_qlens(const char *path, int line, const char *text, shape_t *s, char *err, size_t errlen)
+{
+    return parse_fracs(path, line, "qlens", text, s->qlens, &s->nqlens, err, errlen);
 }
 
 static int parse_row(const char *path, int line, char *const *row, const int col[C__COUNT],
@@ -216,6 +228,7 @@ static int parse_row(const char *path, int line, char *const *row, const int col
         s->has_dtype = 1;
     }
     if (col[C_LENS] >= 0 && shapes_parse_lens(path, line, row[col[C_LENS]], s, err, errlen) != 0) return 2;
+    if (col[C_QLENS] >= 0 && shapes_parse_qlens(path, line, row[col[C_QLENS]], s, err, errlen) != 0) return 2;
     if (col[C_PAGE] >= 0 && *row[col[C_PAGE]]) { /* empty: a dense K/V */
         const char *v = row[col[C_PAGE]];
         char *end = NULL;

@@ -28,5 +28,7 @@ void shapes_free(shape_list_t *l);
 /* Parses a `lens` field ("0.1;0.4;1") into s->lens and s->nlens ("" gives nlens 0).
  * 0, or 2 with err "PATH:LINE: field 'lens': ...". */
 int shapes_parse_lens(const char *path, int line, const char *text, shape_t *s, char *err, size_t errlen);
+/* The same for a `qlens` field (a mixed batch's query lengths) into s->qlens, s->nqlens. */
+int shapes_parse_qlens(const char *path, int line, const char *text, shape_t *s, char *err, size_t errlen);
 
 #endif

@@ -72,7 +72,7 @@ double seq_pairs(long sq, long skv, int causal)
     return pairs;
 }
 
-int shape_ragged(const shape_t *s) { return s->nlens > 0; }
+int shape_ragged(const shape_t *s) { return s->nlens > 0 || s->nqlens > 0; }
 int shape_paged(const shape_t *s) { return s->page > 0; }
 int shape_pages_per_seq(const shape_t *s) { return s->page > 0 ? (s->skv + s->page - 1) / s->page : 0; }
 
@@ -85,10 +85,9 @@ int frac_len(double frac, int max)
 
 void shape_seq_lens(const shape_t *s, int b, int *sq, int *skv)
 {
-    if (s->nlens <= 0) { *sq = s->sq; *skv = s->skv; return; }
-    double f = s->lens[b % s->nlens];
-    *sq = frac_len(f, s->sq);
-    *skv = frac_len(f, s->skv);
+    *sq = s->nqlens > 0 ? frac_len(s->qlens[b % s->nqlens], s->sq)
+          : s->nlens > 0 ? frac_len(s->lens[b % s->nlens], s->sq) : s->sq;
+    *skv = s->nlens > 0 ? frac_len(s->lens[b % s->nlens], s->skv) : s->skv;
 }
 
 void shape_cu_seqlens(const shape_t *s, int32_t *cu_q, int32_t *cu_kv)
@@ -159,13 +158,14 @@ size_t shape_out_rows(const shape_t *s)
     return (size_t)shape_total_q(s) * (size_t)s->hq;
 }
 
-void shape_lens_str(const shape_t *s, char *out, size_t outlen)
+static void fracs_str(const double *v, int n, char *out, size_t outlen)
 {
     size_t o = 0;
     if (outlen) out[0] = 0;
-    for (int i = 0; i < s->nlens && o < outlen; i++)
-        o += (size_t)snprintf(out + o, outlen - o, "%s%g", i ? ";" : "", s->lens[i]);
+    for (int i = 0; i < n && o < outlen; i++) o += (size_t)snprintf(out + o, outlen - o, "%s%g", i ? ";" : "", v[i]);
 }
+void shape_lens_str(const shape_t *s, char *out, size_t outlen) { fracs_str(s->lens, s->nlens, out, outlen); }
+void shape_qlens_str(const shape_t *s, char *out, size_t outlen) { fracs_str(s->qlens, s->nqlens, out, outlen); }
 
 double shape_pairs(const shape_t *s)
 {

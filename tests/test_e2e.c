@@ -120,6 +120,24 @@ static void test_ragged(void **state)
         bad += run_case(&dec, (dtype_t)dt, "MMA=fma,BLOCK_M=16,BLOCK_N=32") != ST_OK;
     }
     assert_int_equal(bad, 0);
+    /* mixed batches (qlens): decoding and prefilling sequences in one launch, chunked
+     * prefill (fewer queries than keys), on the scalar and, where present, the tensor cores */
+    shape_t mix = mk_ragged(6, 4, 2, 100, 300, 64, 1, "1;0.5;0.2"), chunk = mk_ragged(4, 8, 2, 40, 90, 128, 1, "1;0.7");
+    char qerr[FB_ERRLEN];
+    if (shapes_parse_qlens("test", 0, "0.001;1;0.3", &mix, qerr, sizeof qerr) ||
+        shapes_parse_qlens("test", 0, "0.5;0.001;1;0.001", &chunk, qerr, sizeof qerr))
+        fail_msg("bad qlens: %s", qerr);
+    const char *mcfgs[] = {NULL, "MMA=fma,BLOCK_M=16,BLOCK_N=16", "MMA=fma,BLOCK_M=32,BLOCK_N=8,NUM_WARPS=1"};
+    for (size_t c = 0; c < sizeof mcfgs / sizeof mcfgs[0]; c++) {
+        bad += run_case(&mix, DT_BF16, mcfgs[c]) != ST_OK;
+        bad += run_case(&chunk, c ? DT_FP16 : DT_FP32, mcfgs[c]) != ST_OK;
+    }
+    if (dev.info.features & RT_FEAT_MMA_SYNC) {
+        bad += run_case(&mix, DT_BF16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2") != ST_OK;
+        bad += run_case(&chunk, DT_FP16, "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=32,STAGES=3") != ST_OK;
+    }
+    assert_int_equal(bad, 0);
+    assert_int_equal(run_case(&mix, DT_FP16, "MMA=fma,BLOCK_N=16,FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
     assert_int_equal(run_case(&pre, DT_FP32, "MMA=fma,BLOCK_N=16,FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
     assert_int_equal(run_case(&dec, DT_FP16, "MMA=fma,BLOCK_N=32,FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
     assert_int_equal(run_case(&pre, DT_FP16, "MMA=mfma"), ST_UNSUPPORTED);

@@ -410,6 +410,41 @@ static void test_decode_suite(void **state)
     shapes_free(&l);
 }
 
+/* The `qlens` column: a mixed batch's query lengths, independent of the key lengths. */
+static void test_qlens(void **state)
+{
+    (void)state;
+    const char *path = write_tmp("name,batch,hq,hkv,sq,skv,d,causal,lens,qlens\n"
+                                 "mix,4,4,2,2048,4096,64,1,0.5;1,1;0.0001\n"
+                                 "qonly,3,4,2,100,300,64,1,,0.5;1;0.001\n");
+    shape_list_t l;
+    char err[FB_ERRLEN] = "";
+    assert_int_equal(shapes_load(path, &l, err, sizeof err), 0);
+    const shape_t *mix = &l.v[0], *qonly = &l.v[1];
+    assert_true(shape_ragged(mix) && shape_ragged(qonly));
+    int lq, lk;
+    shape_seq_lens(mix, 0, &lq, &lk); /* prefill: 2048 queries over 2048 keys */
+    assert_int_equal(lq, 2048);
+    assert_int_equal(lk, 2048);
+    shape_seq_lens(mix, 1, &lq, &lk); /* decode: one query over 4096 keys */
+    assert_int_equal(lq, 1);
+    assert_int_equal(lk, 4096);
+    shape_seq_lens(mix, 3, &lq, &lk);
+    assert_int_equal(lq, 1);
+    assert_int_equal(shape_total_q(mix), 2048 + 1 + 2048 + 1);
+    assert_int_equal(shape_total_kv(mix), 2048 + 4096 + 2048 + 4096);
+    shape_seq_lens(qonly, 2, &lq, &lk); /* without lens every sequence has all the keys */
+    assert_int_equal(lq, 1);
+    assert_int_equal(lk, 300);
+    char str[128];
+    shape_qlens_str(mix, str, sizeof str);
+    assert_string_equal(str, "1;0.0001");
+    shapes_free(&l);
+    expect_err("name,batch,hq,hkv,sq,skv,d,causal,qlens\nx,1,2,1,8,64,64,1,0.5;0\n", 2, 2, "field 'qlens'", "outside (0, 1]",
+               NULL);
+    expect_err("name,batch,hq,hkv,sq,skv,d,causal,qlens\nx,1,2,1,8,64,64,1,0.5;;1\n", 2, 2, "field 'qlens'", "empty", NULL);
+}
+
 static void test_ragged_suite(void **state)
 {
     (void)state;
@@ -446,7 +481,7 @@ static void test_unknown_suite(void **state)
         char want[128];
         snprintf(want, sizeof want, "unknown suite '%s'", bad[i]);
         assert_non_null(strstr(err, want));
-        assert_non_null(strstr(err, "decode, llm, paged, paper, ragged, ref, smoke"));
+        assert_non_null(strstr(err, "decode, llm, mixed, paged, paper, ragged, ref, smoke"));
     }
 }
 
@@ -604,6 +639,7 @@ int main(void)
         cmocka_unit_test(test_unknown_suite),
         cmocka_unit_test(test_lens),
         cmocka_unit_test(test_page),
+        cmocka_unit_test(test_qlens),
         cmocka_unit_test(test_bad_lens),
         cmocka_unit_test(test_ragged_suite),
     };
