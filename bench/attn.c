@@ -217,16 +217,24 @@ static int paged_upload(attn_runner *r, const shape_t *s, size_t es, const void 
         size_t j = (size_t)((x * 0x2545F4914F6CDD1Dull) >> 33) % i;
         int32_t t = bt[i - 1]; bt[i - 1] = bt[j]; bt[j] = t;
     }
+    const long long total_kv = shape_total_kv(s); /* ragged: rows per head of the packed K, V */
     for (int kv = 0; kv < 2 && rc == 0; kv++) {
         const unsigned char *src = kv ? hv : hk;
         memset(buf, 0xff, bytes); /* NaN in every dtype */
-        for (int b = 0; b < s->batch; b++)
+        long long k0 = 0; /* ragged: sequence b's first row in the packed K, V */
+        for (int b = 0; b < s->batch; b++) {
+            int lq, lk;
+            shape_seq_lens(s, b, &lq, &lk);
             for (int h = 0; h < s->hkv; h++)
-                for (int j = 0; j < s->skv; j++) {
+                for (int j = 0; j < lk; j++) {
                     const size_t phys = (size_t)bt[(size_t)b * maxp + (size_t)(j / s->page)];
                     const size_t d = ((phys * (size_t)s->hkv + (size_t)h) * (size_t)s->page + (size_t)(j % s->page)) * row;
-                    memcpy(buf + d, src + (((size_t)b * s->hkv + h) * (size_t)s->skv + (size_t)j) * row, row);
+                    const size_t from = shape_ragged(s) ? (size_t)((long long)h * total_kv + k0 + j)
+                                                        : ((size_t)b * s->hkv + h) * (size_t)s->skv + (size_t)j;
+                    memcpy(buf + d, src + from * row, row);
                 }
+            k0 += lk;
+        }
         if (rt->alloc(r->ctx, bytes, &pg[kv], reason, rlen) != 0) rc = RT_ERESOURCE;
         else if (rt->upload(r->ctx, pg[kv], buf, bytes, err, errlen) != 0) rc = -1;
     }
@@ -500,7 +508,7 @@ typedef struct {
     attn_runner *r;
     module_entry *m;
     size_t grid[3], block[3], cgrid[3], dyn_shared;
-    rt_arg args[14], cargs[5];
+    rt_arg args[16], cargs[5];
     int nargs, split;
 } launch_plan;
 
@@ -631,14 +639,13 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     p.args[10] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = ragged ? (int32_t)shape_total_kv(s) : s->skv};
     p.args[11] = (rt_arg){.kind = RT_ARG_F32, .v.f32 = (float)(1.0 / sqrt((double)s->d))};
     p.nargs = 12;
-    if (ragged) {
-        p.args[12] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = cu[0]};
-        p.args[13] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = cu[1]};
-        p.nargs = 14;
-    } else if (shape_paged(s)) {
-        p.args[12] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = pg[2]};
-        p.args[13] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = shape_pages_per_seq(s)};
-        p.nargs = 14;
+    if (ragged) { /* CU_Q, CU_K */
+        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = cu[0]};
+        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = cu[1]};
+    }
+    if (shape_paged(s)) { /* BT, MAXP */
+        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = pg[2]};
+        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = shape_pages_per_seq(s)};
     }
     p.cgrid[0] = rows;
     p.cgrid[1] = p.cgrid[2] = 1;

@@ -223,10 +223,9 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
                  c->mma == MMA_MFMA ? "MMA=mfma" : c->split_kv != 1 ? "SPLIT_KV>1" : "PACK_GQA=1");
         return ST_UNSUPPORTED;
     }
-    if (shape_paged(s) && (shape_ragged(s) || c->mma == MMA_MFMA || s->page % c->block_n)) {
+    if (shape_paged(s) && (c->mma == MMA_MFMA || s->page % c->block_n)) {
         snprintf(reason, len, "a paged KV cache needs %s",
-                 shape_ragged(s) ? "a dense batch (lens with page is not supported yet)"
-                 : c->mma == MMA_MFMA ? "MMA=fma or mma (not mfma yet)" : "BLOCK_N dividing the page size");
+                 c->mma == MMA_MFMA ? "MMA=fma or mma (not mfma yet)" : "BLOCK_N dividing the page size");
         return ST_UNSUPPORTED;
     }
     if (c->mma == MMA_SYNC) {

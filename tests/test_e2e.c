@@ -149,8 +149,9 @@ static void test_ragged(void **state)
 
 /* A paged KV cache (PAGED): pages shuffled by the harness and named by a block table,
  * the tail of each sequence's last page NaN; decode and prefill, GQA, causal and not,
- * split-KV and GQA packing over pages, tiles smaller than a page; a kernel that ignores
- * the block table is caught; tiles wider than a page and ragged batches are declined. */
+ * split-KV and GQA packing over pages, tiles smaller than a page, ragged and mixed
+ * batches over pages; a kernel that ignores the block table is caught; tiles wider than
+ * a page are declined. */
 static void test_paged(void **state)
 {
     (void)state;
@@ -176,9 +177,23 @@ static void test_paged(void **state)
     /* 3 x 19 pages: a shuffle that leaves every sequence in order is not a real chance */
     assert_int_equal(run_case(&dec, DT_FP16, "MMA=fma,BLOCK_N=16,FAULT_LINEAR_PAGES=1"), ST_WRONG_RESULT);
     assert_int_equal(run_case(&pre, DT_BF16, "BLOCK_N=128"), ST_UNSUPPORTED);
-    shape_t rag = mk_ragged(3, 4, 2, 40, 40, 64, 1, "0.5;1");
+    /* ragged and mixed batches over pages: each sequence's own key count, its own pages */
+    shape_t rag = mk_ragged(5, 4, 2, 70, 300, 64, 1, "0.1;0.4;0.5;1.0;0.2"), mixp = mk_ragged(6, 8, 2, 100, 300, 128, 1, "1;0.5;0.2");
+    char qerr[FB_ERRLEN];
+    if (shapes_parse_qlens("test", 0, "0.001;1;0.3", &mixp, qerr, sizeof qerr)) fail_msg("bad qlens: %s", qerr);
     rag.page = 16;
-    assert_int_equal(run_case(&rag, DT_FP16, NULL), ST_UNSUPPORTED);
+    mixp.page = 32;
+    const char *rcfgs[] = {NULL, "MMA=fma,BLOCK_M=16,BLOCK_N=16", "MMA=fma,BLOCK_M=32,BLOCK_N=8,NUM_WARPS=1"};
+    for (size_t c = 0; c < sizeof rcfgs / sizeof rcfgs[0]; c++) {
+        bad += run_case(&rag, DT_FP16, rcfgs[c]) != ST_OK;
+        bad += run_case(&mixp, DT_BF16, rcfgs[c]) != ST_OK;
+    }
+    if (dev.info.features & RT_FEAT_MMA_SYNC) {
+        bad += run_case(&rag, DT_BF16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=16,STAGES=2") != ST_OK;
+        bad += run_case(&mixp, DT_FP16, "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=32,STAGES=3") != ST_OK;
+    }
+    assert_int_equal(bad, 0);
+    assert_int_equal(run_case(&mixp, DT_FP16, "MMA=fma,BLOCK_N=16,FAULT_LINEAR_PAGES=1"), ST_WRONG_RESULT);
 }
 
 static const int lens[] = {1, 7, 33, 129, 300};
