@@ -236,15 +236,7 @@ int cmd_vendors(int argc, char **argv)
                 fb_poison(o, nq, dt);
                 unlink(op);
                 vendor_result vr;
-                if (shape_paged(s)) { /* the adapters take dense K/V only (issue 10) */
-                    memset(&vr, 0, sizeof vr);
-                    vr.status = ST_UNSUPPORTED;
-                    snprintf(vr.reason, sizeof vr.reason, "paged KV caches (page) are not passed to vendor adapters yet");
-                } else if (shape_ragged(s)) { /* the adapters take dense [B, H, S, D] tensors only (issue 10, phase 2) */
-                    memset(&vr, 0, sizeof vr);
-                    vr.status = ST_UNSUPPORTED;
-                    snprintf(vr.reason, sizeof vr.reason, "ragged batches (lens) are not passed to vendor adapters yet");
-                } else if (all_vendors[vi]->run(vs[vi], *im, s, dt, &in, o, &topt, &vr, err, sizeof err) != 0) {
+                if (all_vendors[vi]->run(vs[vi], *im, s, dt, &in, o, &topt, &vr, err, sizeof err) != 0) {
                     fprintf(stderr, "fabench vendors: %s: %s\n", all_vendors[vi]->name, err);
                     all_vendors[vi]->close(vs[vi]);
                     vs[vi] = NULL;

@@ -28,6 +28,33 @@ class Protocol(unittest.TestCase):
             with self.assertRaises(ValueError):
                 adapter.parse_request(bad)
 
+    def test_ragged_and_paged_requests(self):
+        r = adapter.parse_request(REQ.replace("sq=1 ", "sq=8 ") + " page=16 cu_q=0,8,9,10,18 cu_kv=0,4096,4196,4296,4300")
+        self.assertEqual(r["page"], 16)
+        self.assertEqual(r["cu_q"], [0, 8, 9, 10, 18])
+        self.assertEqual(adapter.seq_lens(r["cu_kv"]), [4096, 100, 100, 4])
+        dense = adapter.parse_request(REQ)
+        self.assertEqual((dense["page"], dense["cu_q"], dense["cu_kv"]), (0, None, None))
+        for bad in (" page=24", " page=-16", " cu_q=0,1,2,3,4",              # not a power of two; one without the other
+                    " cu_q=0,1,2,3 cu_kv=0,1,2,3",                          # b+1 = 5 offsets needed
+                    " cu_q=1,2,3,4,5 cu_kv=0,1,2,3,4",                      # not from 0
+                    " cu_q=0,1,1,2,3 cu_kv=0,1,2,3,4",                      # an empty sequence
+                    " cu_q=0,2,3,4,5 cu_kv=0,1,2,3,4",                      # longer than sq=1
+                    " cu_q=0,1,2,3,4 cu_kv=0,1,2,3,5000"):                  # longer than skv
+            with self.assertRaises(ValueError, msg=bad):
+                adapter.parse_request(REQ + bad)
+
+    def test_page_plan(self):
+        lens = [1, 16, 17, 100, 4096]
+        table, npages = adapter.page_plan(lens, 16)
+        need = [(n + 15) // 16 for n in lens]
+        self.assertEqual(npages, sum(need))
+        used = [p for row, n in zip(table, need) for p in row[:n]]
+        self.assertEqual(sorted(used), list(range(npages)))  # every page once
+        self.assertTrue(all(len(row) == max(need) for row in table))
+        self.assertNotEqual(table[-1][:need[-1]], sorted(table[-1][:need[-1]]))  # shuffled
+        self.assertEqual(adapter.page_plan(lens, 16), (table, npages))  # seeded
+
     def test_serve_answers_hello_or_absent(self):
         p = subprocess.run([sys.executable, ADAPTER, "--serve", "--device", "0"], input="quit\n",
                            capture_output=True, text=True, timeout=300)
@@ -47,6 +74,117 @@ class Protocol(unittest.TestCase):
         p = subprocess.run([sys.executable, ADAPTER], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 2)
         self.assertIn("line protocol", p.stderr)
+
+
+def have_torch():
+    try:
+        import torch  # noqa: F401
+        return True
+    except Exception:
+        return False
+
+
+@unittest.skipUnless(have_torch(), "PyTorch is not installed: the layout checks need it (on the CPU)")
+class RaggedLayouts(unittest.TestCase):
+    """The tensors and masks the adapter builds for ragged and paged batches, checked on
+    the CPU: attention through them, in float64, must equal attention computed sequence by
+    sequence from the packed inputs."""
+
+    def setUp(self):
+        import torch
+        self.t = torch
+        self.g = torch.Generator().manual_seed(7)
+
+    def reference(self, q, k, v, cu_q, cu_kv, causal):
+        t = self.t
+        out = t.zeros_like(q)
+        rep = q.shape[0] // k.shape[0]
+        for b in range(len(cu_q) - 1):
+            qs, ks = slice(cu_q[b], cu_q[b + 1]), slice(cu_kv[b], cu_kv[b + 1])
+            for h in range(q.shape[0]):
+                s = q[h, qs] @ k[h // rep, ks].T / q.shape[2] ** 0.5
+                if causal:
+                    nq, nk = s.shape
+                    s = s.masked_fill(t.arange(nk)[None, :] > t.arange(nq)[:, None] + (nk - nq), float("-inf"))
+                out[h, qs] = t.softmax(s, -1) @ v[h // rep, ks]
+        return out
+
+    def case(self, hq, hkv, d, qlens, klens, causal, page):
+        t = self.t
+        cu_q = [0]
+        cu_kv = [0]
+        for a, b in zip(qlens, klens):
+            cu_q.append(cu_q[-1] + a)
+            cu_kv.append(cu_kv[-1] + b)
+        r = {"b": len(qlens), "hq": hq, "hkv": hkv, "sq": max(qlens), "skv": max(klens), "d": d,
+             "causal": causal, "page": page}
+        q = t.randn(hq, cu_q[-1], d, generator=self.g, dtype=t.float64)
+        k = t.randn(hkv, cu_kv[-1], d, generator=self.g, dtype=t.float64)
+        v = t.randn(hkv, cu_kv[-1], d, generator=self.g, dtype=t.float64)
+        return r, q, k, v, cu_q, cu_kv, self.reference(q, k, v, cu_q, cu_kv, causal)
+
+    CASES = [  # hq, hkv, d, query lengths, key lengths, causal, page
+        (4, 2, 16, [5, 1, 9], [5, 30, 9], 1, 0),
+        (2, 2, 8, [3, 7], [40, 7], 0, 0),
+        (4, 1, 16, [1, 1, 1, 1], [17, 3, 64, 33], 1, 16),
+        (2, 1, 8, [12, 1, 4], [12, 50, 20], 1, 8),
+        (2, 2, 8, [6, 6], [6, 6], 0, 4),
+    ]
+
+    def test_flex_document_mask(self):
+        t = self.t
+        for c in self.CASES:
+            r, q, k, v, cu_q, cu_kv, ref = self.case(*c)
+            K, V, mask_mod, config = adapter.flex_parts(t, r, q, k, v, cu_q, cu_kv, "cpu")
+            self.assertEqual(config, "document-mask-paged%d" % c[6] if c[6] else "document-mask")
+            qi = t.arange(q.shape[1])[:, None]
+            ki = t.arange(K.shape[1])[None, :]
+            allowed = mask_mod(0, 0, qi, ki)
+            rep = q.shape[0] // K.shape[0]
+            s = q @ K.repeat_interleave(rep, 0).transpose(1, 2) / c[2] ** 0.5
+            o = t.softmax(s.masked_fill(~allowed, float("-inf")), -1) @ V.repeat_interleave(rep, 0)
+            self.assertTrue(t.allclose(o, ref, atol=1e-12), c)
+
+    def test_padded_with_mask(self):
+        t = self.t
+        for c in self.CASES:
+            r, q, k, v, cu_q, cu_kv, ref = self.case(*c)
+            Q, K, V, mask, unpad = adapter.padded_parts(t, r, q, k, v, cu_q, cu_kv, "cpu")
+            self.assertEqual(tuple(Q.shape), (r["b"], c[0], r["sq"], c[2]))
+            rep = c[0] // c[1]
+            o = t.nn.functional.scaled_dot_product_attention(
+                Q, K.repeat_interleave(rep, 1), V.repeat_interleave(rep, 1), attn_mask=mask)
+            self.assertTrue(t.allclose(unpad(o), ref, atol=1e-12), c)
+
+    def test_flex_compiled_on_cpu(self):
+        """The whole flex path of the adapter (block mask compiled, flex_attention compiled)
+        on the CPU: ragged, mixed and paged batches, and a dense batch over pages."""
+        t = self.t
+        ad = adapter.Adapter(t.device("cpu"))
+        for c in self.CASES[:3]:
+            r, q, k, v, cu_q, cu_kv, ref = self.case(*c)
+            r.update(impl="flex", cu_q=cu_q, cu_kv=cu_kv)
+            call, finish, config = ad.make_call(r, q.float(), k.float(), v.float())
+            self.assertTrue(t.allclose(finish(call()).double(), ref, atol=1e-5), c)
+        r = {"b": 3, "hq": 4, "hkv": 2, "sq": 2, "skv": 40, "d": 16, "causal": 1, "page": 8, "impl": "flex",
+             "cu_q": None, "cu_kv": None}
+        q, k, v = (t.randn(*s, generator=self.g) for s in ((3, 4, 2, 16), (3, 2, 40, 16), (3, 2, 40, 16)))
+        call, finish, config = ad.make_call(r, q, k, v)
+        o = finish(call())
+        self.assertEqual(tuple(o.shape), (3, 4, 2, 16))
+        ref = self.reference(*(adapter.to_packed(x).double() for x in (q, k, v)), [0, 2, 4, 6], [0, 40, 80, 120], 1)
+        self.assertTrue(t.allclose(adapter.to_packed(o).double(), ref, atol=1e-5))
+
+    def test_paged_rows_and_packing(self):
+        t = self.t
+        r = {"page": 16}
+        cu_kv = [0, 17, 20, 84]
+        phys, tbl, npages = adapter.paged_rows(t, r, cu_kv, "cpu")
+        self.assertEqual(npages, 2 + 1 + 4)
+        self.assertEqual(len(set(phys.tolist())), 84)  # no two rows share a slot
+        self.assertEqual(tuple(tbl.shape), (3, 4))
+        x = t.randn(2, 3, 5, 4, generator=self.g)
+        self.assertTrue(t.equal(adapter.from_packed(adapter.to_packed(x), 2, 5), x))
 
 
 if __name__ == "__main__":

@@ -35,6 +35,14 @@ static void test_result(void **state)
     assert_int_equal(r.status, ST_OK);
     assert_int_equal(r.nsamples, 3);
     assert_true(r.samples_us[0] == 12.5 && r.samples_us[1] == 13.0 && r.samples_us[2] == 12.75);
+    assert_string_equal(r.config, "");
+    free(r.samples_us);
+    /* how the vendor ran a ragged or paged batch comes before the samples */
+    assert_int_equal(torch_parse_result("result status=ok config=document-mask-paged16 samples=7,8", &r), 0);
+    assert_int_equal(r.status, ST_OK);
+    assert_string_equal(r.config, "document-mask-paged16");
+    assert_int_equal(r.nsamples, 2);
+    assert_true(r.samples_us[0] == 7.0 && r.samples_us[1] == 8.0);
     free(r.samples_us);
     assert_int_equal(torch_parse_result("result status=unsupported reason=RuntimeError: No available kernel. Aborting execution. "
                                         "(Flash attention requires q,k,v to have the same last dimension)", &r), 0);

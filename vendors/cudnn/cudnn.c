@@ -469,6 +469,13 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
         snprintf(res->reason, sizeof res->reason, "cuDNN's fused flash attention takes fp16 or bf16, not %s", dtype_name(dt));
         return 0;
     }
+    if (shape_ragged(s) || shape_paged(s)) {
+        res->status = ST_UNSUPPORTED;
+        snprintf(res->reason, sizeof res->reason,
+                 "this adapter builds cuDNN's dense [B, H, S, D] graph; cuDNN's ragged offsets, padding mask and paged K/V "
+                 "are not wired into it yet");
+        return 0;
+    }
     if (s->causal && s->sq > s->skv) {
         res->status = ST_UNSUPPORTED;
         snprintf(res->reason, sizeof res->reason,

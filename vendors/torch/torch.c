@@ -2,6 +2,7 @@
  * vector, no shell) and speaks its line protocol over pipes; see adapter.py. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,9 +106,21 @@ static int torch_run(vendor_session *vs, const char *impl, const shape_t *s, dty
     memset(res, 0, sizeof *res);
     fprintf(vs->to,
             "run impl=%s dtype=%s b=%d hq=%d hkv=%d sq=%d skv=%d d=%d causal=%d q=%s k=%s v=%s o=%s warmup=%g budget=%g "
-            "min_reps=%d max_reps=%d\n",
+            "min_reps=%d max_reps=%d",
             impl, dtype_name(dt), s->batch, s->hq, s->hkv, s->sq, s->skv, s->d, s->causal, in->qpath, in->kpath, in->vpath,
             in->opath, t->warmup_s, t->budget_s, t->min_reps, t->max_reps);
+    if (shape_paged(s)) fprintf(vs->to, " page=%d", s->page);
+    if (shape_ragged(s)) { /* the tensors in the files are packed per head: say where each sequence starts */
+        int32_t *cu = malloc(sizeof *cu * 2 * ((size_t)s->batch + 1));
+        if (!cu) { snprintf(err, errlen, "out of memory"); return -1; }
+        shape_cu_seqlens(s, cu, cu + s->batch + 1);
+        for (int which = 0; which < 2; which++) {
+            fputs(which ? " cu_kv=" : " cu_q=", vs->to);
+            for (int b = 0; b <= s->batch; b++) fprintf(vs->to, "%s%d", b ? "," : "", (int)cu[which * (s->batch + 1) + b]);
+        }
+        free(cu);
+    }
+    fputc('\n', vs->to);
     if (fflush(vs->to) != 0) { snprintf(err, errlen, "the PyTorch adapter stopped reading (%s)", strerror(errno)); return -1; }
     char *line = read_line(vs->from);
     if (!line) { snprintf(err, errlen, "the PyTorch adapter exited"); return -1; }
@@ -119,7 +132,7 @@ static int torch_run(vendor_session *vs, const char *impl, const shape_t *s, dty
     }
     free(line);
     if (res->status == ST_OK) {
-        size_t bytes = (size_t)s->batch * s->hq * s->sq * s->d * dtype_size(dt);
+        size_t bytes = shape_q_elems(s) * dtype_size(dt);
         FILE *f = fopen(in->opath, "rb");
         size_t got = f ? fread(o, 1, bytes, f) : 0;
         if (f) fclose(f);

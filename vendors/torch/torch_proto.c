@@ -76,6 +76,7 @@ int torch_parse_result(const char *line, vendor_result *res)
         }
         if (n == 0) { free(v); return -1; }
         res->status = ST_OK;
+        if (field(line, "config", res->config, sizeof res->config) != 0) res->config[0] = 0;
         res->samples_us = v;
         res->nsamples = n;
         return 0;
