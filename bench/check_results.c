@@ -128,7 +128,7 @@ static int parse_int(const char *s, long *out)
     return 0;
 }
 
-/* dtype-dD-cC-gG-qQ-kK[-wW][-pP]; 0 or -1; dt filled */
+/* dtype-dD-cC-gG-qQ-kK[-wW][-vV][-pP]; 0 or -1; dt filled */
 static int parse_class(const char *s, dtype_t *dt)
 {
     char name[16];
@@ -143,6 +143,11 @@ static int parse_class(const char *s, dtype_t *dt)
     if (!strncmp(rest, "-w", 2)) { /* decode classes: -w<B * Hkv, a power of two> */
         int w, m = 0;
         if (sscanf(rest, "-w%d%n", &w, &m) != 1 || w < 1 || (w & (w - 1))) return -1;
+        rest += m;
+    }
+    if (!strncmp(rest, "-v", 2)) { /* ragged batches: -v<decode share, 0..100 by 25> */
+        int v, m = 0;
+        if (sscanf(rest, "-v%d%n", &v, &m) != 1 || v < 0 || v > 100 || v % 25) return -1;
         rest += m;
     }
     if (!strncmp(rest, "-p", 2)) { /* a paged KV cache: -p<page size> */

@@ -40,6 +40,17 @@ static int pow2_ceil(int x)
     return p;
 }
 
+int tune_decode_share(const shape_t *s)
+{
+    int dec = 0;
+    for (int b = 0; b < s->batch; b++) {
+        int q, k;
+        shape_seq_lens(s, b, &q, &k);
+        dec += q <= TUNE_DECODE_MAX_SQ;
+    }
+    return (int)floor(4.0 * dec / s->batch + 0.5) * 25;
+}
+
 void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len)
 {
     int n = snprintf(out, len, "%s-d%d-c%d-g%d-q%d-k%d", dtype_name(dt), s->d, s->causal ? 1 : 0, s->hq / s->hkv,
@@ -49,14 +60,20 @@ void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len)
      * different SPLIT_KV); those classes also key on it */
     if (pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ && n > 0 && (size_t)n < len)
         n += snprintf(out + n, len - (size_t)n, "-w%d", pow2_ceil(s->batch * s->hkv));
+    /* a ragged or mixed batch compiles to the VARLEN kernel; how many of its sequences
+     * decode decides whether the launch is a prefill with stragglers or a decode with a
+     * few long rows */
+    if (shape_ragged(s) && n > 0 && (size_t)n < len)
+        n += snprintf(out + n, len - (size_t)n, "-v%d", tune_decode_share(s));
     /* a paged KV cache compiles to another kernel (and bounds BLOCK_N) */
     if (shape_paged(s) && n > 0 && (size_t)n < len) snprintf(out + n, len - (size_t)n, "-p%d", s->page);
 }
 
 /* Parses a class key back; 0 or -1. *w is 0 for keys without the work bucket (prefill
- * classes, and decode classes of tables written before it existed); *p is the page size
- * (0: dense K/V). */
-static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, int *g, int *q, int *k, int *w, int *p)
+ * classes, and decode classes of tables written before it existed); *v is the decode share
+ * of a ragged batch's class, -1 for a dense one; *p is the page size (0: dense K/V). */
+static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, int *g, int *q, int *k, int *w, int *v,
+                       int *p)
 {
     const char *dash = strchr(key, '-');
     if (!dash || (size_t)(dash - key) >= dtlen) return -1;
@@ -65,10 +82,16 @@ static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, 
     int n = 0;
     if (sscanf(dash, "-d%d-c%d-g%d-q%d-k%d%n", d, c, g, q, k, &n) != 5) return -1;
     *w = *p = 0;
+    *v = -1;
     const char *rest = dash + n;
     int m = 0;
     if (!strncmp(rest, "-w", 2)) {
         if (sscanf(rest, "-w%d%n", w, &m) != 1 || *w < 1) return -1;
+        rest += m;
+    }
+    if (!strncmp(rest, "-v", 2)) {
+        m = 0;
+        if (sscanf(rest, "-v%d%n", v, &m) != 1 || *v < 0 || *v > 100 || *v % 25) return -1;
         rest += m;
     }
     if (!strncmp(rest, "-p", 2)) {
@@ -114,8 +137,8 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
         }
         if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
         char cdt[16];
-        int d, c, g, q, k, w, pg;
-        if (parse_class(t->rows[i][cc], cdt, sizeof cdt, &d, &c, &g, &q, &k, &w, &pg) != 0) continue;
+        int d, c, g, q, k, w, vs, pg;
+        if (parse_class(t->rows[i][cc], cdt, sizeof cdt, &d, &c, &g, &q, &k, &w, &vs, &pg) != 0) continue;
         if (strcmp(cdt, dtype_name(dt)) || d != s->d || c != (s->causal ? 1 : 0) || pg != s->page) continue;
         double dist = fabs(log2((double)q) - log2((double)pow2_ceil(s->sq))) +
                       fabs(log2((double)k) - log2((double)pow2_ceil(s->skv))) +
@@ -125,6 +148,10 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
             const int sw = pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ ? pow2_ceil(s->batch * s->hkv) : 0;
             dist += sw > 0 ? fabs(log2((double)w) - log2((double)sw)) : 1.0;
         }
+        /* ragged batches: the nearest decode share; a dense row for a ragged batch (or the
+         * other way round) only when nothing closer exists: another kernel was tuned */
+        if (shape_ragged(s) != (vs >= 0)) dist += 2.0;
+        else if (vs >= 0) dist += abs(vs - tune_decode_share(s)) / 25.0;
         if (dist < best_dist) { best_dist = dist; best = (int)i; }
     }
     if (best < 0) {
@@ -263,7 +290,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: fabench tune --device SEL (--suite NAME | --shapes FILE) [options]\n\n"
             "For each shape class of the shapes (dtype, head dim, causal, GQA ratio, Sq and Skv\n"
-            "rounded up to powers of two) it enumerates kernels/space.csv, drops what the device\n"
+            "rounded up to powers of two; decode classes add B*Hkv, ragged ones the share of\n"
+            "decoding sequences, paged ones the page size) it enumerates kernels/space.csv, drops what the device\n"
             "cannot hold, then compiles, verifies against the CPU reference and times the candidates\n"
             "the searcher asks for; the best verified one goes to tuning.csv. Every candidate is a\n"
             "row of explored.csv. A run stopped with Ctrl-C keeps its rows; the same command resumes.\n\n"

@@ -12,7 +12,10 @@
  * causal, GQA ratio, and Sq, Skv rounded up to powers of two. */
 /* Decode classes (Sq rounded up at most this) also key on B * Hkv: "-w<pow2>". */
 #define TUNE_DECODE_MAX_SQ 16
+/* Ragged or mixed batches (lens or qlens) end in "-v<share>": the percentage of their
+ * sequences with at most TUNE_DECODE_MAX_SQ queries, to the nearest 25. */
 void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len);
+int tune_decode_share(const shape_t *s);
 
 /* The configuration for a shape from a tuning table (tuning.csv) for this device's GPU
  * and runtime: the exact class, else the nearest class of the same dtype, head dim and

@@ -144,6 +144,62 @@ static void test_class_key(void **state)
     assert_string_equal(k, "bf16-d128-c1-g4-q4096-k4096-p64");
 }
 
+/* Ragged and mixed batches: the share of decoding sequences keys their classes, and a
+ * dense row serves them only when no ragged row exists. */
+static void test_ragged_classes(void **state)
+{
+    (void)state;
+    char k[96], p[512], src[300], err[FB_ERRLEN];
+    shape_t varied = mk(8, 32, 8, 1024, 1024, 128, 1);
+    varied.nlens = 5;
+    double pat[5] = {0.1, 0.4, 0.5, 1.0, 0.2};
+    memcpy(varied.lens, pat, sizeof pat);
+    assert_int_equal(tune_decode_share(&varied), 0);
+    tune_class_key(&varied, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q1024-k1024-v0");
+    /* 2 of 8 prefill (qlens 1, 1e-4, 1e-4, 1e-4 repeated): 75% decode */
+    shape_t mixed = mk(8, 32, 8, 2048, 4096, 128, 1);
+    mixed.nlens = 1;
+    mixed.lens[0] = 1.0;
+    mixed.nqlens = 4;
+    double qp[4] = {1, 1e-4, 1e-4, 1e-4};
+    memcpy(mixed.qlens, qp, sizeof qp);
+    assert_int_equal(tune_decode_share(&mixed), 75);
+    tune_class_key(&mixed, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q2048-k4096-v75");
+    mixed.page = 16;
+    tune_class_key(&mixed, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q2048-k4096-v75-p16");
+    mixed.page = 0;
+    shape_t rdec = mk(32, 32, 8, 1, 4096, 128, 1); /* ragged decode: work bucket and share */
+    rdec.nlens = 2;
+    rdec.lens[0] = 0.5;
+    rdec.lens[1] = 1.0;
+    tune_class_key(&rdec, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q1-k4096-w256-v100");
+
+    snprintf(p, sizeof p, "%s/tuning_v.csv", tmpdir);
+    write_file(p, "gpu,backend,shape_class,config\n"
+                  "G,opencl,bf16-d128-c1-g4-q2048-k4096,MMA=fma;BLOCK_M=64;BLOCK_N=64;NUM_WARPS=4\n"
+                  "G,opencl,bf16-d128-c1-g4-q2048-k4096-v0,MMA=fma;BLOCK_M=32;BLOCK_N=32;NUM_WARPS=4\n"
+                  "G,opencl,bf16-d128-c1-g4-q2048-k4096-v100,MMA=fma;BLOCK_M=16;BLOCK_N=64;NUM_WARPS=1\n");
+    rt_device dev = {.rt = rt_find("opencl"), .index = 0};
+    snprintf(dev.info.name, sizeof dev.info.name, "G");
+    kconfig c;
+    assert_int_equal(tune_lookup(p, &dev, &mixed, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(c.block_m, 16); /* 75% decode is nearest the all-decode class */
+    assert_non_null(strstr(src, "nearest bf16-d128-c1-g4-q2048-k4096-v100"));
+    shape_t dense = mk(8, 32, 8, 2048, 4096, 128, 1);
+    assert_int_equal(tune_lookup(p, &dev, &dense, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(c.block_m, 64); /* the dense class, not a ragged one */
+    assert_non_null(strstr(src, "tuned bf16-d128-c1-g4-q2048-k4096"));
+    write_file(p, "gpu,backend,shape_class,config\n"
+                  "G,opencl,bf16-d128-c1-g4-q2048-k4096,MMA=fma;BLOCK_M=64;BLOCK_N=64;NUM_WARPS=4\n");
+    assert_int_equal(tune_lookup(p, &dev, &mixed, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(c.block_m, 64); /* no ragged row: the dense one, as the nearest */
+    assert_non_null(strstr(src, "nearest"));
+}
+
 /* Decode rows with the work bucket: the nearest bucket wins; a row without one (a table
  * from before the bucket) still serves every batch size as its exact class. */
 static void test_lookup_work_bucket(void **state)
@@ -326,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_space_enumerate),
         cmocka_unit_test(test_class_key),
         cmocka_unit_test(test_lookup_work_bucket),
+        cmocka_unit_test(test_ragged_classes),
         cmocka_unit_test(test_lookup),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_tune_end_to_end),
