@@ -16,6 +16,7 @@
 
 #include "../vendor.h"
 #include "cudnn_graph.h"
+#include "cudnn_pad.h"
 
 /* ---- the driver API calls used here (values as in cuda.h) ---- */
 
@@ -126,7 +127,7 @@ static int cu_sticky(CUresult r)
 /* ---- the session ---- */
 
 typedef struct plan_entry {
-    int b, hq, hkv, sq, skv, d, causal;
+    int b, hq, hkv, sq, skv, d, causal, padded;
     dtype_t dt;
     status_t status;          /* ST_OK, or why there is no plan */
     char why[512];
@@ -293,12 +294,13 @@ static plan_entry *plan_get(vendor_session *vs, const shape_t *s, dtype_t dt)
 {
     for (plan_entry *e = vs->plans; e; e = e->next)
         if (e->b == s->batch && e->hq == s->hq && e->hkv == s->hkv && e->sq == s->sq && e->skv == s->skv &&
-            e->d == s->d && e->causal == s->causal && e->dt == dt)
+            e->d == s->d && e->causal == s->causal && e->padded == shape_ragged(s) && e->dt == dt)
             return e;
     plan_entry *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->b = s->batch; e->hq = s->hq; e->hkv = s->hkv; e->sq = s->sq; e->skv = s->skv; e->d = s->d;
     e->causal = s->causal;
+    e->padded = shape_ragged(s);
     e->dt = dt;
     e->next = vs->plans;
     vs->plans = e;
@@ -309,7 +311,8 @@ static plan_entry *plan_get(vendor_session *vs, const shape_t *s, dtype_t dt)
     e->status = ST_UNSUPPORTED;
     for (int i = 0; i < nv; i++) {
         fbdnn_sdpa p = {.b = s->batch, .hq = s->hq, .hkv = s->hkv, .sq = s->sq, .skv = s->skv, .d = s->d,
-                        .causal = s->causal, .io_type = dt == DT_FP16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16,
+                        .causal = s->causal, .padded = shape_ragged(s),
+                        .io_type = dt == DT_FP16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16,
                         .stats_real = variants[i], .scale = (float)(1.0 / sqrt((double)s->d))};
         char *why = reasons[i];
         const size_t wl = sizeof reasons[i];
@@ -330,9 +333,10 @@ static plan_entry *plan_get(vendor_session *vs, const shape_t *s, dtype_t dt)
             char fb[32] = "";
             if (e->pl.fallback_configs >= 0) snprintf(fb, sizeof fb, ";fallback_configs=%d", e->pl.fallback_configs);
             snprintf(e->config, sizeof e->config,
-                     "engine=%" PRId64 ";knobs=%.120s;heur=%s;cfg_index=%d;heur_configs=%d%s;stats=%s;mask=%s;ws=%" PRId64,
+                     "engine=%" PRId64 ";knobs=%.120s;heur=%s;cfg_index=%d;heur_configs=%d%s;stats=%s;mask=%s%s;ws=%" PRId64,
                      e->pl.engine, e->pl.knobs[0] ? e->pl.knobs : "none", e->pl.mode, e->pl.index, e->pl.heur_configs, fb,
-                     variants[i] ? "real" : "virtual", e->g.masked ? "bottom_right" : "none", e->pl.workspace);
+                     variants[i] ? "real" : "virtual", e->g.masked ? "bottom_right" : "none",
+                     e->padded ? ";layout=padded,seq_len" : "", e->pl.workspace);
             dbg(vs, "plan for %s: %s", s->name, e->config);
             return e;
         }
@@ -365,7 +369,7 @@ static CUresult wait_stream(vendor_session *vs, double timeout_s, int *timed_out
 }
 
 typedef struct {
-    CUdeviceptr buf[5]; /* Q, K, V, O, stats */
+    CUdeviceptr buf[FBDNN_NDEV]; /* Q, K, V, O, stats, seq_len_q, seq_len_kv (FBDNN_DEV_*) */
     fbdnn_desc vp;
     CUevent ev[16];
 } run_state;
@@ -374,7 +378,7 @@ static void run_free(vendor_session *vs, plan_entry *e, run_state *rs)
 {
     for (int i = 0; i < 16; i++)
         if (rs->ev[i]) drv.cuEventDestroy(rs->ev[i]);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < FBDNN_NDEV; i++)
         if (rs->buf[i]) drv.cuMemFree(rs->buf[i]);
     if (rs->vp) fbdnn_destroy(&e->g, rs->vp);
     (void)vs;
@@ -469,12 +473,21 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
         snprintf(res->reason, sizeof res->reason, "cuDNN's fused flash attention takes fp16 or bf16, not %s", dtype_name(dt));
         return 0;
     }
-    if (shape_ragged(s) || shape_paged(s)) {
+    if (shape_paged(s)) {
         res->status = ST_UNSUPPORTED;
         snprintf(res->reason, sizeof res->reason,
-                 "this adapter builds cuDNN's dense [B, H, S, D] graph; cuDNN's ragged offsets, padding mask and paged K/V "
-                 "are not wired into it yet");
+                 "this adapter's cuDNN graph reads dense K and V; cuDNN's paged K/V (page tables) is not wired into it yet");
         return 0;
+    }
+    for (int b = 0; s->causal && shape_ragged(s) && b < s->batch; b++) {
+        int lq, lk;
+        shape_seq_lens(s, b, &lq, &lk);
+        if (lq > lk) {
+            res->status = ST_UNSUPPORTED;
+            snprintf(res->reason, sizeof res->reason,
+                     "cuDNN's bottom-right causal mask needs each sequence's queries <= keys (sequence %d: %d > %d)", b, lq, lk);
+            return 0;
+        }
     }
     if (s->causal && s->sq > s->skv) {
         res->status = ST_UNSUPPORTED;
@@ -498,13 +511,27 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
 
     const size_t es = dtype_size(dt);
     const size_t nq = (size_t)s->batch * s->hq * s->sq * s->d, nkv = (size_t)s->batch * s->hkv * s->skv * s->d;
-    const size_t bytes[5] = {nq * es, nkv * es, nkv * es, nq * es,
-                             e->g.p.stats_real ? (size_t)s->batch * s->hq * s->sq * sizeof(float) : 0};
-    const void *host[3] = {in->q, in->k, in->v};
+    const size_t bytes[FBDNN_NDEV] = {nq * es, nkv * es, nkv * es, nq * es,
+                                      e->g.p.stats_real ? (size_t)s->batch * s->hq * s->sq * sizeof(float) : 0,
+                                      e->padded ? (size_t)s->batch * sizeof(int32_t) : 0,
+                                      e->padded ? (size_t)s->batch * sizeof(int32_t) : 0};
+    const void *host[FBDNN_NDEV] = {in->q, in->k, in->v, NULL, NULL, NULL, NULL};
     run_state rs = {0};
     int rc = 0;
+    fbdnn_padded pad = {0};
     res->status = ST_LAUNCH_ERROR;
-    for (int i = 0; i < 5; i++) {
+    if (e->padded) { /* the packed ragged batch, padded to [B, H, sq or skv, D] for cuDNN */
+        if (fbdnn_pad_inputs(s, es, in, &pad) != 0) {
+            snprintf(res->reason, sizeof res->reason, "host memory for the padded batch exhausted");
+            goto out;
+        }
+        host[FBDNN_DEV_Q] = pad.q;
+        host[FBDNN_DEV_K] = pad.k;
+        host[FBDNN_DEV_V] = pad.v;
+        host[FBDNN_DEV_SEQ_Q] = pad.seq_q;
+        host[FBDNN_DEV_SEQ_KV] = pad.seq_kv;
+    }
+    for (int i = 0; i < FBDNN_NDEV; i++) {
         if (!bytes[i]) continue;
         if ((r = DRV(vs, cuMemAlloc, &rs.buf[i], bytes[i])) != CUDA_SUCCESS) {
             res->status = r == CUDA_ERROR_OUT_OF_MEMORY ? ST_RESOURCE_LIMIT : ST_LAUNCH_ERROR;
@@ -525,8 +552,8 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
         }
         vs->ws_bytes = (size_t)e->pl.workspace;
     }
-    for (int i = 0; i < 3; i++)
-        if ((r = DRV(vs, cuMemcpyHtoDAsync, rs.buf[i], host[i], bytes[i], vs->stream)) != CUDA_SUCCESS) break;
+    for (int i = 0; i < FBDNN_NDEV; i++)
+        if (host[i] && (r = DRV(vs, cuMemcpyHtoDAsync, rs.buf[i], host[i], bytes[i], vs->stream)) != CUDA_SUCCESS) break;
     if (r == CUDA_SUCCESS) r = DRV(vs, cuStreamSynchronize, vs->stream);
     if (r != CUDA_SUCCESS) {
         snprintf(res->reason, sizeof res->reason, "copying the inputs: %s", cu_str(r, d, sizeof d));
@@ -539,8 +566,8 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
             snprintf(res->reason, sizeof res->reason, "cuEventCreate: %s", cu_str(r, d, sizeof d));
             goto out;
         }
-    void *dev[5];
-    for (int i = 0; i < 5; i++) dev[i] = (void *)(uintptr_t)rs.buf[i];
+    void *dev[FBDNN_NDEV];
+    for (int i = 0; i < FBDNN_NDEV; i++) dev[i] = (void *)(uintptr_t)rs.buf[i];
     e->g.log_calls = 1;
     if (fbdnn_variant_pack(&e->g, dev, (void *)(uintptr_t)vs->ws, &rs.vp, res->reason, sizeof res->reason) != 0) {
         rs.vp = NULL;
@@ -548,8 +575,9 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
     }
     rc = timed_runs(vs, e, &rs, t, res, err, errlen);
     if (rc != 0 || res->status != ST_OK || vs->hung) goto out;
-    r = DRV(vs, cuMemcpyDtoHAsync, o, rs.buf[3], bytes[3], vs->stream);
+    r = DRV(vs, cuMemcpyDtoHAsync, e->padded ? pad.o : o, rs.buf[3], bytes[3], vs->stream);
     if (r == CUDA_SUCCESS) r = DRV(vs, cuStreamSynchronize, vs->stream);
+    if (r == CUDA_SUCCESS && e->padded) fbdnn_unpad_output(s, es, &pad, o);
     if (r != CUDA_SUCCESS) {
         free(res->samples_us);
         res->samples_us = NULL;
@@ -560,6 +588,7 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
     }
 out:
     if (!vs->hung) run_free(vs, e, &rs);
+    fbdnn_pad_free(&pad);
     e->g.log_calls = 1;
     return rc;
 }

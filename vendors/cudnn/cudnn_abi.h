@@ -43,6 +43,8 @@
     X(CUDNN_POINTWISE_EXP, 13)                                                                 \
     X(CUDNN_POINTWISE_LOG, 15)                                                                 \
     X(CUDNN_POINTWISE_CMP_GE, 303)                                                             \
+    X(CUDNN_POINTWISE_CMP_LT, 304)                                                             \
+    X(CUDNN_POINTWISE_LOGICAL_AND, 400)                                                        \
     X(CUDNN_POINTWISE_GEN_INDEX, 501)                                                          \
     X(CUDNN_POINTWISE_BINARY_SELECT, 601)
 
@@ -128,6 +130,9 @@
     X(CUDNN_ATTR_OPERATION_MATMUL_BDESC, 1521)                                                 \
     X(CUDNN_ATTR_OPERATION_MATMUL_CDESC, 1522)                                                 \
     X(CUDNN_ATTR_OPERATION_MATMUL_DESC, 1523)                                                  \
+    X(CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, 1525)                                  \
+    X(CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, 1526)                                  \
+    X(CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, 1527)                                  \
     X(CUDNN_ATTR_REDUCTION_OPERATOR, 1600)                                                     \
     X(CUDNN_ATTR_REDUCTION_COMP_TYPE, 1601)                                                    \
     X(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, 1610)                                              \

@@ -395,7 +395,10 @@ static int reduction(fbdnn_graph *g, const char *name, int rop, fbdnn_desc x, fb
     return add_op(g, op, err, errlen);
 }
 
-static int matmul(fbdnn_graph *g, const char *name, fbdnn_desc a, fbdnn_desc b, fbdnn_desc c, char *err, size_t errlen)
+/* C = A B; m_ov, n_ov, k_ov (may be NULL): per-batch int32 tensors [b, 1, 1, 1] that cut the
+ * GEMM's M, N or K short for each batch entry (a padded ragged batch's real lengths). */
+static int matmul(fbdnn_graph *g, const char *name, fbdnn_desc a, fbdnn_desc b, fbdnn_desc c, fbdnn_desc m_ov,
+                  fbdnn_desc n_ov, fbdnn_desc k_ov, char *err, size_t errlen)
 {
     char lab[48];
     snprintf(lab, sizeof lab, "mm:%s", name);
@@ -411,6 +414,9 @@ static int matmul(fbdnn_graph *g, const char *name, fbdnn_desc a, fbdnn_desc b, 
     TRY(set(g, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b, err, errlen));
     TRY(set(g, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c, err, errlen));
     TRY(set(g, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &md, err, errlen));
+    if (m_ov) TRY(set(g, op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &m_ov, err, errlen));
+    if (n_ov) TRY(set(g, op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n_ov, err, errlen));
+    if (k_ov) TRY(set(g, op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &k_ov, err, errlen));
     TRY(finalize(g, op, err, errlen));
     return add_op(g, op, err, errlen);
 }
@@ -437,17 +443,43 @@ static int build(fbdnn_graph *g, char *err, size_t errlen)
         !(S = tensor(g, "S", 0, F, s_dim, s_str, 1, 0, err, errlen)) ||
         !(SS = tensor(g, "S*scale", 0, F, s_dim, s_str, 1, 0, err, errlen)))
         return -1;
-    if (matmul(g, "bmm1 Q*K^T", Q, KT, S, err, errlen) ||
+    const int64_t bdim[4] = {b, 1, 1, 1};
+    fbdnn_desc SEQQ = NULL, SEQKV = NULL, NI = NULL;
+    if (p->padded && (!(SEQQ = tensor(g, "seq_len_q", FBDNN_UID_SEQ_Q, I, bdim, one, 0, 0, err, errlen)) ||
+                      !(SEQKV = tensor(g, "seq_len_kv", FBDNN_UID_SEQ_KV, I, bdim, one, 0, 0, err, errlen))))
+        return -1;
+    if ((p->padded || g->masked) && !(NI = tensor(g, "neg_inf", FBDNN_UID_NEG_INF, F, one, one, 0, 1, err, errlen)))
+        return -1;
+    if (matmul(g, "bmm1 Q*K^T", Q, KT, S, SEQQ, SEQKV, NULL, err, errlen) ||
         pointwise(g, "attn_scale", CUDNN_POINTWISE_MUL, F, -1, S, SC, NULL, SS, err, errlen))
         return -1;
 
     fbdnn_desc scores = SS;
+    if (p->padded) {
+        /* padding: keep (i, j) of batch entry n where i < seq_q[n] and j < seq_kv[n] */
+        fbdnn_desc ROW, COL, RIN, CIN, BOTH, PS;
+        if (!(ROW = tensor(g, "pad row", 0, I, s_dim, s_str, 1, 0, err, errlen)) ||
+            !(COL = tensor(g, "pad col", 0, I, s_dim, s_str, 1, 0, err, errlen)) ||
+            !(RIN = tensor(g, "row<seq_q", 0, BOOL, s_dim, s_str, 1, 0, err, errlen)) ||
+            !(CIN = tensor(g, "col<seq_kv", 0, BOOL, s_dim, s_str, 1, 0, err, errlen)) ||
+            !(BOTH = tensor(g, "in both", 0, BOOL, s_dim, s_str, 1, 0, err, errlen)) ||
+            !(PS = tensor(g, "S padded", 0, F, s_dim, s_str, 1, 0, err, errlen)))
+            return -1;
+        if (pointwise(g, "gen_pad_row", CUDNN_POINTWISE_GEN_INDEX, F, 2, scores, NULL, NULL, ROW, err, errlen) ||
+            pointwise(g, "gen_pad_col", CUDNN_POINTWISE_GEN_INDEX, F, 3, scores, NULL, NULL, COL, err, errlen) ||
+            pointwise(g, "row<seq_q", CUDNN_POINTWISE_CMP_LT, BOOL, -1, ROW, SEQQ, NULL, RIN, err, errlen) ||
+            pointwise(g, "col<seq_kv", CUDNN_POINTWISE_CMP_LT, BOOL, -1, COL, SEQKV, NULL, CIN, err, errlen) ||
+            pointwise(g, "pad_and", CUDNN_POINTWISE_LOGICAL_AND, BOOL, -1, RIN, CIN, NULL, BOTH, err, errlen) ||
+            pointwise(g, "padding_select", CUDNN_POINTWISE_BINARY_SELECT, F, -1, scores, NI, BOTH, PS, err, errlen))
+            return -1;
+        scores = PS;
+    }
     if (g->masked) {
-        /* bottom-right causal: keep (i, j) where i + skv - sq >= j */
-        fbdnn_desc NI, SKV, SQ, ROW, COL, ROW1, ROW2, KEEP, MS;
-        if (!(NI = tensor(g, "neg_inf", FBDNN_UID_NEG_INF, F, one, one, 0, 1, err, errlen)) ||
-            !(SKV = tensor(g, "s_kv", FBDNN_UID_SKV, I, one, one, 0, 1, err, errlen)) ||
-            !(SQ = tensor(g, "s_q", FBDNN_UID_SQ, I, one, one, 0, 1, err, errlen)) ||
+        /* bottom-right causal: keep (i, j) where i + skv - sq >= j; padded, each batch entry's
+         * own lengths replace skv and sq */
+        fbdnn_desc SKV = SEQKV, SQ = SEQQ, ROW, COL, ROW1, ROW2, KEEP, MS;
+        if ((!p->padded && (!(SKV = tensor(g, "s_kv", FBDNN_UID_SKV, I, one, one, 0, 1, err, errlen)) ||
+                            !(SQ = tensor(g, "s_q", FBDNN_UID_SQ, I, one, one, 0, 1, err, errlen)))) ||
             !(ROW = tensor(g, "row", 0, I, s_dim, s_str, 1, 0, err, errlen)) ||
             !(COL = tensor(g, "col", 0, I, s_dim, s_str, 1, 0, err, errlen)) ||
             !(ROW1 = tensor(g, "row+skv", 0, I, s_dim, s_str, 1, 0, err, errlen)) ||
@@ -455,12 +487,12 @@ static int build(fbdnn_graph *g, char *err, size_t errlen)
             !(KEEP = tensor(g, "row>=col", 0, BOOL, s_dim, s_str, 1, 0, err, errlen)) ||
             !(MS = tensor(g, "S masked", 0, F, s_dim, s_str, 1, 0, err, errlen)))
             return -1;
-        if (pointwise(g, "gen_row_index", CUDNN_POINTWISE_GEN_INDEX, F, 2, SS, NULL, NULL, ROW, err, errlen) ||
-            pointwise(g, "gen_col_index", CUDNN_POINTWISE_GEN_INDEX, F, 3, SS, NULL, NULL, COL, err, errlen) ||
+        if (pointwise(g, "gen_row_index", CUDNN_POINTWISE_GEN_INDEX, F, 2, scores, NULL, NULL, ROW, err, errlen) ||
+            pointwise(g, "gen_col_index", CUDNN_POINTWISE_GEN_INDEX, F, 3, scores, NULL, NULL, COL, err, errlen) ||
             pointwise(g, "row+skv", CUDNN_POINTWISE_ADD, I, -1, ROW, SKV, NULL, ROW1, err, errlen) ||
             pointwise(g, "row+skv-sq", CUDNN_POINTWISE_SUB, I, -1, ROW1, SQ, NULL, ROW2, err, errlen) ||
             pointwise(g, "row>=col", CUDNN_POINTWISE_CMP_GE, BOOL, -1, ROW2, COL, NULL, KEEP, err, errlen) ||
-            pointwise(g, "causal_select", CUDNN_POINTWISE_BINARY_SELECT, F, -1, SS, NI, KEEP, MS, err, errlen))
+            pointwise(g, "causal_select", CUDNN_POINTWISE_BINARY_SELECT, F, -1, scores, NI, KEEP, MS, err, errlen))
             return -1;
         scores = MS;
     }
@@ -479,7 +511,7 @@ static int build(fbdnn_graph *g, char *err, size_t errlen)
         pointwise(g, "log", CUDNN_POINTWISE_LOG, F, -1, Z, NULL, NULL, LZ, err, errlen) ||
         pointwise(g, "stats", CUDNN_POINTWISE_ADD, F, -1, M, LZ, NULL, ST, err, errlen) ||
         pointwise(g, "div", CUDNN_POINTWISE_DIV, F, -1, E, Z, NULL, P, err, errlen) ||
-        matmul(g, "bmm2 P*V", P, V, O, err, errlen))
+        matmul(g, "bmm2 P*V", P, V, O, SEQQ, NULL, SEQKV, err, errlen))
         return -1;
     return 0;
 }
@@ -508,8 +540,8 @@ int fbdnn_graph_build(const fbdnn_lib *L, const fbdnn_sdpa *p, fbdnn_graph *g, c
     }
     if (L->debug)
         fprintf(stderr, "[cudnn] graph b=%" PRId64 " hq=%" PRId64 " hkv=%" PRId64 " sq=%" PRId64 " skv=%" PRId64
-                        " d=%" PRId64 " causal=%d masked=%d io=%s stats=%s scale=%g (cuDNN %zu, %s)\n",
-                p->b, p->hq, p->hkv, p->sq, p->skv, p->d, p->causal, g->masked, data_type_name(p->io_type),
+                        " d=%" PRId64 " causal=%d masked=%d padded=%d io=%s stats=%s scale=%g (cuDNN %zu, %s)\n",
+                p->b, p->hq, p->hkv, p->sq, p->skv, p->d, p->causal, g->masked, p->padded, data_type_name(p->io_type),
                 p->stats_real ? "real" : "virtual", (double)p->scale, L->version, L->path);
     return build(g, err, errlen);
 }
@@ -687,16 +719,19 @@ int fbdnn_plan_pick(fbdnn_graph *g, fbdnn_handle h, fbdnn_plan *pl, char *why, s
     return 1;
 }
 
-int fbdnn_variant_pack(fbdnn_graph *g, void *const dev[5], void *workspace, fbdnn_desc *out, char *err, size_t errlen)
+int fbdnn_variant_pack(fbdnn_graph *g, void *const dev[FBDNN_NDEV], void *workspace, fbdnn_desc *out, char *err,
+                       size_t errlen)
 {
-    void *ptrs[12];
+    void *ptrs[16];
     for (int i = 0; i < g->nuids; i++) {
         switch (g->uids[i]) {
-        case FBDNN_UID_Q: ptrs[i] = dev[0]; break;
-        case FBDNN_UID_K: ptrs[i] = dev[1]; break;
-        case FBDNN_UID_V: ptrs[i] = dev[2]; break;
-        case FBDNN_UID_O: ptrs[i] = dev[3]; break;
-        case FBDNN_UID_STATS: ptrs[i] = dev[4]; break;
+        case FBDNN_UID_Q: ptrs[i] = dev[FBDNN_DEV_Q]; break;
+        case FBDNN_UID_K: ptrs[i] = dev[FBDNN_DEV_K]; break;
+        case FBDNN_UID_V: ptrs[i] = dev[FBDNN_DEV_V]; break;
+        case FBDNN_UID_O: ptrs[i] = dev[FBDNN_DEV_O]; break;
+        case FBDNN_UID_STATS: ptrs[i] = dev[FBDNN_DEV_STATS]; break;
+        case FBDNN_UID_SEQ_Q: ptrs[i] = dev[FBDNN_DEV_SEQ_Q]; break;
+        case FBDNN_UID_SEQ_KV: ptrs[i] = dev[FBDNN_DEV_SEQ_KV]; break;
         case FBDNN_UID_SCALE: ptrs[i] = &g->scale; break;
         case FBDNN_UID_NEG_INF: ptrs[i] = &g->neg_inf; break;
         case FBDNN_UID_SKV: ptrs[i] = &g->skv32; break;

@@ -27,12 +27,18 @@ int fbdnn_load(const fbdnn_lib **out, char *why, size_t wlen);
 
 /* The tensors the caller provides, by unique id (variant pack order). */
 enum { FBDNN_UID_Q = 1, FBDNN_UID_K, FBDNN_UID_V, FBDNN_UID_O, FBDNN_UID_STATS, FBDNN_UID_SCALE, FBDNN_UID_NEG_INF,
-       FBDNN_UID_SKV, FBDNN_UID_SQ };
+       FBDNN_UID_SKV, FBDNN_UID_SQ, FBDNN_UID_SEQ_Q, FBDNN_UID_SEQ_KV };
+/* The device buffers of a variant pack, by position in fbdnn_variant_pack's dev[]. */
+enum { FBDNN_DEV_Q, FBDNN_DEV_K, FBDNN_DEV_V, FBDNN_DEV_O, FBDNN_DEV_STATS, FBDNN_DEV_SEQ_Q, FBDNN_DEV_SEQ_KV,
+       FBDNN_NDEV };
 
 /* One attention problem: Q [b, hq, sq, d], K and V [b, hkv, skv, d], O like Q, all contiguous. */
 typedef struct {
     int64_t b, hq, hkv, sq, skv, d;
     int causal;      /* bottom-right aligned: key j visible to query i iff j <= i + skv - sq */
+    int padded;      /* a ragged batch padded to sq, skv: per-sequence lengths seq_q, seq_kv [b] (int32,
+                      * device buffers) limit the matmuls and mask padded rows and columns, and the
+                      * causal diagonal is each sequence's own (j <= i + seq_kv - seq_q) */
     int io_type;     /* CUDNN_DATA_HALF or CUDNN_DATA_BFLOAT16 */
     int stats_real;  /* the softmax statistics (log-sum-exp) as an output tensor, else virtual */
     float scale;     /* 1/sqrt(d) */
@@ -45,7 +51,7 @@ typedef struct {
     fbdnn_desc *descs;   /* every live descriptor, with a label for messages */
     char (*labels)[48];
     int ndesc, cap;
-    fbdnn_desc ops[24];
+    fbdnn_desc ops[40];
     int nops;
     fbdnn_desc opgraph;  /* NULL until fbdnn_graph_finalize */
     int masked;          /* the causal mask is in the graph (not for sq == 1, where it hides nothing) */
@@ -53,7 +59,7 @@ typedef struct {
     /* by-value scalars: the variant pack points at these */
     float scale, neg_inf;
     int32_t skv32, sq32;
-    int64_t uids[12];    /* non-virtual tensors, variant pack order */
+    int64_t uids[16];    /* non-virtual tensors, variant pack order */
     int nuids;
     int log_calls;       /* print each backend call (debug); off during timed repetitions */
 } fbdnn_graph;
@@ -85,9 +91,11 @@ typedef struct {
  * the graph (why has cuDNN's reason, pl's counts are filled); -1 on other failures (why). */
 int fbdnn_plan_pick(fbdnn_graph *g, fbdnn_handle h, fbdnn_plan *pl, char *why, size_t wlen);
 
-/* A finalized variant pack: dev holds the device addresses of Q, K, V, O and the statistics
- * (when they are real), in that order. 0 or -1 (err). */
-int fbdnn_variant_pack(fbdnn_graph *g, void *const dev[5], void *workspace, fbdnn_desc *out, char *err, size_t errlen);
+/* A finalized variant pack: dev holds the device addresses of Q, K, V, O, the statistics
+ * (when they are real) and the sequence lengths (when padded), indexed by FBDNN_DEV_*.
+ * 0 or -1 (err). */
+int fbdnn_variant_pack(fbdnn_graph *g, void *const dev[FBDNN_NDEV], void *workspace, fbdnn_desc *out, char *err,
+                       size_t errlen);
 /* cudnnBackendExecute; 0 or cuDNN's status (err filled). */
 int fbdnn_execute(fbdnn_graph *g, fbdnn_handle h, const fbdnn_plan *pl, fbdnn_desc vp, char *err, size_t errlen);
 /* Destroys one descriptor made for g (a variant pack). */
