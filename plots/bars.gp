@@ -1,9 +1,10 @@
-# bars.gp: the ref figure. Loaded after the vars.gp that plots/prep.py wrote: one panel per
-# reference kind (prefill: TFLOP/s, decode: GB/s), a cluster of bars per shape, one bar per
-# (impl, backend) with its value printed on top, a shared legend on the right.
+# bars.gp: the ref and batches figures. Loaded after the vars.gp that plots/prep.py wrote: one
+# panel per kind (prefill: TFLOP/s, decode: GB/s), a cluster of bars per shape, one bar per
+# (impl, backend) with its value printed on top where it fits (value_labels), a shared legend
+# on the right; canvas_w pixels wide.
 # Drawn twice: PNG (pngcairo), then SVG.
 
-LEGEND_W = 0.17
+LEGEND_W = 238.0 / canvas_w  # the legend keeps its width in pixels on a wide canvas
 TOP_H    = 0.085
 # panel widths in proportion to their number of shapes (a lone decode shape gets a
 # narrower panel than the two prefill shapes), never under a third of the width
@@ -24,10 +25,10 @@ if (npanels > 1) {
 
 do for [term = 1:2] {
     if (term == 1) {
-        set terminal pngcairo size 1400,900 enhanced font "Sans,11" linewidth 1.2 background rgb "white"
+        set terminal pngcairo size canvas_w,900 enhanced font "Sans,11" linewidth 1.2 background rgb "white"
         set output out_png
     } else {
-        set terminal svg size 1400,900 enhanced font "Sans,11" fontscale 1.25 linewidth 1.2 background rgb "white"
+        set terminal svg size canvas_w,900 enhanced font "Sans,11" fontscale 1.25 linewidth 1.2 background rgb "white"
         set output out_svg
     }
     set multiplot
@@ -39,16 +40,20 @@ do for [term = 1:2] {
         set origin x0, 0.0
         set size PWID[p], 1.0 - TOP_H
         x0 = x0 + PWID[p]
-        set lmargin 10
+        set lmargin (tic_rotate != 0 && p == 1 ? 22 : 10)
         set rmargin 3
         set tmargin 2.5
-        set bmargin 5
+        set bmargin (tic_rotate != 0 ? 16 : 5)
         set border 3 lc rgb "#555555"
         set tics nomirror out scale 0.6 textcolor rgb "#222222"
         unset logscale
         set xrange [-0.6:P_nshapes[p] - 0.4]
         set yrange [0:P_ymax[p]]
-        set xtics scale 0 offset 0, -0.3
+        if (tic_rotate != 0) {
+            set xtics scale 0 rotate by tic_rotate right offset 0.5, -0.3 font "Sans,9"
+        } else {
+            set xtics scale 0 norotate offset 0, -0.3 font "Sans,11"
+        }
         set ytics autofreq
         set grid noxtics ytics lt 1 lc rgb "#E2E2E2" lw 1
         unset xlabel
@@ -62,9 +67,14 @@ do for [term = 1:2] {
         }
         bars = sprintf("%s/bars%d.dat", datadir, p)
         tics = sprintf("%s/tics%d.dat", datadir, p)
-        plot bars using 1:2:3:4 with boxes lc rgb variable notitle, \
-             bars using 1:2:5 with labels offset 0, 0.8 font "Sans,9" notitle, \
-             tics using 1:(NaN):xtic(strcol(2) . "\n" . strcol(3)) with points notitle
+        if (value_labels) {
+            plot bars using 1:2:3:4 with boxes lc rgb variable notitle, \
+                 bars using 1:2:5 with labels offset 0, 0.8 font "Sans,9" notitle, \
+                 tics using 1:(NaN):xtic(strcol(2) . "\n" . strcol(3)) with points notitle
+        } else {
+            plot bars using 1:2:3:4 with boxes lc rgb variable notitle, \
+                 tics using 1:(NaN):xtic(strcol(2) . "\n" . strcol(3)) with points notitle
+        }
     }
 
     set origin 1.0 - LEGEND_W, 0.0

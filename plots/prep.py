@@ -4,7 +4,7 @@ files and the variables the gnuplot scripts in plots/ draw from.
 
     prep.py PERF_CSV MANIFEST_CSV OUT_PLOTS_DIR TMP_DIR
 
-For every figure (perf_prefill, perf_decode, ref, speedup) it writes TMP_DIR/<figure>/vars.gp
+For every figure (perf_prefill, perf_decode, ref, batches, speedup) it writes TMP_DIR/<figure>/vars.gp
 (gnuplot commands: titles, output paths, ranges, ticks and one array entry per series or
 bar) and whitespace-separated .dat files next to it, then prints one line per figure on
 stdout: "<figure> <script>" when it has data, "skip <figure> <why>" when it has none.
@@ -401,21 +401,60 @@ def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode):
     return None
 
 
+def is_batch(r):
+    """A ragged, mixed or paged batch (lens, qlens or page set)."""
+    return bool((r.get("lens") or "").strip() or (r.get("qlens") or "").strip() or
+                (r.get("page") or "").strip() not in ("", "0"))
+
+
+def batch_desc(r):
+    """How a ragged, mixed or paged batch differs from a dense one, for a label."""
+    parts = []
+    if (r.get("qlens") or "").strip():
+        parts.append("q lens " + r["qlens"].strip())
+    if (r.get("lens") or "").strip():
+        parts.append(("kv lens " if (r.get("qlens") or "").strip() else "lens ") + r["lens"].strip())
+    if (r.get("page") or "").strip() not in ("", "0"):
+        parts.append("page " + r["page"].strip())
+    return ", ".join(parts)
+
+
 def ref_figure(rows, all_impls, color_of, date, outdir, tmp):
     """ref: one panel of bars for the prefill references (TFLOP/s), one for the decode
     reference (GB/s); one bar per (impl, backend) in each shape's cluster."""
     if not rows:
         return "no rows named ref-* with status ok"
-    d = os.path.join(tmp, "ref")
+    return bars_figure("ref", rows, all_impls, color_of, date, outdir, tmp, "Reference shapes",
+                       "median-time throughput of the ref suite; value printed on each bar",
+                       ("Prefill references", "Decode reference"))
+
+
+def batches_figure(rows, all_impls, color_of, date, outdir, tmp):
+    """batches: ragged, mixed and paged batches as bars, like ref (TFLOP/s where the longest
+    query exceeds 16 rows, else GB/s), each shape labelled with its length pattern and page."""
+    if not rows:
+        return "no ragged, mixed or paged rows (lens, qlens, page) with status ok"
+    return bars_figure("batches", rows, all_impls, color_of, date, outdir, tmp,
+                       "Ragged, mixed and paged batches",
+                       "median-time throughput over real tokens only; lens are fractions of the longest "
+                       "sequence, repeated over the batch; vendors' config says varlen, document mask or padded",
+                       ("Prefill and mixed batches", "Decode batches"), by_name=True)
+
+
+def bars_figure(fig, rows, all_impls, color_of, date, outdir, tmp, title_text, sub, panel_names, by_name=False):
+    """One panel of bars for the rows whose longest query exceeds DECODE_MAX_SQ (TFLOP/s),
+    one for the others (GB/s); one bar per (impl, backend) in each shape's cluster, labelled
+    by its shape (by_name: by the shape's name, turned)."""
+    d = os.path.join(tmp, fig)
     os.makedirs(d, exist_ok=True)
     v = Vars()
     panels = []
     pre = [r for r in rows if ival(r, "sq") is None or ival(r, "sq") > DECODE_MAX_SQ]
     dec = [r for r in rows if r not in pre]
     if pre:
-        panels.append(("Prefill references", "TFLOP/s", "tflops", pre))
+        panels.append((panel_names[0], "TFLOP/s", "tflops", pre))
     if dec:
-        panels.append(("Decode reference", "GB/s (effective)", "gbps", dec))
+        panels.append((panel_names[1], "GB/s (effective)", "gbps", dec))
     used = [k for k in all_impls if any(impl_key(r) == k for r in rows)]
     pt_titles, pt_ylabels, pt_ymax, pt_nshapes = [], [], [], []
     for pi, (title, ylabel, col, pr) in enumerate(panels, 1):
@@ -441,6 +480,8 @@ def ref_figure(rows, all_impls, color_of, date, outdir, tmp):
                     "Sq=%s Skv=%s" % (r0["sq"], r0["skv"])
                 line1 = "B=%s %s %s d=%s" % (r0["batch"], heads, seq, r0["d"])
                 line2 = "%s, %s" % (causal, r0["dtype"])
+                if by_name:  # many shapes: their names, turned, say enough
+                    line1, line2 = name, ""
                 ft.write('%d "%s" "%s"\n' % (ci, line1.replace('"', "'"), line2.replace('"', "'")))
                 for bi, k in enumerate(ik):
                     vals = [num(r, col) for r in srows if impl_key(r) == k]
@@ -456,11 +497,19 @@ def ref_figure(rows, all_impls, color_of, date, outdir, tmp):
         pt_ylabels.append(ylabel)
         pt_ymax.append(ymax * 1.15 if ymax > 0 else 1.0)
         pt_nshapes.append(len(shapes))
-    v.set("out_png", os.path.join(outdir, "ref.png"))
-    v.set("out_svg", os.path.join(outdir, "ref.svg"))
+    v.set("out_png", os.path.join(outdir, fig + ".png"))
+    v.set("out_svg", os.path.join(outdir, fig + ".svg"))
     v.set("datadir", d)
-    v.set("fig_title", "{/:Bold Reference shapes}  %s" % gp_enh(title_parts(rows, date)))
-    v.set("fig_sub", "median-time throughput of the ref suite; value printed on each bar")
+    v.set("fig_title", "{/:Bold %s}  %s" % (title_text, gp_enh(title_parts(rows, date))))
+    v.set("fig_sub", sub)
+    # wide enough for every cluster's two-line label and its bars: at least 1400 pixels, at
+    # most 4800; values printed on the bars only where a bar is wide enough to carry one
+    nbars = sum(pt_nshapes) * max(len(used), 1)
+    per_shape = 60 if by_name else 150
+    canvas = int(min(4800, max(1400, 300 + sum(pt_nshapes) * per_shape, 300 + nbars * (12 if by_name else 30))))
+    v.set("canvas_w", canvas)
+    v.set("tic_rotate", 40 if by_name else 0)
+    v.set("value_labels", 1 if (canvas - 300) / max(nbars, 1) >= 38 else 0)
     v.set("npanels", len(panels))
     v.array("P_title", pt_titles)
     v.array("P_ylabel", pt_ylabels)
@@ -686,11 +735,12 @@ def main(argv):
     def skv(r):
         return ival(r, "skv")
 
-    perf_rows = [r for r in rows if not r["name"].startswith("ref-")]
+    batches = [r for r in rows if is_batch(r)]
+    perf_rows = [r for r in rows if not r["name"].startswith("ref-") and not is_batch(r)]
     prefill = [r for r in perf_rows
                if sq(r) is not None and sq(r) == skv(r) and sq(r) > DECODE_MAX_SQ]
     decode = [r for r in perf_rows if sq(r) is not None and sq(r) <= DECODE_MAX_SQ]
-    ref = [r for r in rows if r["name"].startswith("ref-")]
+    ref = [r for r in rows if r["name"].startswith("ref-") and not is_batch(r)]
 
     for fig, why in (
             ("perf_prefill", lines_figure("perf_prefill", prefill, impls, color_of, date,
@@ -698,11 +748,12 @@ def main(argv):
             ("perf_decode", lines_figure("perf_decode", decode, impls, color_of, date,
                                          outdir, tmp, True)),
             ("ref", ref_figure(ref, impls, color_of, date, outdir, tmp)),
+            ("batches", batches_figure(batches, impls, color_of, date, outdir, tmp)),
             ("speedup", speedup_figure(rows, all_rows, date, outdir, tmp))):
         if why:
             print("skip %s %s" % (fig, why))
         else:
-            print("%s %s" % (fig, {"ref": "bars.gp", "speedup": "speedup.gp"}.get(fig, "lines.gp")))
+            print("%s %s" % (fig, {"ref": "bars.gp", "batches": "bars.gp", "speedup": "speedup.gp"}.get(fig, "lines.gp")))
     return 0
 
 

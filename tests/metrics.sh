@@ -134,6 +134,27 @@ PY
     if bash plots/render.sh "$T/vend" >"$T/render3.log" 2>&1 && [ -s "$T/vend/plots/speedup.png" ] && [ -s "$T/vend/plots/speedup.svg" ]; then
         ok "render.sh draws speedup when a vendor shares a shape"
     else bad "render.sh draws speedup when a vendor shares a shape" "$(cat "$T/render3.log")"; fi
+    # ragged, mixed and paged rows: their own bars figure, and out of the dense line figures
+    mkdir -p "$T/batch"; cp "$GOOD/manifest.csv" "$T/batch/"
+    python3 - "$GOOD/perf.csv" "$T/batch/perf.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) + ["lens", "page", "qlens"])
+    w.writeheader()
+    for r in rows:
+        for name, lens, page, qlens in (("rg-" + r["name"], "0.1;1", "", ""), ("pg-" + r["name"], "", "16", ""),
+                                        ("mx-" + r["name"], "1", "", "1;0.001")):
+            w.writerow(dict(r, name=name, lens=lens, page=page, qlens=qlens))
+PY
+    if bash plots/render.sh "$T/batch" >"$T/render4.log" 2>&1 && [ -s "$T/batch/plots/batches.png" ] &&
+        [ -s "$T/batch/plots/batches.svg" ] && grep -q "skip perf_prefill" "$T/render4.log" &&
+        grep -q "skip perf_decode" "$T/render4.log"; then
+        ok "render.sh draws ragged, mixed and paged rows as the batches figure, not as lines"
+    else bad "render.sh draws the batches figure" "$(cat "$T/render4.log")"; fi
+    if grep -q "skip batches.{png,svg}: no ragged, mixed or paged rows" "$T/render.log"; then
+        ok "render.sh skips batches without ragged rows"
+    else bad "render.sh skips batches without ragged rows" "$(cat "$T/render.log")"; fi
     mkdir -p "$T/only-compiled"; cp "$GOOD/compiled.csv" "$GOOD/manifest.csv" "$T/only-compiled/"
     if bash plots/render.sh "$T/only-compiled" >"$T/render2.log" 2>&1 && [ -s "$T/only-compiled/plots/diversity.png" ] &&
         grep -q "skip portability" "$T/render2.log" && grep -q "skip perf_prefill.{png,svg}: no perf.csv" "$T/render2.log" &&
