@@ -360,12 +360,19 @@ class Adapter:
                 kv = kc.view(npages, r["page"], kv.shape[1], kv.shape[2])
                 vv = vc.view(kv.shape)
                 kw["block_table"] = tbl
+                if "seqused_k" in params:  # newer torch wants each sequence's key count with pages
+                    kw["seqused_k"] = t.tensor(seq_lens(cu_kv), dtype=t.int32, device=self.dev)
                 config = "varlen-paged%d" % r["page"]
             cq = t.tensor(cu_q, dtype=t.int32, device=self.dev)
             ck = t.tensor(cu_kv, dtype=t.int32, device=self.dev)
             mq, mk = max(seq_lens(cu_q)), max(seq_lens(cu_kv))
-            return (lambda: varlen_attn(qv, kv, vv, cq, ck, mq, mk, **kw).transpose(0, 1),
-                    finish, config)
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            def varlen_call():
+                # newer torch picks cuDNN for varlen_attn when it may: keep it FlashAttention
+                with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                    return varlen_attn(qv, kv, vv, cq, ck, mq, mk, **kw).transpose(0, 1)
+            return varlen_call, finish, config
         if r["page"]:
             raise Unsupported("SDPA takes dense K and V; it has no block table for a paged cache")
         from torch.nn.attention import SDPBackend, sdpa_kernel
