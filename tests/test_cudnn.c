@@ -64,6 +64,25 @@ static int has_uid(const fbdnn_graph *g, int64_t uid)
     return 0;
 }
 
+/* The operation graph (newer cuDNN finalizes it without a handle, older ones want one) and
+ * a variant pack over made-up addresses; then every descriptor is freed. */
+static void finalize_pack_free(fbdnn_graph *g, size_t i)
+{
+    char err[1024] = "";
+    if (fbdnn_graph_finalize(g, NULL, err, sizeof err) == 0) {
+        assert_non_null(g->opgraph);
+        void *dev[FBDNN_NDEV] = {(void *)0x10000, (void *)0x20000, (void *)0x30000, (void *)0x40000, (void *)0x50000,
+                                 (void *)0x70000, (void *)0x80000};
+        fbdnn_desc vp = NULL;
+        if (fbdnn_variant_pack(g, dev, (void *)0x60000, &vp, err, sizeof err) != 0) fail_msg("case %zu: %s", i, err);
+        fbdnn_destroy(g, vp);
+    } else {
+        printf("# case %zu: the operation graph needs a handle here (%s)\n", i, err);
+    }
+    fbdnn_graph_free(g);
+    assert_int_equal(g->ndesc, 0);
+}
+
 /* Every descriptor of the graph finalizes; the operation count, mask and the caller's tensors
  * follow the shape. */
 static void test_graph_descriptors(void **state)
@@ -94,20 +113,7 @@ static void test_graph_descriptors(void **state)
         assert_int_equal(has_uid(&g, FBDNN_UID_NEG_INF), cases[i].masked);
         assert_int_equal(g.nuids, 5 + cases[i].p.stats_real + 3 * cases[i].masked);
         assert_true(g.skv32 == cases[i].p.skv && g.sq32 == cases[i].p.sq);
-        /* the operation graph: newer cuDNN finalizes it without a handle, older ones want one */
-        int st = fbdnn_graph_finalize(&g, NULL, err, sizeof err);
-        if (st == 0) {
-            assert_non_null(g.opgraph);
-            void *dev[FBDNN_NDEV] = {(void *)0x10000, (void *)0x20000, (void *)0x30000, (void *)0x40000, (void *)0x50000,
-                                     (void *)0x70000, (void *)0x80000};
-            fbdnn_desc vp = NULL;
-            if (fbdnn_variant_pack(&g, dev, (void *)0x60000, &vp, err, sizeof err) != 0) fail_msg("case %zu: %s", i, err);
-            fbdnn_destroy(&g, vp);
-        } else {
-            printf("# case %zu: the operation graph needs a handle here (%s)\n", i, err);
-        }
-        fbdnn_graph_free(&g);
-        assert_int_equal(g.ndesc, 0);
+        finalize_pack_free(&g, i);
     }
 }
 
@@ -135,18 +141,7 @@ static void test_graph_padded(void **state)
         assert_true(has_uid(&g, FBDNN_UID_SEQ_Q) && has_uid(&g, FBDNN_UID_SEQ_KV) && has_uid(&g, FBDNN_UID_NEG_INF));
         assert_false(has_uid(&g, FBDNN_UID_SKV) || has_uid(&g, FBDNN_UID_SQ)); /* per sequence, not by value */
         assert_int_equal(g.nuids, 5 + p.stats_real + 3);
-        int st = fbdnn_graph_finalize(&g, NULL, err, sizeof err);
-        if (st == 0) {
-            void *dev[FBDNN_NDEV] = {(void *)0x10000, (void *)0x20000, (void *)0x30000, (void *)0x40000, (void *)0x50000,
-                                     (void *)0x70000, (void *)0x80000};
-            fbdnn_desc vp = NULL;
-            if (fbdnn_variant_pack(&g, dev, (void *)0x60000, &vp, err, sizeof err) != 0) fail_msg("case %zu: %s", i, err);
-            fbdnn_destroy(&g, vp);
-        } else {
-            printf("# padded case %zu: the operation graph needs a handle here (%s)\n", i, err);
-        }
-        fbdnn_graph_free(&g);
-        assert_int_equal(g.ndesc, 0);
+        finalize_pack_free(&g, i);
     }
 }
 
