@@ -209,32 +209,9 @@ static int paged_upload(attn_runner *r, const shape_t *s, size_t es, const void 
         rc = RT_ERESOURCE;
         goto out;
     }
-    /* a seeded shuffle (xorshift64*): no sequence's pages are in order or adjacent by accident */
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x5DEECE66Dull;
-    for (size_t i = 0; i < npages; i++) bt[i] = (int32_t)i;
-    for (size_t i = npages; i > 1; i--) {
-        x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
-        size_t j = (size_t)((x * 0x2545F4914F6CDD1Dull) >> 33) % i;
-        int32_t t = bt[i - 1]; bt[i - 1] = bt[j]; bt[j] = t;
-    }
-    const long long total_kv = shape_total_kv(s); /* ragged: rows per head of the packed K, V */
+    fb_page_table(s, seed, bt);
     for (int kv = 0; kv < 2 && rc == 0; kv++) {
-        const unsigned char *src = kv ? hv : hk;
-        memset(buf, 0xff, bytes); /* NaN in every dtype */
-        long long k0 = 0; /* ragged: sequence b's first row in the packed K, V */
-        for (int b = 0; b < s->batch; b++) {
-            int lq, lk;
-            shape_seq_lens(s, b, &lq, &lk);
-            for (int h = 0; h < s->hkv; h++)
-                for (int j = 0; j < lk; j++) {
-                    const size_t phys = (size_t)bt[(size_t)b * maxp + (size_t)(j / s->page)];
-                    const size_t d = ((phys * (size_t)s->hkv + (size_t)h) * (size_t)s->page + (size_t)(j % s->page)) * row;
-                    const size_t from = shape_ragged(s) ? (size_t)((long long)h * total_kv + k0 + j)
-                                                        : ((size_t)b * s->hkv + h) * (size_t)s->skv + (size_t)j;
-                    memcpy(buf + d, src + from * row, row);
-                }
-            k0 += lk;
-        }
+        fb_page_scatter(s, es, bt, kv ? hv : hk, buf, 0xff); /* tails NaN */
         if (rt->alloc(r->ctx, bytes, &pg[kv], reason, rlen) != 0) rc = RT_ERESOURCE;
         else if (rt->upload(r->ctx, pg[kv], buf, bytes, err, errlen) != 0) rc = -1;
     }

@@ -24,6 +24,13 @@ void fb_fill_random(void *buf, size_t n, dtype_t dt, uint64_t seed);
 /* The inputs of a shape, the same for every implementation: Q, K, V filled with
  * fb_fill_random from seeds derived from `seed` (inputs.c). */
 void fb_fill_inputs(const shape_t *s, dtype_t dt, uint64_t seed, void *q, void *k, void *v);
+/* A paged KV cache for shape s (page > 0): fb_page_table fills the block table bt [batch,
+ * shape_pages_per_seq] with a seeded shuffle of the batch * pages_per_seq pages;
+ * fb_page_scatter copies K or V from the host layout src (dense, or packed when ragged)
+ * into dst, pages [batch * pages_per_seq, hkv, page, d], every byte it does not fill set to
+ * fill (0xff: NaN in every dtype, which a kernel must never read). */
+void fb_page_table(const shape_t *s, uint64_t seed, int32_t *bt);
+void fb_page_scatter(const shape_t *s, size_t es, const int32_t *bt, const void *src, void *dst, int fill);
 
 /* The problem the reference solves: shape, element type, softmax scale. */
 typedef struct {

@@ -142,7 +142,28 @@ static void test_graph_padded(void **state)
         assert_false(has_uid(&g, FBDNN_UID_SKV) || has_uid(&g, FBDNN_UID_SQ)); /* per sequence, not by value */
         assert_int_equal(g.nuids, 5 + p.stats_real + 3);
         finalize_pack_free(&g, i);
+        /* the same over a paged K/V cache: two paged cache loads, two page tables */
+        p.page = 16;
+        p.npages = p.b * ((p.skv + 15) / 16);
+        if (fbdnn_graph_build(lib, &p, &g, err, sizeof err) != 0) {
+            if (lib->version < 90500 && strstr(err, "paged cache load")) { fbdnn_graph_free(&g); continue; }
+            fail_msg("paged case %zu: %s", i, err);
+        }
+        assert_int_equal(g.nops, 10 + 6 + 6 * cases[i].masked + 2);
+        assert_true(has_uid(&g, FBDNN_UID_PAGE_TABLE_K) && has_uid(&g, FBDNN_UID_PAGE_TABLE_V) &&
+                    has_uid(&g, FBDNN_UID_K) && has_uid(&g, FBDNN_UID_V));
+        assert_int_equal(g.nuids, 5 + p.stats_real + 3 + 2);
+        finalize_pack_free(&g, i);
     }
+    /* pages too few for the batch: refused before cuDNN sees it */
+    fbdnn_sdpa bad = problem(2, 2, 2, 1, 64, 64, 1, CUDNN_DATA_HALF, 0);
+    bad.padded = 1;
+    bad.page = 16;
+    bad.npages = 7;
+    fbdnn_graph g;
+    char err[256];
+    assert_int_equal(fbdnn_graph_build(lib, &bad, &g, err, sizeof err), -1);
+    fbdnn_graph_free(&g);
 }
 
 /* Padding a packed ragged batch for cuDNN: every real row lands in its sequence's slot of
@@ -162,7 +183,8 @@ static void test_pad_round_trip(void **state)
     for (size_t i = 0; i < nkv; i++) { k[i] = (uint16_t)(i % 50000 + 1); v[i] = (uint16_t)(i % 40000 + 2); }
     vendor_inputs in = {.q = q, .k = k, .v = v};
     fbdnn_padded p;
-    assert_int_equal(fbdnn_pad_inputs(&s, 2, &in, &p), 0);
+    assert_int_equal(fbdnn_pad_inputs(&s, 2, &in, 1, &p), 0);
+    assert_null(p.bt);
     int32_t cuq[5], cukv[5];
     shape_cu_seqlens(&s, cuq, cukv);
     const long long tq = shape_total_q(&s), tkv = shape_total_kv(&s);
@@ -189,6 +211,29 @@ static void test_pad_round_trip(void **state)
     memset(o, 0xff, nq * 2);
     fbdnn_unpad_output(&s, 2, &p, o);
     assert_memory_equal(o, q, nq * 2);
+    fbdnn_pad_free(&p);
+
+    /* paged: K and V land in the pages the block table names, row by row; tails are zero */
+    s.page = 16;
+    assert_int_equal(fbdnn_pad_inputs(&s, 2, &in, 1, &p), 0);
+    const int maxp = shape_pages_per_seq(&s);
+    assert_non_null(p.bt);
+    assert_int_equal(p.kv_bytes, (size_t)4 * maxp * 2 * 16 * 8 * 2);
+    pk = p.k;
+    pv = p.v;
+    size_t filled = 0, nonzero = 0;
+    for (int b = 0; b < 4; b++)
+        for (int h = 0; h < 2; h++)
+            for (int r = 0; r < p.seq_kv[b]; r++)
+                for (int c = 0; c < 8; c++) {
+                    size_t di = (((size_t)p.bt[b * maxp + r / 16] * 2 + h) * 16 + r % 16) * 8 + c;
+                    size_t si = ((size_t)h * tkv + cukv[b] + r) * 8 + c;
+                    assert_int_equal(pk[di], k[si]);
+                    assert_int_equal(pv[di], v[si]);
+                    filled++;
+                }
+    for (size_t i = 0; i < p.kv_bytes / 2; i++) nonzero += pk[i] != 0;
+    assert_int_equal(nonzero, filled); /* k holds no zero of its own: every other slot is a zero tail */
     fbdnn_pad_free(&p);
     free(q); free(k); free(v); free(o);
 }

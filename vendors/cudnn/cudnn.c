@@ -127,7 +127,7 @@ static int cu_sticky(CUresult r)
 /* ---- the session ---- */
 
 typedef struct plan_entry {
-    int b, hq, hkv, sq, skv, d, causal, padded;
+    int b, hq, hkv, sq, skv, d, causal, padded, page;
     dtype_t dt;
     status_t status;          /* ST_OK, or why there is no plan */
     char why[512];
@@ -294,13 +294,15 @@ static plan_entry *plan_get(vendor_session *vs, const shape_t *s, dtype_t dt)
 {
     for (plan_entry *e = vs->plans; e; e = e->next)
         if (e->b == s->batch && e->hq == s->hq && e->hkv == s->hkv && e->sq == s->sq && e->skv == s->skv &&
-            e->d == s->d && e->causal == s->causal && e->padded == shape_ragged(s) && e->dt == dt)
+            e->d == s->d && e->causal == s->causal && e->padded == (shape_ragged(s) || shape_paged(s)) &&
+            e->page == s->page && e->dt == dt)
             return e;
     plan_entry *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->b = s->batch; e->hq = s->hq; e->hkv = s->hkv; e->sq = s->sq; e->skv = s->skv; e->d = s->d;
     e->causal = s->causal;
-    e->padded = shape_ragged(s);
+    e->padded = shape_ragged(s) || shape_paged(s); /* pages need each sequence's key count */
+    e->page = s->page;
     e->dt = dt;
     e->next = vs->plans;
     vs->plans = e;
@@ -311,7 +313,8 @@ static plan_entry *plan_get(vendor_session *vs, const shape_t *s, dtype_t dt)
     e->status = ST_UNSUPPORTED;
     for (int i = 0; i < nv; i++) {
         fbdnn_sdpa p = {.b = s->batch, .hq = s->hq, .hkv = s->hkv, .sq = s->sq, .skv = s->skv, .d = s->d,
-                        .causal = s->causal, .padded = shape_ragged(s),
+                        .causal = s->causal, .padded = e->padded, .page = s->page,
+                        .npages = (int64_t)s->batch * shape_pages_per_seq(s),
                         .io_type = dt == DT_FP16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16,
                         .stats_real = variants[i], .scale = (float)(1.0 / sqrt((double)s->d))};
         char *why = reasons[i];
@@ -336,7 +339,7 @@ static plan_entry *plan_get(vendor_session *vs, const shape_t *s, dtype_t dt)
                      "engine=%" PRId64 ";knobs=%.120s;heur=%s;cfg_index=%d;heur_configs=%d%s;stats=%s;mask=%s%s;ws=%" PRId64,
                      e->pl.engine, e->pl.knobs[0] ? e->pl.knobs : "none", e->pl.mode, e->pl.index, e->pl.heur_configs, fb,
                      variants[i] ? "real" : "virtual", e->g.masked ? "bottom_right" : "none",
-                     e->padded ? ";layout=padded,seq_len" : "", e->pl.workspace);
+                     e->page ? ";layout=paged,seq_len" : e->padded ? ";layout=padded,seq_len" : "", e->pl.workspace);
             dbg(vs, "plan for %s: %s", s->name, e->config);
             return e;
         }
@@ -473,10 +476,9 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
         snprintf(res->reason, sizeof res->reason, "cuDNN's fused flash attention takes fp16 or bf16, not %s", dtype_name(dt));
         return 0;
     }
-    if (shape_paged(s)) {
+    if (shape_paged(s) && vs->L->version < 90500) {
         res->status = ST_UNSUPPORTED;
-        snprintf(res->reason, sizeof res->reason,
-                 "this adapter's cuDNN graph reads dense K and V; cuDNN's paged K/V (page tables) is not wired into it yet");
+        snprintf(res->reason, sizeof res->reason, "cuDNN %zu has no paged cache load (9.5 or newer)", vs->L->version);
         return 0;
     }
     for (int b = 0; s->causal && shape_ragged(s) && b < s->batch; b++) {
@@ -511,26 +513,31 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
 
     const size_t es = dtype_size(dt);
     const size_t nq = (size_t)s->batch * s->hq * s->sq * s->d, nkv = (size_t)s->batch * s->hkv * s->skv * s->d;
-    const size_t bytes[FBDNN_NDEV] = {nq * es, nkv * es, nkv * es, nq * es,
-                                      e->g.p.stats_real ? (size_t)s->batch * s->hq * s->sq * sizeof(float) : 0,
-                                      e->padded ? (size_t)s->batch * sizeof(int32_t) : 0,
-                                      e->padded ? (size_t)s->batch * sizeof(int32_t) : 0};
-    const void *host[FBDNN_NDEV] = {in->q, in->k, in->v, NULL, NULL, NULL, NULL};
     run_state rs = {0};
     int rc = 0;
     fbdnn_padded pad = {0};
+    const void *host[FBDNN_NDEV] = {in->q, in->k, in->v, NULL, NULL, NULL, NULL, NULL};
     res->status = ST_LAUNCH_ERROR;
-    if (e->padded) { /* the packed ragged batch, padded to [B, H, sq or skv, D] for cuDNN */
-        if (fbdnn_pad_inputs(s, es, in, &pad) != 0) {
-            snprintf(res->reason, sizeof res->reason, "host memory for the padded batch exhausted");
-            goto out;
-        }
+    /* a ragged batch padded to [B, H, sq or skv, D], or K and V in pages, with each sequence's
+     * lengths (and the block table) */
+    if (e->padded && fbdnn_pad_inputs(s, es, in, 1, &pad) != 0) {
+        snprintf(res->reason, sizeof res->reason, "host memory for the padded or paged batch exhausted");
+        goto out;
+    }
+    if (e->padded) {
         host[FBDNN_DEV_Q] = pad.q;
         host[FBDNN_DEV_K] = pad.k;
         host[FBDNN_DEV_V] = pad.v;
         host[FBDNN_DEV_SEQ_Q] = pad.seq_q;
         host[FBDNN_DEV_SEQ_KV] = pad.seq_kv;
+        host[FBDNN_DEV_PAGE_TABLE] = pad.bt;
     }
+    const size_t kvb = e->padded ? pad.kv_bytes : nkv * es;
+    const size_t bytes[FBDNN_NDEV] = {nq * es, kvb, kvb, nq * es,
+                                      e->g.p.stats_real ? (size_t)s->batch * s->hq * s->sq * sizeof(float) : 0,
+                                      e->padded ? (size_t)s->batch * sizeof(int32_t) : 0,
+                                      e->padded ? (size_t)s->batch * sizeof(int32_t) : 0,
+                                      pad.bt ? (size_t)s->batch * shape_pages_per_seq(s) * sizeof(int32_t) : 0};
     for (int i = 0; i < FBDNN_NDEV; i++) {
         if (!bytes[i]) continue;
         if ((r = DRV(vs, cuMemAlloc, &rs.buf[i], bytes[i])) != CUDA_SUCCESS) {

@@ -139,9 +139,16 @@
     X(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, 1611)                                              \
     X(CUDNN_ATTR_OPERATION_REDUCTION_DESC, 1612)
 
-/* Since cuDNN 9.8: device properties, serializable, for plans built without the device. */
-#define FBDNN_DESCRIPTOR_TYPE_LIST_98(X) X(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, 38)
+/* Since cuDNN 9.8: device properties, serializable, for plans built without the device;
+ * and (since 9.5) the paged cache load that reads K and V through a page table. */
+#define FBDNN_DESCRIPTOR_TYPE_LIST_98(X)                                                       \
+    X(CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR, 35)                                 \
+    X(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, 38)
 #define FBDNN_ATTR_NAME_LIST_98(X)                                                             \
+    X(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC, 1950)                              \
+    X(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, 1951)                                       \
+    X(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC, 1952)                               \
+    X(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC, 1953)                             \
     X(CUDNN_ATTR_DEVICEPROP_DEVICE_ID, 2700)                                                   \
     X(CUDNN_ATTR_DEVICEPROP_HANDLE, 2701)                                                      \
     X(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, 2702)

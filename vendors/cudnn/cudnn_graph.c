@@ -421,6 +421,23 @@ static int matmul(fbdnn_graph *g, const char *name, fbdnn_desc a, fbdnn_desc b, 
     return add_op(g, op, err, errlen);
 }
 
+/* y (a virtual K^T or V, [b, h, ...]) = the rows of container (pages [npages, h, page, d])
+ * that page table [b, 1, pages, 1] names for each sequence, seq_len [b, 1, 1, 1] long. */
+static int paged_load(fbdnn_graph *g, const char *name, fbdnn_desc container, fbdnn_desc seq_len, fbdnn_desc table,
+                      fbdnn_desc y, char *err, size_t errlen)
+{
+    char lab[48];
+    snprintf(lab, sizeof lab, "op:%s", name);
+    fbdnn_desc op = create(g, CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR, lab, err, errlen);
+    if (!op) return -1;
+    TRY(set(g, op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &container, err, errlen));
+    TRY(set(g, op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &table, err, errlen));
+    TRY(set(g, op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &seq_len, err, errlen));
+    TRY(set(g, op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, err, errlen));
+    TRY(finalize(g, op, err, errlen));
+    return add_op(g, op, err, errlen);
+}
+
 static int build(fbdnn_graph *g, char *err, size_t errlen)
 {
     const fbdnn_sdpa *p = &g->p;
@@ -433,10 +450,12 @@ static int build(fbdnn_graph *g, char *err, size_t errlen)
     const int64_t r_dim[4] = {b, hq, sq, 1}, r_str[4] = {hq * sq, sq, 1, 1};
     const int64_t one[4] = {1, 1, 1, 1};
 
+    const int paged = p->page > 0;
     fbdnn_desc Q, KT, V, O, S, SS, M, SM, E, Z, LZ, ST, P, SC;
     if (!(Q = tensor(g, "Q", FBDNN_UID_Q, IO, q_dim, q_str, 0, 0, err, errlen)) ||
-        !(KT = tensor(g, "K^T", FBDNN_UID_K, IO, kt_dim, kt_str, 0, 0, err, errlen)) ||
-        !(V = tensor(g, "V", FBDNN_UID_V, IO, v_dim, v_str, 0, 0, err, errlen)) ||
+        /* paged: K^T and V are what the paged cache loads produce */
+        !(KT = tensor(g, "K^T", paged ? 0 : FBDNN_UID_K, IO, kt_dim, kt_str, paged, 0, err, errlen)) ||
+        !(V = tensor(g, "V", paged ? 0 : FBDNN_UID_V, IO, v_dim, v_str, paged, 0, err, errlen)) ||
         !(O = tensor(g, "O", FBDNN_UID_O, IO, q_dim, q_str, 0, 0, err, errlen)) ||
         !(ST = tensor(g, "stats", p->stats_real ? FBDNN_UID_STATS : 0, F, r_dim, r_str, !p->stats_real, 0, err, errlen)) ||
         !(SC = tensor(g, "scale", FBDNN_UID_SCALE, F, one, one, 0, 1, err, errlen)) ||
@@ -450,6 +469,20 @@ static int build(fbdnn_graph *g, char *err, size_t errlen)
         return -1;
     if ((p->padded || g->masked) && !(NI = tensor(g, "neg_inf", FBDNN_UID_NEG_INF, F, one, one, 0, 1, err, errlen)))
         return -1;
+    if (paged) {
+        const int64_t pages = (skv + p->page - 1) / p->page;
+        const int64_t c_dim[4] = {p->npages, hkv, p->page, d}, c_str[4] = {hkv * p->page * d, p->page * d, d, 1};
+        const int64_t t_dim[4] = {b, 1, pages, 1}, t_str[4] = {pages, pages, 1, 1};
+        fbdnn_desc KC, VC, TK, TV;
+        if (!(KC = tensor(g, "K pages", FBDNN_UID_K, IO, c_dim, c_str, 0, 0, err, errlen)) ||
+            !(VC = tensor(g, "V pages", FBDNN_UID_V, IO, c_dim, c_str, 0, 0, err, errlen)) ||
+            !(TK = tensor(g, "page table K", FBDNN_UID_PAGE_TABLE_K, I, t_dim, t_str, 0, 0, err, errlen)) ||
+            !(TV = tensor(g, "page table V", FBDNN_UID_PAGE_TABLE_V, I, t_dim, t_str, 0, 0, err, errlen)))
+            return -1;
+        if (paged_load(g, "load K pages", KC, SEQKV, TK, KT, err, errlen) ||
+            paged_load(g, "load V pages", VC, SEQKV, TV, V, err, errlen))
+            return -1;
+    }
     if (matmul(g, "bmm1 Q*K^T", Q, KT, S, SEQQ, SEQKV, NULL, err, errlen) ||
         pointwise(g, "attn_scale", CUDNN_POINTWISE_MUL, F, -1, S, SC, NULL, SS, err, errlen))
         return -1;
@@ -534,14 +567,19 @@ int fbdnn_graph_build(const fbdnn_lib *L, const fbdnn_sdpa *p, fbdnn_graph *g, c
         return -1;
     }
     if (p->b < 1 || p->hq < 1 || p->hkv < 1 || p->sq < 1 || p->skv < 1 || p->d < 1 || p->hq % p->hkv != 0 ||
-        p->skv > INT32_MAX || p->sq > INT32_MAX) {
+        p->skv > INT32_MAX || p->sq > INT32_MAX || p->page < 0 ||
+        (p->page > 0 && (!p->padded || p->npages < p->b * ((p->skv + p->page - 1) / p->page)))) {
         snprintf(err, errlen, "invalid problem");
+        return -1;
+    }
+    if (p->page > 0 && L->version < 90500) {
+        snprintf(err, errlen, "cuDNN %zu has no paged cache load (9.5 or newer)", L->version);
         return -1;
     }
     if (L->debug)
         fprintf(stderr, "[cudnn] graph b=%" PRId64 " hq=%" PRId64 " hkv=%" PRId64 " sq=%" PRId64 " skv=%" PRId64
-                        " d=%" PRId64 " causal=%d masked=%d padded=%d io=%s stats=%s scale=%g (cuDNN %zu, %s)\n",
-                p->b, p->hq, p->hkv, p->sq, p->skv, p->d, p->causal, g->masked, p->padded, data_type_name(p->io_type),
+                        " d=%" PRId64 " causal=%d masked=%d padded=%d page=%" PRId64 " io=%s stats=%s scale=%g (cuDNN %zu, %s)\n",
+                p->b, p->hq, p->hkv, p->sq, p->skv, p->d, p->causal, g->masked, p->padded, p->page, data_type_name(p->io_type),
                 p->stats_real ? "real" : "virtual", (double)p->scale, L->version, L->path);
     return build(g, err, errlen);
 }
@@ -732,6 +770,8 @@ int fbdnn_variant_pack(fbdnn_graph *g, void *const dev[FBDNN_NDEV], void *worksp
         case FBDNN_UID_STATS: ptrs[i] = dev[FBDNN_DEV_STATS]; break;
         case FBDNN_UID_SEQ_Q: ptrs[i] = dev[FBDNN_DEV_SEQ_Q]; break;
         case FBDNN_UID_SEQ_KV: ptrs[i] = dev[FBDNN_DEV_SEQ_KV]; break;
+        case FBDNN_UID_PAGE_TABLE_K:
+        case FBDNN_UID_PAGE_TABLE_V: ptrs[i] = dev[FBDNN_DEV_PAGE_TABLE]; break;
         case FBDNN_UID_SCALE: ptrs[i] = &g->scale; break;
         case FBDNN_UID_NEG_INF: ptrs[i] = &g->neg_inf; break;
         case FBDNN_UID_SKV: ptrs[i] = &g->skv32; break;

@@ -27,10 +27,11 @@ int fbdnn_load(const fbdnn_lib **out, char *why, size_t wlen);
 
 /* The tensors the caller provides, by unique id (variant pack order). */
 enum { FBDNN_UID_Q = 1, FBDNN_UID_K, FBDNN_UID_V, FBDNN_UID_O, FBDNN_UID_STATS, FBDNN_UID_SCALE, FBDNN_UID_NEG_INF,
-       FBDNN_UID_SKV, FBDNN_UID_SQ, FBDNN_UID_SEQ_Q, FBDNN_UID_SEQ_KV };
-/* The device buffers of a variant pack, by position in fbdnn_variant_pack's dev[]. */
+       FBDNN_UID_SKV, FBDNN_UID_SQ, FBDNN_UID_SEQ_Q, FBDNN_UID_SEQ_KV, FBDNN_UID_PAGE_TABLE_K, FBDNN_UID_PAGE_TABLE_V };
+/* The device buffers of a variant pack, by position in fbdnn_variant_pack's dev[] (one page
+ * table serves K and V). */
 enum { FBDNN_DEV_Q, FBDNN_DEV_K, FBDNN_DEV_V, FBDNN_DEV_O, FBDNN_DEV_STATS, FBDNN_DEV_SEQ_Q, FBDNN_DEV_SEQ_KV,
-       FBDNN_NDEV };
+       FBDNN_DEV_PAGE_TABLE, FBDNN_NDEV };
 
 /* One attention problem: Q [b, hq, sq, d], K and V [b, hkv, skv, d], O like Q, all contiguous. */
 typedef struct {
@@ -39,6 +40,9 @@ typedef struct {
     int padded;      /* a ragged batch padded to sq, skv: per-sequence lengths seq_q, seq_kv [b] (int32,
                       * device buffers) limit the matmuls and mask padded rows and columns, and the
                       * causal diagonal is each sequence's own (j <= i + seq_kv - seq_q) */
+    int64_t page;    /* > 0: K and V are pages [npages, hkv, page, d] read through a page table
+                      * [b, 1, ceil(skv / page), 1] (int32) by paged cache loads; needs padded */
+    int64_t npages;
     int io_type;     /* CUDNN_DATA_HALF or CUDNN_DATA_BFLOAT16 */
     int stats_real;  /* the softmax statistics (log-sum-exp) as an output tensor, else virtual */
     float scale;     /* 1/sqrt(d) */

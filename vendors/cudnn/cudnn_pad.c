@@ -1,59 +1,83 @@
-/* cudnn_pad.c: ragged batches padded for cuDNN and unpadded again (cudnn_pad.h). */
+/* cudnn_pad.c: the harness's inputs padded and paged for cuDNN, and unpadded again. */
 #include "cudnn_pad.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "refcheck.h"
+
 void fbdnn_pad_free(fbdnn_padded *p)
 {
-    free(p->q); free(p->k); free(p->v); free(p->o); free(p->seq_q); free(p->seq_kv);
+    free(p->q); free(p->k); free(p->v); free(p->o); free(p->seq_q); free(p->seq_kv); free(p->bt);
     memset(p, 0, sizeof *p);
 }
 
-/* Rows [c0, c0 + n) of every head of packed src ([h, total, d]) into rows [0, n) of batch
- * entry bi of dense dst ([b, h, s, d]), or back (to_dense 0). */
-static void copy_rows(char *dense, char *packed, int to_dense, int h, int s, long long total, int d, size_t es, int bi,
-                      long long c0, int n)
+/* Row r of head h of sequence b in the harness's layout: packed [heads, total, d] from the
+ * sequence's first row c0 when ragged, else dense [b, heads, smax, d]. */
+static size_t host_row(const shape_t *s, int heads, int smax, long long total, int b, int h, long long c0)
 {
-    const size_t row = (size_t)d * es;
-    for (int hh = 0; hh < h; hh++) {
-        char *dp = dense + (((size_t)bi * h + hh) * s) * row;
-        char *pp = packed + ((size_t)hh * (size_t)total + (size_t)c0) * row;
-        if (to_dense) memcpy(dp, pp, (size_t)n * row);
-        else memcpy(pp, dp, (size_t)n * row);
+    return shape_ragged(s) ? (size_t)((long long)h * total + c0) : ((size_t)b * heads + (size_t)h) * (size_t)smax;
+}
+
+/* n rows of every head of sequence b between the harness's layout and dense [b, heads,
+ * smax, d] (to_dense 0: back). */
+static void copy_rows(const shape_t *s, char *dense, char *host, int to_dense, int heads, int smax, long long total,
+                      size_t es, int b, long long c0, int n)
+{
+    const size_t row = (size_t)s->d * es;
+    for (int h = 0; h < heads; h++) {
+        char *dp = dense + (((size_t)b * heads + (size_t)h) * (size_t)smax) * row;
+        char *hp = host + host_row(s, heads, smax, total, b, h, c0) * row;
+        if (to_dense) memcpy(dp, hp, (size_t)n * row);
+        else memcpy(hp, dp, (size_t)n * row);
     }
 }
 
-int fbdnn_pad_inputs(const shape_t *s, size_t es, const vendor_inputs *in, fbdnn_padded *p)
+int fbdnn_pad_inputs(const shape_t *s, size_t es, const vendor_inputs *in, uint64_t seed, fbdnn_padded *p)
 {
-    const size_t nq = (size_t)s->batch * s->hq * s->sq * s->d, nkv = (size_t)s->batch * s->hkv * s->skv * s->d;
-    int32_t *cu = malloc(sizeof *cu * 2 * ((size_t)s->batch + 1));
-    p->q = calloc(nq, es); p->k = calloc(nkv, es); p->v = calloc(nkv, es); p->o = malloc(nq * es);
+    memset(p, 0, sizeof *p);
+    const size_t nq = (size_t)s->batch * s->hq * s->sq * s->d;
+    const int paged = shape_paged(s);
+    const size_t npages = (size_t)s->batch * (size_t)shape_pages_per_seq(s);
+    p->kv_bytes = es * (paged ? npages * (size_t)s->hkv * (size_t)s->page * (size_t)s->d
+                              : (size_t)s->batch * s->hkv * s->skv * s->d);
+    p->q = calloc(nq, es);
+    p->o = malloc(nq * es);
+    p->k = calloc(p->kv_bytes, 1);
+    p->v = calloc(p->kv_bytes, 1);
     p->seq_q = malloc(sizeof(int32_t) * (size_t)s->batch);
     p->seq_kv = malloc(sizeof(int32_t) * (size_t)s->batch);
-    if (!cu || !p->q || !p->k || !p->v || !p->o || !p->seq_q || !p->seq_kv) { free(cu); fbdnn_pad_free(p); return -1; }
-    int32_t *cuq = cu, *cukv = cu + s->batch + 1;
-    shape_cu_seqlens(s, cuq, cukv);
+    if (paged) p->bt = malloc(sizeof(int32_t) * npages);
+    if (!p->q || !p->o || !p->k || !p->v || !p->seq_q || !p->seq_kv || (paged && !p->bt)) { fbdnn_pad_free(p); return -1; }
     const long long tq = shape_total_q(s), tkv = shape_total_kv(s);
+    long long q0 = 0, k0 = 0;
     for (int b = 0; b < s->batch; b++) {
-        p->seq_q[b] = cuq[b + 1] - cuq[b];
-        p->seq_kv[b] = cukv[b + 1] - cukv[b];
-        copy_rows(p->q, (char *)in->q, 1, s->hq, s->sq, tq, s->d, es, b, cuq[b], p->seq_q[b]);
-        copy_rows(p->k, (char *)in->k, 1, s->hkv, s->skv, tkv, s->d, es, b, cukv[b], p->seq_kv[b]);
-        copy_rows(p->v, (char *)in->v, 1, s->hkv, s->skv, tkv, s->d, es, b, cukv[b], p->seq_kv[b]);
+        int lq, lk;
+        shape_seq_lens(s, b, &lq, &lk);
+        p->seq_q[b] = lq;
+        p->seq_kv[b] = lk;
+        copy_rows(s, p->q, (char *)in->q, 1, s->hq, s->sq, tq, es, b, q0, lq);
+        if (!paged) {
+            copy_rows(s, p->k, (char *)in->k, 1, s->hkv, s->skv, tkv, es, b, k0, lk);
+            copy_rows(s, p->v, (char *)in->v, 1, s->hkv, s->skv, tkv, es, b, k0, lk);
+        }
+        q0 += lq;
+        k0 += lk;
     }
-    free(cu);
+    if (paged) { /* a vendor's cache: unused rows are zero */
+        fb_page_table(s, seed, p->bt);
+        fb_page_scatter(s, es, p->bt, in->k, p->k, 0);
+        fb_page_scatter(s, es, p->bt, in->v, p->v, 0);
+    }
     return 0;
 }
 
-/* The real rows of the padded output into the packed O. */
 void fbdnn_unpad_output(const shape_t *s, size_t es, const fbdnn_padded *p, void *o)
 {
-    long long c0 = 0;
+    long long q0 = 0;
     const long long tq = shape_total_q(s);
     for (int b = 0; b < s->batch; b++) {
-        copy_rows(p->o, o, 0, s->hq, s->sq, tq, s->d, es, b, c0, p->seq_q[b]);
-        c0 += p->seq_q[b];
+        copy_rows(s, p->o, o, 0, s->hq, s->sq, tq, es, b, q0, p->seq_q[b]);
+        q0 += p->seq_q[b];
     }
 }
-
