@@ -7,9 +7,11 @@
 
 #define NFEAT 9
 #define BO_INIT 8          /* random probes before the model steers */
-#define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space */
+#define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
 #define BO_MAX_OBS 512
+#define BO_FIT_MAX 48      /* past this many observations the length scales are refitted only */
+#define BO_REFIT 16        /* every this many more (each fit factorises K ~160 times) */
 
 struct searcher {
     int bo;
@@ -20,6 +22,8 @@ struct searcher {
     long nobs;
     long obs_idx[BO_MAX_OBS];
     double obs_us[BO_MAX_OBS];
+    double ls[NFEAT];    /* per-feature RBF length scales (fitted by marginal likelihood) */
+    int varies[NFEAT];   /* the feature takes more than one value over the candidates */
 };
 
 static uint64_t mix64(uint64_t *s)
@@ -64,6 +68,10 @@ searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint6
         se->order[i] = i;
         features(&cands[i], se->feat[i]);
     }
+    for (int f = 0; f < NFEAT; f++) {
+        se->ls[f] = BO_LENGTH;
+        for (long i = 1; i < n && !se->varies[f]; i++) se->varies[f] = se->feat[i][f] != se->feat[0][f];
+    }
     if (strcmp(strategy, "exhaustive"))
         for (long i = n - 1; i > 0; i--) { /* Fisher-Yates, reproducible from the seed */
             long j = (long)(mix64(&seed) % (uint64_t)(i + 1));
@@ -88,11 +96,69 @@ void searcher_preview(const searcher *se, long *out, long k)
     for (long i = 0; i < k && i < se->n; i++) out[i] = se->order[i];
 }
 
-static double kern(const double *a, const double *b)
+/* Squared-exponential kernel with one length scale per feature (ARD). */
+static double kern(const double *ls, const double *a, const double *b)
 {
     double d2 = 0;
-    for (int i = 0; i < NFEAT; i++) d2 += (a[i] - b[i]) * (a[i] - b[i]);
-    return exp(-d2 / (2 * BO_LENGTH * BO_LENGTH));
+    for (int i = 0; i < NFEAT; i++) {
+        const double t = (a[i] - b[i]) / ls[i];
+        d2 += t * t;
+    }
+    return exp(-0.5 * d2);
+}
+
+/* Cholesky factor L of K + noise I over the m observations, with length scales ls; the
+ * log marginal likelihood of the standardised targets y when alpha is given (alpha = K^-1 y
+ * is filled), else 0. */
+static double gp_factor(const searcher *se, const double *ls, const double *y, long m, double *L, double *alpha)
+{
+    for (long i = 0; i < m; i++)
+        for (long j = 0; j <= i; j++) {
+            double s = kern(ls, se->feat[se->obs_idx[i]], se->feat[se->obs_idx[j]]) + (i == j ? BO_NOISE : 0);
+            for (long k = 0; k < j; k++) s -= L[i * m + k] * L[j * m + k];
+            if (i == j) L[i * m + i] = sqrt(s > 1e-12 ? s : 1e-12);
+            else L[i * m + j] = s / L[j * m + j];
+        }
+    if (!alpha) return 0;
+    /* alpha = K^-1 y by two triangular solves; on the way, y^T K^-1 y = |L^-1 y|^2 */
+    double quad = 0, logdet = 0;
+    for (long i = 0; i < m; i++) {
+        double s = y[i];
+        for (long k = 0; k < i; k++) s -= L[i * m + k] * alpha[k];
+        alpha[i] = s / L[i * m + i];
+        quad += alpha[i] * alpha[i];
+        logdet += log(L[i * m + i]);
+    }
+    for (long i = m - 1; i >= 0; i--) {
+        double s = alpha[i];
+        for (long k = i + 1; k < m; k++) s -= L[k * m + i] * alpha[k];
+        alpha[i] = s / L[i * m + i];
+    }
+    return -0.5 * quad - logdet;
+}
+
+/* Type-II maximum likelihood for the length scales: coordinate ascent over a grid, one
+ * feature at a time, twice over; features that never vary keep theirs. */
+static void gp_fit(searcher *se, const double *y, long m, double *L, double *alpha)
+{
+    static const double grid[] = {0.1, 0.18, 0.3, 0.45, 0.7, 1.1, 1.8, 3.0, 6.0};
+    const int ng = (int)(sizeof grid / sizeof grid[0]);
+    double ls[NFEAT];
+    memcpy(ls, se->ls, sizeof ls);
+    double best = gp_factor(se, ls, y, m, L, alpha);
+    for (int pass = 0; pass < 2; pass++)
+        for (int f = 0; f < NFEAT; f++) {
+            if (!se->varies[f]) continue;
+            double keep = ls[f];
+            for (int g = 0; g < ng; g++) {
+                if (grid[g] == keep) continue;
+                ls[f] = grid[g];
+                double ll = gp_factor(se, ls, y, m, L, alpha);
+                if (ll > best + 1e-9) { best = ll; keep = grid[g]; }
+            }
+            ls[f] = keep;
+        }
+    memcpy(se->ls, ls, sizeof ls);
 }
 
 /* The unasked candidate with the largest expected improvement of standardised log time. */
@@ -122,31 +188,14 @@ static long bo_pick(searcher *se)
         y[i] = (y[i] - mean) / sd;
         best = fmin(best, y[i]);
     }
-    /* Cholesky of K + noise I */
-    for (long i = 0; i < m; i++)
-        for (long j = 0; j <= i; j++) {
-            double s = kern(se->feat[se->obs_idx[i]], se->feat[se->obs_idx[j]]) + (i == j ? BO_NOISE : 0);
-            for (long k = 0; k < j; k++) s -= L[i * m + k] * L[j * m + k];
-            if (i == j) L[i * m + i] = sqrt(s > 1e-12 ? s : 1e-12);
-            else L[i * m + j] = s / L[j * m + j];
-        }
-    /* alpha = K^-1 y by two triangular solves */
-    for (long i = 0; i < m; i++) {
-        double s = y[i];
-        for (long k = 0; k < i; k++) s -= L[i * m + k] * alpha[k];
-        alpha[i] = s / L[i * m + i];
-    }
-    for (long i = m - 1; i >= 0; i--) {
-        double s = alpha[i];
-        for (long k = i + 1; k < m; k++) s -= L[k * m + i] * alpha[k];
-        alpha[i] = s / L[i * m + i];
-    }
+    if (m <= BO_FIT_MAX || m % BO_REFIT == 0) gp_fit(se, y, m, L, alpha);
+    gp_factor(se, se->ls, y, m, L, alpha);
     double best_ei = -1;
     for (long c = 0; c < se->n; c++) {
         if (se->asked[c]) continue;
         double mu = 0;
         for (long i = 0; i < m; i++) {
-            v[i] = kern(se->feat[c], se->feat[se->obs_idx[i]]);
+            v[i] = kern(se->ls, se->feat[c], se->feat[se->obs_idx[i]]);
             mu += v[i] * alpha[i];
         }
         for (long i = 0; i < m; i++) { /* v = L^-1 k* */
