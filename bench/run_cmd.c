@@ -30,7 +30,7 @@ static void usage_run(FILE *f)
             "(double precision), then time with device events. One perf.csv row per shape.\n\n"
             "  --device SEL       RUNTIME:INDEX as `fabench devices` lists it (opencl:0), or a\n"
             "                     case-insensitive part of the device name\n"
-            "  --shapes FILE      CSV: name,batch,hq,hkv,sq,skv,d,causal[,dtype][,lens]\n"
+            "  --shapes FILE      CSV: name,batch,hq,hkv,sq,skv,d,causal[,dtype][,lens][,qlens][,page]\n"
             "  --suite NAME       a suite in bench/suites/ (%s)\n"
             "  --out FILE         perf.csv to write (atomically, rewritten after every shape)\n"
             "  --append           add rows to an existing --out file instead of replacing it\n"

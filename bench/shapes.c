@@ -252,7 +252,7 @@ int shapes_load(const char *path, shape_list_t *out, char *err, size_t errlen)
     if (rc != 0) return rc;
     if (t->ncols == 0) {
         snprintf(err, errlen, "%s: no shapes (the file is empty; expected a header "
-                 "name,batch,hq,hkv,sq,skv,d,causal[,dtype][,lens] and one row per shape)", path);
+                 "name,batch,hq,hkv,sq,skv,d,causal[,dtype][,lens][,qlens][,page] and one row per shape)", path);
         csvt_free(t);
         return 2;
     }

@@ -1,4 +1,4 @@
-/* shapes.h: shape files (CSV: name,batch,hq,hkv,sq,skv,d,causal[,dtype][,lens]) and the named
+/* shapes.h: shape files (CSV: name,batch,hq,hkv,sq,skv,d,causal[,dtype][,lens][,qlens][,page]) and the named
  * suites in bench/suites/. Everything is validated before any work starts. */
 #ifndef FABENCH_SHAPES_H
 #define FABENCH_SHAPES_H
