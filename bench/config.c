@@ -131,8 +131,8 @@ size_t kconfig_shared_bytes(const kconfig *c, int d)
 {
     if (c->mma == MMA_MFMA) /* static LDS: one 16-bit K and one V tile, rows padded by 4 */
         return 2 * 2 * (size_t)(d + 4) * (size_t)c->block_n;
-    if (c->mma == MMA_WGMMA) /* 16-bit Q tile and STAGES K and V tiles in 8x8 core matrices, no padding */
-        return 2 * (size_t)d * (size_t)(c->block_m + 2 * c->stages * c->block_n);
+    if (c->mma == MMA_WGMMA) /* 16-bit Q tile and STAGES K and V tiles, no padding; 1 KiB to align swizzle atoms */
+        return 2 * (size_t)d * (size_t)(c->block_m + 2 * c->stages * c->block_n) + 1024;
     if (c->mma == MMA_SYNC) /* 16-bit Q tile and STAGES K and V tiles, rows padded by 8 */
         return 2 * (size_t)(d + 8) * (size_t)(c->block_m + 2 * c->stages * c->block_n);
     int nt = c->num_warps * 32;
