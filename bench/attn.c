@@ -255,6 +255,8 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "PACK_GQA=%d", c->pack_gqa);
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "WARP_M=%d", c->warp_m);
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "WRITE_LSE=%d", write_lse ? 1 : 0);
+    /* wgmma exists only on the architecture-specific target (sm_90a): the runtime compiles for it */
+    if (c->mma == MMA_WGMMA) snprintf(defs[nd++], ATTN_DEFINE_LEN, "ARCH_SPECIFIC=1");
     if (shape_ragged(s)) snprintf(defs[nd++], ATTN_DEFINE_LEN, "VARLEN=1");
     if (shape_paged(s)) {
         snprintf(defs[nd++], ATTN_DEFINE_LEN, "PAGED=1");

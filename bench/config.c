@@ -13,6 +13,7 @@ static const char *mma_name(mma_kind m)
     case MMA_FMA: return "fma";
     case MMA_SYNC: return "mma";
     case MMA_MFMA: return "mfma";
+    case MMA_WGMMA: return "wgmma";
     }
     return "?";
 }
@@ -60,6 +61,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
             if (!strcasecmp(v, "fma") || !strcmp(v, "0")) c->mma = MMA_FMA;
             else if (!strcasecmp(v, "mma") || !strcasecmp(v, "mma_sync") || !strcmp(v, "1")) c->mma = MMA_SYNC;
             else if (!strcasecmp(v, "mfma") || !strcmp(v, "2")) c->mma = MMA_MFMA;
+            else if (!strcasecmp(v, "wgmma") || !strcmp(v, "3")) c->mma = MMA_WGMMA;
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
@@ -69,7 +71,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         }
         if (bad) {
             snprintf(err, errlen, "config: bad value '%s' for %s%s", v, k,
-                     !strcasecmp(k, "MMA") ? " (known: fma, mma, mfma)" : !strcasecmp(k, "STAGES") ? " (1..4)" :
+                     !strcasecmp(k, "MMA") ? " (known: fma, mma, mfma, wgmma)" : !strcasecmp(k, "STAGES") ? " (1..4)" :
                      !strcasecmp(k, "BLOCK_N") ? " (a power of two, 1..256)" :
                      !strcasecmp(k, "BLOCK_M") ? " (a power of two or a multiple of 16, up to 1024)" : "");
             rc = FB_EXIT_BADINPUT;
@@ -122,13 +124,15 @@ void kconfig_grid(const kconfig *c, const shape_t *s, size_t grid[3])
 
 size_t kconfig_dynamic_shared(const kconfig *c, int d)
 {
-    return c->mma == MMA_SYNC ? kconfig_shared_bytes(c, d) : 0;
+    return c->mma == MMA_SYNC || c->mma == MMA_WGMMA ? kconfig_shared_bytes(c, d) : 0;
 }
 
 size_t kconfig_shared_bytes(const kconfig *c, int d)
 {
     if (c->mma == MMA_MFMA) /* static LDS: one 16-bit K and one V tile, rows padded by 4 */
         return 2 * 2 * (size_t)(d + 4) * (size_t)c->block_n;
+    if (c->mma == MMA_WGMMA) /* 16-bit Q tile and STAGES K and V tiles, no padding; 1 KiB to align swizzle atoms */
+        return 2 * (size_t)d * (size_t)(c->block_m + 2 * c->stages * c->block_n) + 1024;
     if (c->mma == MMA_SYNC) /* 16-bit Q tile and STAGES K and V tiles, rows padded by 8 */
         return 2 * (size_t)(d + 8) * (size_t)(c->block_m + 2 * c->stages * c->block_n);
     int nt = c->num_warps * 32;
@@ -150,7 +154,7 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
         if (!(c->set & CFG_MMA) && c->mma == MMA_MFMA) c->mma = MMA_FMA;
         if (!(c->set & CFG_SPLIT_KV)) c->split_kv = 1; /* and no split below */
     }
-    if (!(c->set & CFG_STAGES)) c->stages = c->mma == MMA_SYNC ? 2 : 1;
+    if (!(c->set & CFG_STAGES)) c->stages = c->mma == MMA_SYNC || c->mma == MMA_WGMMA ? 2 : 1;
     if (!(c->set & CFG_KPAD)) c->kpad = 1;
     if (!(c->set & CFG_WARP_M)) c->warp_m = 1;
     if (c->mma == MMA_SYNC) {
@@ -165,6 +169,17 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
             c->num_warps = (c->set & CFG_BLOCK_M) ? (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 1 : 4;
         if (!(c->set & CFG_BLOCK_M)) c->block_m = rows * c->num_warps;
         if (!(c->set & CFG_BLOCK_N)) c->block_n = s->d > 128 ? 32 : 64;
+        goto split;
+    }
+    if (c->mma == MMA_WGMMA) {
+        /* untuned guesses (never run on a GPU yet): two warpgroups of 64 rows for prefill,
+         * one for decode; 128-key tiles up to d = 128 (registers: 64 x 128 scores and
+         * 64 x d outputs per warpgroup), 64 beyond */
+        int decode = s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 64;
+        if (!(c->set & CFG_NUM_WARPS))
+            c->num_warps = (c->set & CFG_BLOCK_M) ? (c->block_m >= 64 ? c->block_m / 64 : 1) * 4 : decode ? 4 : 8;
+        if (!(c->set & CFG_BLOCK_M)) c->block_m = 16 * c->num_warps;
+        if (!(c->set & CFG_BLOCK_N)) c->block_n = s->d > 128 ? 64 : 128;
         goto split;
     }
     if (c->mma == MMA_MFMA) {
@@ -219,13 +234,13 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
 {
     int nt = c->num_warps * 32;
     if (shape_ragged(s) && (c->mma == MMA_MFMA || c->split_kv != 1 || c->pack_gqa)) {
-        snprintf(reason, len, "a ragged batch (lens) runs on MMA=fma or mma with SPLIT_KV=1 and PACK_GQA=0 only (got %s)",
+        snprintf(reason, len, "a ragged batch (lens) runs on MMA=fma, mma or wgmma with SPLIT_KV=1 and PACK_GQA=0 only (got %s)",
                  c->mma == MMA_MFMA ? "MMA=mfma" : c->split_kv != 1 ? "SPLIT_KV>1" : "PACK_GQA=1");
         return ST_UNSUPPORTED;
     }
     if (shape_paged(s) && (c->mma == MMA_MFMA || s->page % c->block_n)) {
         snprintf(reason, len, "a paged KV cache needs %s",
-                 c->mma == MMA_MFMA ? "MMA=fma or mma (not mfma yet)" : "BLOCK_N dividing the page size");
+                 c->mma == MMA_MFMA ? "MMA=fma, mma or wgmma (not mfma yet)" : "BLOCK_N dividing the page size");
         return ST_UNSUPPORTED;
     }
     if (c->mma == MMA_SYNC) {
@@ -240,6 +255,25 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
             return ST_UNSUPPORTED;
         }
         if (c->block_n % 16) { snprintf(reason, len, "MMA=mma needs BLOCK_N a multiple of 16"); return ST_UNSUPPORTED; }
+    } else if (c->mma == MMA_WGMMA) {
+        if (!(dev->features & RT_FEAT_WGMMA)) {
+            snprintf(reason, len, "MMA=wgmma needs an NVIDIA Hopper GPU (compute capability 9.0, sm_90a) through the cuda runtime");
+            return ST_UNSUPPORTED;
+        }
+        if (dt == DT_FP32) { snprintf(reason, len, "MMA=wgmma needs fp16 or bf16"); return ST_UNSUPPORTED; }
+        if (c->num_warps % 4 || c->warp_m != 1 || c->block_m != 16 * c->num_warps) {
+            snprintf(reason, len, "MMA=wgmma needs whole warpgroups: NUM_WARPS a multiple of 4, WARP_M=1 and BLOCK_M = 16 * NUM_WARPS "
+                     "(64 rows per warpgroup; got BLOCK_M=%d, NUM_WARPS=%d, WARP_M=%d)", c->block_m, c->num_warps, c->warp_m);
+            return ST_UNSUPPORTED;
+        }
+        if (c->block_n != 64 && c->block_n != 128 && c->block_n != 256) {
+            snprintf(reason, len, "MMA=wgmma needs BLOCK_N 64, 128 or 256 (got %d)", c->block_n);
+            return ST_UNSUPPORTED;
+        }
+        if (s->d != 64 && s->d != 128 && s->d != 256) {
+            snprintf(reason, len, "MMA=wgmma supports head dims 64, 128 and 256 (got %d)", s->d);
+            return ST_UNSUPPORTED;
+        }
     } else if (c->mma == MMA_MFMA) {
         if (!(dev->features & RT_FEAT_MFMA)) {
             snprintf(reason, len, "MMA=mfma needs AMD matrix cores (gfx90a, gfx94x) through the hip runtime");
@@ -281,7 +315,7 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         return ST_UNSUPPORTED;
     }
     size_t sh = kconfig_shared_bytes(c, s->d);
-    size_t sh_limit = c->mma == MMA_SYNC ? dev->shared_bytes : dev->static_shared_bytes;
+    size_t sh_limit = c->mma == MMA_SYNC || c->mma == MMA_WGMMA ? dev->shared_bytes : dev->static_shared_bytes;
     if (sh_limit && sh > sh_limit) {
         snprintf(reason, len, "needs %zu bytes of shared memory > device limit %zu", sh, sh_limit);
         return ST_RESOURCE_LIMIT;

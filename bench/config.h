@@ -6,7 +6,7 @@
 #include "common.h"
 #include "rt.h"
 
-typedef enum { MMA_FMA = 0, MMA_SYNC = 1, MMA_MFMA = 2 } mma_kind;
+typedef enum { MMA_FMA = 0, MMA_SYNC = 1, MMA_MFMA = 2, MMA_WGMMA = 3 } mma_kind;
 
 typedef struct {
     int block_m, block_n, num_warps, split_kv, kpad, stages, pack_gqa, warp_m;
@@ -19,7 +19,7 @@ typedef struct {
 enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CFG_KPAD = 16, CFG_MMA = 32, CFG_STAGES = 64, CFG_PACK_GQA = 128, CFG_WARP_M = 256 };
 
 /* Parses "K=V,K=V" (or ';'), overriding fields of *c and marking them in c->set.
- * Keys: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA (fma, mma, mfma),
+ * Keys: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA (fma, mma, mfma, wgmma),
  * FAULT_SKIP_LAST_TILE.
  * Returns 0 or 2 with err naming the key. */
 int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen);
@@ -47,7 +47,7 @@ size_t kconfig_shared_bytes(const kconfig *c, int d);
 long kconfig_rows(const kconfig *c, const shape_t *s);
 void kconfig_grid(const kconfig *c, const shape_t *s, size_t grid[3]);
 
-/* Dynamic shared memory to pass at launch: 0 for fma, kconfig_shared_bytes for mma. */
+/* Dynamic shared memory to pass at launch: 0 for fma and mfma, kconfig_shared_bytes for mma and wgmma. */
 size_t kconfig_dynamic_shared(const kconfig *c, int d);
 
 #endif

@@ -12,7 +12,8 @@
 static const char *const known_params[] = {"MMA", "BLOCK_M", "BLOCK_N", "NUM_WARPS", "WARP_M",
                                            "STAGES", "KPAD", "SPLIT_KV", "PACK_GQA"};
 static const char *const known_conds[] = {"feature:mma_sync", "dtype:16bit", "MMA=fma", "MMA=mma",
-                                          "decode", "prefill", "gqa", "fill", "feature:mfma", "MMA=mfma"};
+                                          "decode", "prefill", "gqa", "fill", "feature:mfma", "MMA=mfma",
+                                          "feature:wgmma", "MMA=wgmma"};
 
 static int known(const char *s, const char *const *list, size_t n)
 {
@@ -63,7 +64,7 @@ int space_load(const char *path, space_t *sp, char *err, size_t errlen)
         for (char *c = strtok_r(wcopy, "&", &save); c && rc == 0; c = strtok_r(NULL, "&", &save))
             if (!known(c, known_conds, sizeof known_conds / sizeof known_conds[0])) {
                 snprintf(err, errlen, "%s:%d: field 'when': unknown condition '%s' (known: feature:mma_sync, "
-                         "dtype:16bit, MMA=fma, MMA=mma, decode, prefill, gqa, fill, feature:mfma, MMA=mfma)", path, line, c);
+                         "dtype:16bit, MMA=fma, MMA=mma, decode, prefill, gqa, fill, feature:mfma, MMA=mfma, feature:wgmma, MMA=wgmma)", path, line, c);
                 rc = FB_EXIT_BADINPUT;
             }
         if (rc) break;
@@ -116,6 +117,8 @@ static int holds(const char *when, const rt_device_info *dev, const shape_t *s, 
         if (!strcmp(c, "MMA=mma") && mma != MMA_SYNC) return 0;
         if (!strcmp(c, "feature:mfma") && !(dev->features & RT_FEAT_MFMA)) return 0;
         if (!strcmp(c, "MMA=mfma") && mma != MMA_MFMA) return 0;
+        if (!strcmp(c, "feature:wgmma") && !(dev->features & RT_FEAT_WGMMA)) return 0;
+        if (!strcmp(c, "MMA=wgmma") && mma != MMA_WGMMA) return 0;
         if (!strcmp(c, "decode") && !decode) return 0;
         if (!strcmp(c, "prefill") && decode) return 0;
         if (!strcmp(c, "gqa") && s->hq == s->hkv) return 0;

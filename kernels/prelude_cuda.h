@@ -113,6 +113,86 @@ INLINE void fb_cp_async16_full(u32 dst, const void *src)
 INLINE void fb_cp_async_commit(void) { asm volatile("cp.async.commit_group;"); }
 template <int N> __device__ __forceinline__ void fb_cp_async_wait(void) { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
 
+/* ---- Hopper warpgroup MMA (wgmma), sm_90a only: MMA = 3 ----
+ * NVRTC defines __CUDA_ARCH_FEAT_SM90_ALL when compiling for sm_90a / compute_90a (the
+ * architecture-specific target wgmma needs); the cuda runtime picks that target when the
+ * defines ask for ARCH_SPECIFIC=1 on an sm_90 device. PTX ISA section names below are
+ * those of "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions". */
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FB_HAS_WGMMA 1
+typedef unsigned long long u64;
+
+/* "Matrix Descriptor Format": a 64-bit descriptor of a matrix in shared memory
+ *   bits  0-13  start address >> 4 (shared-window byte address)
+ *   bits 16-29  leading dimension byte offset >> 4  (LBO)
+ *   bits 32-45  stride dimension byte offset >> 4   (SBO)
+ *   bits 49-51  matrix base offset (0: only swizzled layouts use it)
+ *   bits 62-63  swizzle mode: 0 none ("interleave"), 1 128-byte, 2 64-byte, 3 32-byte
+ * Here always swizzle 0: core matrices of 8 rows x 16 bytes, each 128 contiguous bytes.
+ * Adding (bytes >> 4) to a descriptor moves its start address (no carry: shared
+ * addresses stay below 2^18). */
+INLINE u64 fb_wg_desc(u32 addr, u32 lbo, u32 sbo)
+{
+    return (u64)((addr & 0x3FFFFu) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(sbo >> 4) << 32);
+}
+
+/* wgmma.fence before the first wgmma and whenever registers it reads (accumulators, A
+ * fragments) were written by other instructions; commit_group closes a batch;
+ * wait_group<N> waits until at most N batches are pending ("wgmma.fence",
+ * "wgmma.commit_group", "wgmma.wait_group"). */
+INLINE void fb_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+INLINE void fb_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void fb_wgmma_wait(void) { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+/* Makes this thread's generic-proxy shared-memory writes (cp.async, st.shared) visible to
+ * the async proxy through which wgmma reads its shared-memory operands. */
+INLINE void fb_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+/* Pins a register between asynchronous wgmma uses: the compiler may neither move its
+ * reads and writes across this point nor copy it while a wgmma owns it. */
+INLINE void fb_reg_pin(float &x) { asm volatile("" : "+f"(x)::"memory"); }
+INLINE void fb_reg_pin_u(u32 &x) { asm volatile("" : "+r"(x)::"memory"); }
+
+#if DTYPE == 2
+#define FB_WG_T "bf16"
+#else
+#define FB_WG_T "f16"
+#endif
+#define FB_WG_D8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define FB_WG_D32(d, i) FB_WG_D8(d, i), FB_WG_D8(d, i + 8), FB_WG_D8(d, i + 16), FB_WG_D8(d, i + 24)
+#define FB_WG_D64(d, i) FB_WG_D32(d, i), FB_WG_D32(d, i + 32)
+#define FB_WG_D128(d, i) FB_WG_D64(d, i), FB_WG_D64(d, i + 64)
+#define FB_WG_R32 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}"
+#define FB_WG_R64 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31" \
+    ",%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}"
+#define FB_WG_R128 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31" \
+    ",%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63" \
+    ",%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95" \
+    ",%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}"
+/* D[64 x N] (+)= A[64 x 16] * B[16 x N], fp32 accumulators, 16-bit inputs; acc = 0 ignores D.
+ *   fb_wgmma_ss_N: A and B from shared memory by descriptors, both K-major (no transpose)
+ *   fb_wgmma_rs_tb_N: A from registers, B by descriptor, N-major (imm-trans-b = 1)
+ * "Register Fragments" (m64nNk16): warp w (= warp index % 4) of the warpgroup holds rows
+ * 16w .. 16w+15; with g = lane / 4 and t = lane % 4, thread element
+ *   D: d[4j + 2r + c] = D[16w + g + 8r][8j + 2t + c]       (j < N/8, r, c in {0, 1})
+ *   A: a[2h + r] = A[16w + g + 8r][8h + 2t .. 8h + 2t + 1]  (h, r in {0, 1}; low half first)
+ * i.e. per 8 columns the mma.sync m16n8 C fragment, and A the mma.sync m16n8k16 A fragment. */
+#define FB_WGMMA_DEF(N, REGS, DL, SS_AB, SS_SC, RS_AB, RS_SC)                                           \
+    INLINE void fb_wgmma_ss_##N(float *d, u64 a, u64 b, int acc)                                       \
+    {                                                                                                  \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SS_SC ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N \
+                     "k16.f32." FB_WG_T "." FB_WG_T " " REGS ", " SS_AB ", p, 1, 1, 0, 0;\n}\n"             \
+                     : DL(d, 0) : "l"(a), "l"(b), "r"(acc));                                           \
+    }                                                                                                  \
+    INLINE void fb_wgmma_rs_tb_##N(float *d, const u32 *a, u64 b, int acc)                             \
+    {                                                                                                  \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " RS_SC ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N \
+                     "k16.f32." FB_WG_T "." FB_WG_T " " REGS ", " RS_AB ", p, 1, 1, 1;\n}\n"                \
+                     : DL(d, 0) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));         \
+    }
+FB_WGMMA_DEF(64, FB_WG_R32, FB_WG_D32, "%32, %33", "%34", "{%32, %33, %34, %35}, %36", "%37")
+FB_WGMMA_DEF(128, FB_WG_R64, FB_WG_D64, "%64, %65", "%66", "{%64, %65, %66, %67}, %68", "%69")
+FB_WGMMA_DEF(256, FB_WG_R128, FB_WG_D128, "%128, %129", "%130", "{%128, %129, %130, %131}, %132", "%133")
+#endif /* __CUDA_ARCH_FEAT_SM90_ALL */
+
 /* Dynamic shared memory: one buffer that the kernel carves up; its size is checked. */
 #define FB_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
 INLINE u32 fb_dynamic_smem_size(void)

@@ -1,6 +1,9 @@
 /* test_nvrtc.c: the CUDA runtime's offline compiles (NVRTC alone, no GPU or driver):
  * CUBIN for sm_80 and sm_90 with ptxas' resource report, PTX for compute_80, compile errors
- * with their log, an unknown architecture; and that an absent driver is reported, not a crash.
+ * with their log, an unknown architecture; the Hopper wgmma kernel (MMA=wgmma) for sm_90a,
+ * with HGMMA in its SASS where a disassembler is on PATH and wgmma.mma_async in its PTX, and
+ * rejected with a reason for sm_80, plain sm_90 and by the configuration checks; and that
+ * an absent driver is reported, not a crash.
  * Skips the compile tests, saying why, where NVRTC cannot be loaded (unless
  * FABENCH_REQUIRE_NVRTC is set). */
 #define _GNU_SOURCE
@@ -15,8 +18,10 @@
 #include <cmocka.h>
 
 #include "attn.h"
+#include "codegen.h"
 #include "config.h"
 #include "rt.h"
+#include "sass.h"
 
 static const char *const kernel_src =
     "extern \"C\" __global__ void scale(float *out, const float *in, int n)\n"
@@ -160,6 +165,220 @@ static void compile_kernel_for(const char *arch)
 static void test_kernel_sm80(void **state) { (void)state; compile_kernel_for("sm_80"); }
 static void test_kernel_sm90(void **state) { (void)state; compile_kernel_for("sm_90"); }
 
+/* MMA=wgmma (Hopper, sm_90a): a sample of configurations, compiled the way the harness does
+ * (its defines carry ARCH_SPECIFIC=1, which makes the runtime turn sm_90 into sm_90a). Each
+ * must compile, spill nothing where marked, and issue HGMMA (SASS, where nvdisasm or
+ * cuobjdump is on PATH) and wgmma.mma_async (PTX). */
+typedef struct { const char *cfg; int d; dtype_t dt; int causal, sq, no_spill; } wcase;
+static const wcase wcases[] = {
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2", 128, DT_BF16, 0, 4096, 1}, /* the default for d=128 prefill */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2", 128, DT_FP16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=2", 128, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3", 128, DT_FP16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2", 128, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2", 64, DT_BF16, 1, 2048, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2", 64, DT_FP16, 0, 2048, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=1", 64, DT_BF16, 0, 2048, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,PACK_GQA=1,SPLIT_KV=4", 128, DT_BF16, 1, 1, 1}, /* decode */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2", 256, DT_BF16, 1, 4096, 0},
+};
+
+static rt_device_info hopper(void)
+{
+    rt_device_info dev = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
+                          .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC | RT_FEAT_WGMMA};
+    snprintf(dev.arch, sizeof dev.arch, "sm_90");
+    return dev;
+}
+
+/* The harness's defines for a wgmma case (configuration completed and checked for an H200). */
+static int wgmma_defines(const wcase *wc, kconfig *c, char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], const char **dp)
+{
+    char err[FB_ERRLEN] = "", reason[512] = "";
+    shape_t s = {.batch = 1, .hq = 8, .hkv = 2, .sq = wc->sq, .skv = 4096, .d = wc->d, .causal = wc->causal};
+    memset(c, 0, sizeof *c);
+    assert_int_equal(kconfig_parse(wc->cfg, c, err, sizeof err), 0);
+    rt_device_info dev = hopper();
+    kconfig_complete(c, &dev, &s, wc->dt);
+    assert_int_equal(c->mma, MMA_WGMMA);
+    status_t st = kconfig_check(c, &dev, &s, wc->dt, reason, sizeof reason);
+    if (st != ST_OK) fail_msg("%s d=%d: %s", wc->cfg, wc->d, reason);
+    int nd = attn_defines(&s, wc->dt, c, 1, defs);
+    int arch_specific = 0;
+    for (int j = 0; j < nd; j++) {
+        dp[j] = defs[j];
+        arch_specific |= !strcmp(defs[j], "ARCH_SPECIFIC=1");
+    }
+    assert_true(arch_specific);
+    return nd;
+}
+
+static long hist_count_prefix(const op_histogram *h, const char *prefix)
+{
+    long n = 0;
+    for (size_t k = 0; k < h->n; k++)
+        if (!strncmp(h->op[k], prefix, strlen(prefix))) n += h->count[k];
+    return n;
+}
+
+static void test_kernel_wgmma(void **state)
+{
+    (void)state;
+    need_nvrtc();
+    const rt_runtime *rt = cuda();
+    char *src = NULL, err[FB_ERRLEN] = "";
+    assert_int_equal(attn_source("cuda", &src, err, sizeof err), 0);
+    char tool[1024];
+    const int have_sass = sass_tool(tool, sizeof tool);
+    if (!have_sass) print_message("no nvdisasm or cuobjdump on PATH: HGMMA checked in PTX only (wgmma.mma_async)\n");
+    for (size_t i = 0; i < sizeof wcases / sizeof wcases[0]; i++) {
+        const wcase *wc = &wcases[i];
+        kconfig c;
+        char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
+        const char *dp[ATTN_MAX_DEFINES];
+        int nd = wgmma_defines(wc, &c, defs, dp);
+        void *bin = NULL;
+        size_t len = 0;
+        char *log = NULL;
+        rt_kernel_attrs a;
+        /* as the harness compiles for an H200 (sm_90; ARCH_SPECIFIC=1 makes it sm_90a) and,
+         * for the first case, naming sm_90a outright */
+        const char *arch = i == 0 ? "sm_90a" : "sm_90";
+        int rc = rt->compile_offline(arch, src, dp, nd, "attn_fwd", &bin, &len, &a, &log, err, sizeof err);
+        if (rc != 0) fail_msg("%s %s d=%d: rc %d: %s\n%s", arch, wc->cfg, wc->d, rc, err, log ? log : "");
+        long hgmma = -1;
+        if (have_sass) {
+            op_histogram h = {0};
+            char serr[512] = "";
+            int sr = sass_disassemble(bin, len, &h, serr, sizeof serr);
+            if (sr < 0) fail_msg("%s: disassembling: %s", wc->cfg, serr);
+            if (sr == 0) hgmma = hist_count_prefix(&h, "HGMMA");
+            op_histogram_free(&h);
+        }
+        char cs[256];
+        kconfig_str(&c, cs, sizeof cs);
+        print_message("%s %-62s d=%3d %s c%d: %ld registers, %ld spill bytes, %zu shared bytes, %ld HGMMA, %ld bytes cubin\n",
+                      arch, wc->cfg, wc->d, dtype_name(wc->dt), wc->causal, a.registers, a.spill_bytes,
+                      kconfig_shared_bytes(&c, wc->d), hgmma, (long)len);
+        assert_true(len > 0);
+        assert_memory_equal(bin, "\x7f" "ELF", 4);
+        assert_true(a.registers > 0 && a.registers <= 255);
+        assert_true(a.spill_bytes >= 0);
+        if (wc->no_spill) assert_int_equal(a.spill_bytes, 0);
+        assert_null(strstr(log, "serialized")); /* ptxas would warn when it cannot run the wgmmas asynchronously */
+        /* one HGMMA per 16 of the head dimension (S) and per 16 keys (P V), each tile */
+        if (have_sass) assert_true(hgmma >= wc->d / 16 + c.block_n / 16);
+        free(bin);
+        free(log);
+        /* the PTX (compute_90 becomes compute_90a the same way) */
+        assert_int_equal(rt->compile_offline("compute_90", src, dp, nd, "attn_fwd", &bin, &len, NULL, &log, err, sizeof err), 0);
+        char *ptx = malloc(len + 1);
+        memcpy(ptx, bin, len);
+        ptx[len] = 0;
+        assert_non_null(strstr(ptx, ".target sm_90a"));
+        assert_non_null(strstr(ptx, "wgmma.mma_async.sync.aligned.m64n"));
+        assert_non_null(strstr(ptx, "wgmma.fence.sync.aligned"));
+        assert_non_null(strstr(ptx, "wgmma.commit_group.sync.aligned"));
+        assert_non_null(strstr(ptx, "wgmma.wait_group.sync.aligned"));
+        assert_non_null(strstr(ptx, "fence.proxy.async.shared::cta"));
+        assert_non_null(strstr(ptx, "cp.async.cg.shared.global"));
+        char want[96];
+        snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s", c.block_n, wc->dt == DT_BF16 ? "bf16" : "f16");
+        assert_non_null(strstr(ptx, want));
+        free(ptx);
+        free(bin);
+        free(log);
+        if (i == 0 || i == 9) { /* the 128-byte swizzle experiment (WG_SWIZZLE=1, not a config key yet) */
+            dp[nd] = "WG_SWIZZLE=1";
+            rc = rt->compile_offline("sm_90", src, dp, nd + 1, "attn_fwd", &bin, &len, &a, &log, err, sizeof err);
+            if (rc != 0) fail_msg("WG_SWIZZLE=1 %s d=%d: rc %d: %s\n%s", wc->cfg, wc->d, rc, err, log ? log : "");
+            long sw = -1;
+            op_histogram h = {0};
+            char serr[512] = "";
+            if (have_sass && sass_disassemble(bin, len, &h, serr, sizeof serr) == 0) sw = hist_count_prefix(&h, "HGMMA");
+            op_histogram_free(&h);
+            print_message("  with WG_SWIZZLE=1: %ld registers, %ld spill bytes, %ld HGMMA\n", a.registers, a.spill_bytes, sw);
+            assert_int_equal(a.spill_bytes, 0);
+            assert_null(strstr(log, "serialized"));
+            if (have_sass) assert_true(sw >= wc->d / 16 + c.block_n / 16);
+            free(bin);
+            free(log);
+        }
+    }
+    free(src);
+}
+
+/* MMA=wgmma anywhere but sm_90a is refused with a reason: by the kernel (sm_80, or plain
+ * sm_90 when nothing asks for the architecture-specific target) and by the configuration
+ * checks (a device without the feature, fp32, shapes the tile loop does not cover). */
+static void test_wgmma_rejected(void **state)
+{
+    (void)state;
+    char err[FB_ERRLEN] = "", reason[512];
+    /* configuration checks need no NVRTC */
+    shape_t s = {.batch = 1, .hq = 8, .hkv = 2, .sq = 1024, .skv = 1024, .d = 128, .causal = 1};
+    kconfig c = {0};
+    assert_int_equal(kconfig_parse("MMA=wgmma", &c, err, sizeof err), 0);
+    assert_int_equal(c.mma, MMA_WGMMA);
+    rt_device_info h100 = hopper(), a100 = hopper();
+    a100.features = RT_FEAT_MMA_SYNC;
+    snprintf(a100.arch, sizeof a100.arch, "sm_80");
+    kconfig_complete(&c, &h100, &s, DT_BF16);
+    assert_int_equal(c.block_m, 16 * c.num_warps);
+    assert_int_equal(c.num_warps % 4, 0);
+    assert_int_equal(kconfig_check(&c, &h100, &s, DT_BF16, reason, sizeof reason), ST_OK);
+    assert_int_equal(kconfig_dynamic_shared(&c, 128), kconfig_shared_bytes(&c, 128));
+    assert_int_equal(kconfig_shared_bytes(&c, 128), 2u * 128u * (size_t)(c.block_m + 2 * c.stages * c.block_n) + 1024u);
+    assert_int_equal(kconfig_check(&c, &a100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "Hopper"));
+    assert_int_equal(kconfig_check(&c, &h100, &s, DT_FP32, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "fp16 or bf16"));
+    kconfig bad = c;
+    bad.block_m = 96;
+    assert_int_equal(kconfig_check(&bad, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "warpgroup"));
+    bad = c;
+    bad.block_n = 32;
+    assert_int_equal(kconfig_check(&bad, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    shape_t d80 = s;
+    d80.d = 80;
+    assert_int_equal(kconfig_check(&c, &h100, &d80, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "head dims"));
+    bad = c;
+    bad.stages = 4;
+    bad.block_n = 256;
+    assert_int_equal(kconfig_check(&bad, &h100, &s, DT_BF16, reason, sizeof reason), ST_RESOURCE_LIMIT);
+
+    need_nvrtc();
+    const rt_runtime *rt = cuda();
+    char *src = NULL;
+    assert_int_equal(attn_source("cuda", &src, err, sizeof err), 0);
+    kconfig wc;
+    char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
+    const char *dp[ATTN_MAX_DEFINES];
+    int nd = wgmma_defines(&wcases[0], &wc, defs, dp);
+    const char *nodp[ATTN_MAX_DEFINES]; /* the same without ARCH_SPECIFIC=1 */
+    int nn = 0;
+    for (int j = 0; j < nd; j++)
+        if (strcmp(dp[j], "ARCH_SPECIFIC=1")) nodp[nn++] = dp[j];
+    struct { const char *arch; const char *const *d; int n; } rej[] = {
+        {"sm_80", dp, nd}, {"compute_80", dp, nd}, {"sm_90", nodp, nn}, {"compute_90", nodp, nn}};
+    for (size_t i = 0; i < sizeof rej / sizeof rej[0]; i++) {
+        void *bin = NULL;
+        size_t len = 0;
+        char *log = NULL;
+        rt_kernel_attrs a;
+        int rc = rt->compile_offline(rej[i].arch, src, rej[i].d, rej[i].n, "attn_fwd", &bin, &len, &a, &log, err, sizeof err);
+        assert_int_equal(rc, RT_ECOMPILE);
+        assert_null(bin);
+        assert_non_null(log);
+        assert_non_null(strstr(log, "MMA=3 (wgmma) needs an NVIDIA sm_90a target"));
+        print_message("%s%s: rejected: %s\n", rej[i].arch, rej[i].d == dp ? "" : " without ARCH_SPECIFIC", "MMA=3 (wgmma) needs an NVIDIA sm_90a target");
+        free(log);
+    }
+    free(src);
+}
+
 static void test_sm80(void **state) { (void)state; compile_for("sm_80"); }
 static void test_sm90(void **state) { (void)state; compile_for("sm_90"); }
 
@@ -273,6 +492,8 @@ int main(void)
         cmocka_unit_test(test_unknown_arch),
         cmocka_unit_test(test_kernel_sm80),
         cmocka_unit_test(test_kernel_sm90),
+        cmocka_unit_test(test_kernel_wgmma),
+        cmocka_unit_test(test_wgmma_rejected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -417,6 +417,16 @@ static int nvrtc_build(const char *arch, const char *source, const char *const *
     if (nvrtc_load(err, errlen) != 0) return RT_ERR;
     const int ptx = !strncmp(arch, "compute_", 8);
     if (is_ptx) *is_ptx = ptx;
+    /* ARCH_SPECIFIC=1 among the defines: the configuration uses instructions of the
+     * architecture-specific target (wgmma: sm_90a), which runs on that compute capability
+     * only; the plain sm_90 / compute_90 is taken to mean it */
+    char arch_a[32];
+    int want_a = 0;
+    for (int i = 0; i < ndefines; i++) want_a |= !strcmp(defines[i], "ARCH_SPECIFIC=1");
+    if (want_a && (!strcmp(arch, "sm_90") || !strcmp(arch, "compute_90"))) {
+        snprintf(arch_a, sizeof arch_a, "%sa", arch);
+        arch = arch_a;
+    }
 
     const char **opts = calloc((size_t)ndefines + 5, sizeof *opts);
     char **defs = calloc((size_t)ndefines + 1, sizeof *defs);
@@ -556,6 +566,7 @@ static void fill_info(int i)
     o->max_grid[0] = 2147483647;
     o->max_grid[1] = o->max_grid[2] = 65535;
     if (major >= 8) o->features |= RT_FEAT_MMA_SYNC;
+    if (major == 9 && minor == 0) o->features |= RT_FEAT_WGMMA; /* sm_90a: Hopper's wgmma */
     size_t mem = 0;
     if (cu.cuDeviceTotalMem(&mem, d) == CUDA_SUCCESS) o->global_bytes = o->max_alloc_bytes = mem;
     if (cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, d) == CUDA_SUCCESS && v > 0) o->clock_mhz = v / 1000;

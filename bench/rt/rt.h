@@ -36,6 +36,7 @@ typedef struct {
 
 #define RT_FEAT_MMA_SYNC 1u  /* NVIDIA mma.sync/ldmatrix/cp.async (sm_80+) through this runtime */
 #define RT_FEAT_MFMA 2u      /* AMD MFMA 16x16x16 f16 and bf16 (CDNA2 gfx90a, CDNA3 gfx94x) through this runtime */
+#define RT_FEAT_WGMMA 4u     /* NVIDIA Hopper wgmma (compute capability 9.0, compiled for sm_90a) through this runtime */
 
 /* What the compiler and runtime report for one kernel; -1 where a runtime cannot tell. */
 typedef struct {

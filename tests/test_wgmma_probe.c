@@ -1,0 +1,307 @@
+/* test_wgmma_probe.c: the Hopper wgmma kernel (MMA=wgmma) end to end on a GPU of compute
+ * capability 9.0 ($FABENCH_TEST_DEVICE, default cuda:0), through the harness's own path
+ * (attn_run: compile, launch, verify against the CPU reference): one and two warpgroups,
+ * head dims 64, 128 and 256, BLOCK_N 64 and 128, STAGES 1 to 3, causal or not, bf16 and
+ * fp16, odd lengths, Sq != Skv, GQA, decode with GQA packing and split-KV, ragged, mixed and
+ * paged batches; then one timing of the reference shape beside MMA=mma. When the first,
+ * simplest case is wrong it rebuilds the kernel with the descriptor diagnosis hooks
+ * (WG_K_SWAP, WG_V_SWAP) and says which layout reading the hardware wants; it also tries the
+ * 128-byte swizzle experiment (WG_SWIZZLE=1) and times it. Without such a
+ * GPU every test skips, saying why (never a failure). */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "attn.h"
+#include "rt.h"
+#include "shapes.h"
+
+static attn_runner *runner;
+static rt_device dev;
+static attn_opts opts;
+static char skip_why[768];
+
+static int setup(void **state)
+{
+    (void)state;
+    char err[FB_ERRLEN];
+    const char *sel = getenv("FABENCH_TEST_DEVICE");
+    if (!sel) sel = "cuda:0";
+    if (rt_select(sel, &dev, err, sizeof err) != 0) {
+        snprintf(skip_why, sizeof skip_why, "no device %s: %.600s", sel, err);
+        return 0;
+    }
+    if (!(dev.info.features & RT_FEAT_WGMMA)) {
+        snprintf(skip_why, sizeof skip_why, "%s is %.200s (%s), not an NVIDIA GPU of compute capability 9.0 through cuda",
+                 sel, dev.info.name, dev.info.arch);
+        return 0;
+    }
+    if (attn_open(&dev, &runner, err, sizeof err) != 0) {
+        snprintf(skip_why, sizeof skip_why, "attn_open: %.600s", err);
+        return 0;
+    }
+    attn_opts_defaults(&opts);
+    opts.verify_only = 1;
+    opts.write_lse = 1;
+    opts.timing.timeout_s = 30;
+    fprintf(stderr, "wgmma probe on %s:%d (%s, %s)\n", dev.rt->name, dev.index, dev.info.name, dev.info.arch);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (runner) attn_close(runner);
+    return 0;
+}
+
+static void need_hopper(void)
+{
+    if (!skip_why[0]) return;
+    printf("skipped: %s\n", skip_why);
+    skip();
+}
+
+static shape_t mk(int b, int hq, int hkv, int sq, int skv, int d, int causal)
+{
+    shape_t s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.name, sizeof s.name, "b%d-h%d/%d-q%d-k%d-d%d-c%d", b, hq, hkv, sq, skv, d, causal);
+    s.batch = b; s.hq = hq; s.hkv = hkv; s.sq = sq; s.skv = skv; s.d = d; s.causal = causal;
+    return s;
+}
+
+/* One case through attn_run on runner r; prints it (with the error) and returns its status. */
+static status_t run_on(attn_runner *r, const shape_t *s, dtype_t dt, const char *config, const attn_opts *o, attn_result *res)
+{
+    kconfig c = {0};
+    char err[FB_ERRLEN];
+    if (kconfig_parse(config, &c, err, sizeof err) != 0) fail_msg("bad test config %s: %s", config, err);
+    if (attn_run(r, s, dt, &c, o, res, err, sizeof err) != 0) fail_msg("%s: harness error: %s", s->name, err);
+    char cs[256];
+    kconfig_str(&res->config, cs, sizeof cs);
+    printf("  %-28s %s [%s]: %s, max abs err %.3g, %ld registers, %ld spill bytes%s%s\n", s->name, dtype_name(dt), cs,
+           status_name(res->status), res->ver.max_abs_err, res->attrs.registers, res->attrs.spill_bytes,
+           res->status != ST_OK ? ": " : "", res->status != ST_OK ? res->reason : "");
+    return res->status;
+}
+
+static status_t run_case(const shape_t *s, dtype_t dt, const char *config)
+{
+    attn_result res;
+    return run_on(runner, s, dt, config, &opts, &res);
+}
+
+/* A copy of the fabench tree's kernels whose prelude starts with `defines`, for
+ * FABENCH_ROOT: the same kernel with a diagnosis hook switched on. 0 or -1. */
+static int hooked_root(const char *root, const char *defines, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "/tmp/fabench-wgmma-probe-XXXXXX");
+    if (!mkdtemp(out)) return -1;
+    const char *dirs[] = {"kernels", "bench", "bench/suites"}; /* what fb_root recognises as a tree */
+    for (int i = 0; i < 3; i++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/%s", out, dirs[i]);
+        if (mkdir(p, 0777)) return -1;
+    }
+    const char *files[] = {"attn_fwd.k", "prelude_cuda.h"};
+    for (int i = 0; i < 2; i++) {
+        char src[4200], dst[4200], err[256];
+        snprintf(src, sizeof src, "%s/kernels/%s", root, files[i]);
+        snprintf(dst, sizeof dst, "%s/kernels/%s", out, files[i]);
+        char *text = NULL;
+        size_t len = 0;
+        if (fb_read_file(src, &text, &len, err, sizeof err) != 0) return -1;
+        FILE *f = fopen(dst, "w");
+        if (!f) { free(text); return -1; }
+        if (i == 1) fputs(defines, f);
+        fwrite(text, 1, len, f);
+        free(text);
+        if (fclose(f)) return -1;
+    }
+    return 0;
+}
+
+/* The simplest case: one warpgroup, 64 x 64 tiles, one tile of keys. When it is wrong, the
+ * same case with each reading of the descriptors' LBO/SBO (the parts of the layout least
+ * sure blind), so the report says which one the hardware wants. */
+static void test_simplest(void **state)
+{
+    (void)state;
+    need_hopper();
+    shape_t one = mk(1, 1, 1, 64, 64, 64, 0), two = mk(1, 2, 2, 128, 128, 64, 0);
+    const char *cfg = "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2";
+    status_t a = run_case(&one, DT_BF16, cfg), b = run_case(&two, DT_FP16, cfg);
+    if (a == ST_OK && b == ST_OK) return;
+    char root[4096];
+    if (fb_root(root, sizeof root) != 0) fail_msg("wgmma wrong and the fabench tree not found for the diagnosis");
+    const char *hooks[] = {"#define WG_V_SWAP 1\n", "#define WG_K_SWAP 1\n", "#define WG_K_SWAP 1\n#define WG_V_SWAP 1\n"};
+    const char *old = getenv("FABENCH_ROOT");
+    char *saved = old ? strdup(old) : NULL;
+    for (int h = 0; h < 3; h++) {
+        char dir[256], err[FB_ERRLEN];
+        if (hooked_root(root, hooks[h], dir, sizeof dir) != 0) { printf("diagnosis: cannot write %s\n", dir); break; }
+        setenv("FABENCH_ROOT", dir, 1);
+        attn_runner *r = NULL;
+        if (attn_open(&dev, &r, err, sizeof err) != 0) { printf("diagnosis: attn_open: %s\n", err); continue; }
+        attn_result res;
+        printf("diagnosis with %s", hooks[h]);
+        status_t ha = run_on(r, &one, DT_BF16, cfg, &opts, &res), hb = run_on(r, &two, DT_FP16, cfg, &opts, &res);
+        printf("diagnosis: %s -> %s\n", hooks[h], ha == ST_OK && hb == ST_OK ? "RIGHT: make this the default in attn_fwd.k" : "still wrong");
+        attn_close(r);
+    }
+    if (saved) { setenv("FABENCH_ROOT", saved, 1); free(saved); } else unsetenv("FABENCH_ROOT");
+    fail_msg("MMA=wgmma computes wrong results on the simplest case (see the diagnosis above)");
+}
+
+/* Tile shapes x warpgroups x head dims, each on a causal and a non-causal shape with odd
+ * lengths (partial tiles), GQA, Sq != Skv, alternating dtypes. */
+static void test_tiles(void **state)
+{
+    (void)state;
+    need_hopper();
+    int bad = 0, n = 0;
+    const int ds[] = {64, 128}, bns[] = {64, 128}, wgs[] = {1, 2};
+    for (int di = 0; di < 2; di++)
+        for (int bi = 0; bi < 2; bi++)
+            for (int wi = 0; wi < 2; wi++) {
+                const int d = ds[di], bn = bns[bi], wg = wgs[wi];
+                char cfg[160];
+                snprintf(cfg, sizeof cfg, "MMA=wgmma,NUM_WARPS=%d,BLOCK_M=%d,BLOCK_N=%d,STAGES=%d", 4 * wg, 64 * wg, bn,
+                         1 + (di + bi + wi) % 3);
+                shape_t c = mk(2, 4, 2, 200, 333, d, 1), nc = mk(1, 4, 1, 77, 200, d, 0);
+                bad += run_case(&c, (di + wi) % 2 ? DT_FP16 : DT_BF16, cfg) != ST_OK;
+                bad += run_case(&nc, (di + wi) % 2 ? DT_BF16 : DT_FP16, cfg) != ST_OK;
+                n += 2;
+            }
+    /* d = 256, a square causal block diagonal, Sq > Skv (rows that see no key) */
+    shape_t big = mk(1, 2, 2, 300, 300, 256, 1), sq = mk(1, 2, 2, 256, 256, 128, 1), gt = mk(1, 2, 1, 150, 40, 64, 1);
+    bad += run_case(&big, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2") != ST_OK;
+    bad += run_case(&sq, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2") != ST_OK;
+    bad += run_case(&gt, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2") != ST_OK;
+    n += 3;
+    printf("%d of %d cases wrong\n", bad, n);
+    assert_int_equal(bad, 0);
+}
+
+/* Decode (GQA packing, split-KV), ragged and mixed batches, a paged KV cache. */
+static void test_decode_ragged_paged(void **state)
+{
+    (void)state;
+    need_hopper();
+    int bad = 0;
+    shape_t dec = mk(3, 8, 2, 1, 1000, 128, 1), dec4 = mk(2, 32, 8, 4, 700, 64, 0);
+    bad += run_case(&dec, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,PACK_GQA=1,SPLIT_KV=4") != ST_OK;
+    bad += run_case(&dec4, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,PACK_GQA=1,SPLIT_KV=2") != ST_OK;
+    bad += run_case(&dec, DT_BF16, "MMA=wgmma") != ST_OK; /* the defaults */
+    char err[FB_ERRLEN];
+    shape_t rag = mk(5, 4, 2, 300, 300, 128, 1), mix = mk(4, 4, 2, 100, 300, 64, 1);
+    if (shapes_parse_lens("probe", 0, "0.1;0.4;0.5;1.0;0.2", &rag, err, sizeof err) ||
+        shapes_parse_lens("probe", 0, "1;0.5;0.2", &mix, err, sizeof err) ||
+        shapes_parse_qlens("probe", 0, "0.001;1;0.3", &mix, err, sizeof err))
+        fail_msg("bad lens: %s", err);
+    bad += run_case(&rag, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128") != ST_OK;
+    bad += run_case(&mix, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64") != ST_OK;
+    shape_t pdec = mk(3, 8, 2, 1, 500, 128, 1), ppre = mk(2, 4, 2, 150, 260, 64, 1);
+    pdec.page = 64;
+    ppre.page = 128;
+    bad += run_case(&pdec, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,PACK_GQA=1,SPLIT_KV=3") != ST_OK;
+    bad += run_case(&ppre, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128") != ST_OK;
+    assert_int_equal(bad, 0);
+}
+
+/* The reference prefill shape, timed briefly beside MMA=mma: a number for the report, not
+ * a pass/fail threshold (both must verify). */
+static void test_reference_speed(void **state)
+{
+    (void)state;
+    need_hopper();
+    shape_t s = mk(4, 32, 32, 4096, 4096, 128, 0);
+    attn_opts t = opts;
+    t.verify_only = 0;
+    t.verify_rows = 256;
+    t.timing.budget_s = 0.5;
+    const char *cfgs[] = {"MMA=wgmma", "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=3",
+                          "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=2", "MMA=mma"};
+    int bad = 0;
+    for (int causal = 0; causal < 2; causal++)
+        for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+            s.causal = causal;
+            snprintf(s.name, sizeof s.name, "ref-b4-h32-s4096-d128-c%d", causal);
+            attn_result res;
+            status_t st = run_on(runner, &s, DT_BF16, cfgs[i], &t, &res);
+            if (st == ST_OK)
+                printf("    %s %s: median %.1f us, %.1f TFLOP/s\n", s.name, cfgs[i], res.us.median,
+                       shape_flops(&s) / (res.us.median * 1e-6) / 1e12);
+            bad += st != ST_OK && st != ST_RESOURCE_LIMIT;
+        }
+    assert_int_equal(bad, 0);
+}
+
+/* The 128-byte swizzle experiment (WG_SWIZZLE=1 in a copy of the kernels, not a config key
+ * yet): right or wrong on a few cases, and its speed on the reference shape beside the
+ * default layout. It reports, it does not fail the probe: the default layout is unaffected. */
+static void test_swizzle_experiment(void **state)
+{
+    (void)state;
+    need_hopper();
+    char root[4096], dir[256], err[FB_ERRLEN];
+    if (fb_root(root, sizeof root) != 0 || hooked_root(root, "#define WG_SWIZZLE 1\n", dir, sizeof dir) != 0) {
+        printf("swizzle experiment: cannot make a hooked copy of the kernels\n");
+        return;
+    }
+    const char *old = getenv("FABENCH_ROOT");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("FABENCH_ROOT", dir, 1);
+    attn_runner *r = NULL;
+    int rc = attn_open(&dev, &r, err, sizeof err);
+    if (saved) { setenv("FABENCH_ROOT", saved, 1); free(saved); } else unsetenv("FABENCH_ROOT");
+    if (rc != 0) { printf("swizzle experiment: attn_open: %s\n", err); return; }
+    shape_t one = mk(1, 1, 1, 64, 64, 64, 0), c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0);
+    shape_t big = mk(1, 2, 2, 300, 300, 256, 1);
+    struct { shape_t *s; dtype_t dt; const char *cfg; } cases[] = {
+        {&one, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
+        {&c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
+        {&c128, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3"},
+        {&nc, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=1"},
+        {&big, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2"},
+    };
+    int bad = 0;
+    attn_result res;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        bad += run_on(r, cases[i].s, cases[i].dt, cases[i].cfg, &opts, &res) != ST_OK;
+    printf("swizzle experiment: %s\n", bad ? "WRONG results with WG_SWIZZLE=1 (the default layout is unaffected)" : "right on every case");
+    if (!bad) {
+        shape_t ref = mk(4, 32, 32, 4096, 4096, 128, 0);
+        attn_opts t = opts;
+        t.verify_only = 0;
+        t.verify_rows = 256;
+        t.timing.budget_s = 0.5;
+        for (int sw = 0; sw < 2; sw++)
+            if (run_on(sw ? r : runner, &ref, DT_BF16, "MMA=wgmma", &t, &res) == ST_OK)
+                printf("    ref non-causal, MMA=wgmma default, %s: %.1f TFLOP/s\n", sw ? "WG_SWIZZLE=1" : "no swizzle",
+                       shape_flops(&ref) / (res.us.median * 1e-6) / 1e12);
+    }
+    attn_close(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_simplest),
+        cmocka_unit_test(test_tiles),
+        cmocka_unit_test(test_decode_ragged_paged),
+        cmocka_unit_test(test_reference_speed),
+        cmocka_unit_test(test_swizzle_experiment),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
