@@ -47,7 +47,7 @@ static void features(const kconfig *c, double *f)
     f[2] = log2((double)c->num_warps) / 3.0;
     f[3] = (double)(c->warp_m - 1);
     f[4] = (double)(c->stages - 1) / 3.0;
-    f[5] = (double)c->mma;
+    f[5] = (double)c->mma / 3.0; /* fma 0, mma 1, mfma 2, wgmma 3 */
     f[6] = (double)c->kpad;
     f[7] = log2((double)c->split_kv) / 3.0;
     f[8] = (double)c->pack_gqa;

@@ -43,7 +43,7 @@ static void test_space_errors(void **state)
     struct { const char *text, *want; } cases[] = {
         {"param,value,when\nBLOCK_Q,16,\n", "field 'param'"},
         {"param,value,when\nBLOCK_M,17,\n", "field 'value'"},
-        {"param,value,when\nMMA,wgmma,\n", "field 'value'"},
+        {"param,value,when\nMMA,tcgen05,\n", "field 'value'"},
         {"param,value,when\nBLOCK_M,16,sometimes\n", "field 'when'"},
         {"param,value\nBLOCK_M,16\n", ":1:"},
         {"param,value,when\n", "no parameters"},
