@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "test_shape.h"
+
 #include "attn.h"
 #include "rt.h"
 #include "shapes.h"
@@ -52,15 +54,6 @@ static int teardown(void **state)
     fprintf(stderr, "%d cases verified, %d skipped as beyond the device's resources\n", cases_run, cases_skipped);
     attn_close(runner);
     return 0;
-}
-
-static shape_t mk(int b, int hq, int hkv, int sq, int skv, int d, int causal)
-{
-    shape_t s;
-    memset(&s, 0, sizeof s);
-    snprintf(s.name, sizeof s.name, "b%d-h%d/%d-q%d-k%d-d%d-c%d", b, hq, hkv, sq, skv, d, causal);
-    s.batch = b; s.hq = hq; s.hkv = hkv; s.sq = sq; s.skv = skv; s.d = d; s.causal = causal;
-    return s;
 }
 
 /* Runs one case and returns its status; prints the case when it is not ok. A

@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "test_shape.h"
+
 #include "attn.h"
 #include "rt.h"
 #include "shapes.h"
@@ -69,15 +71,6 @@ static void need_hopper(void)
     if (!skip_why[0]) return;
     printf("skipped: %s\n", skip_why);
     skip();
-}
-
-static shape_t mk(int b, int hq, int hkv, int sq, int skv, int d, int causal)
-{
-    shape_t s;
-    memset(&s, 0, sizeof s);
-    snprintf(s.name, sizeof s.name, "b%d-h%d/%d-q%d-k%d-d%d-c%d", b, hq, hkv, sq, skv, d, causal);
-    s.batch = b; s.hq = hq; s.hkv = hkv; s.sq = sq; s.skv = skv; s.d = d; s.causal = causal;
-    return s;
 }
 
 /* One case through attn_run on runner r; prints it (with the error) and returns its status. */
