@@ -125,6 +125,7 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
     }
     char want[96];
     tune_class_key(s, dt, want, sizeof want);
+    const int share = shape_ragged(s) ? tune_decode_share(s) : -1; /* the shape's -v, once */
     int best = -1;
     double best_dist = INFINITY;
     for (size_t i = 0; i < t->nrows; i++) {
@@ -150,8 +151,8 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
         }
         /* ragged batches: the nearest decode share; a dense row for a ragged batch (or the
          * other way round) only when nothing closer exists: another kernel was tuned */
-        if (shape_ragged(s) != (vs >= 0)) dist += 2.0;
-        else if (vs >= 0) dist += abs(vs - tune_decode_share(s)) / 25.0;
+        if ((share >= 0) != (vs >= 0)) dist += 2.0;
+        else if (vs >= 0) dist += abs(vs - share) / 25.0;
         if (dist < best_dist) { best_dist = dist; best = (int)i; }
     }
     if (best < 0) {

@@ -407,18 +407,6 @@ def is_batch(r):
                 (r.get("page") or "").strip() not in ("", "0"))
 
 
-def batch_desc(r):
-    """How a ragged, mixed or paged batch differs from a dense one, for a label."""
-    parts = []
-    if (r.get("qlens") or "").strip():
-        parts.append("q lens " + r["qlens"].strip())
-    if (r.get("lens") or "").strip():
-        parts.append(("kv lens " if (r.get("qlens") or "").strip() else "lens ") + r["lens"].strip())
-    if (r.get("page") or "").strip() not in ("", "0"):
-        parts.append("page " + r["page"].strip())
-    return ", ".join(parts)
-
-
 def ref_figure(rows, all_impls, color_of, date, outdir, tmp):
     """ref: one panel of bars for the prefill references (TFLOP/s), one for the decode
     reference (GB/s); one bar per (impl, backend) in each shape's cluster."""

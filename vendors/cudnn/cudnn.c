@@ -372,7 +372,7 @@ static CUresult wait_stream(vendor_session *vs, double timeout_s, int *timed_out
 }
 
 typedef struct {
-    CUdeviceptr buf[FBDNN_NDEV]; /* Q, K, V, O, stats, seq_len_q, seq_len_kv (FBDNN_DEV_*) */
+    CUdeviceptr buf[FBDNN_NDEV]; /* by FBDNN_DEV_*: Q, K, V, O, stats, seq_len_q, seq_len_kv, page table */
     fbdnn_desc vp;
     CUevent ev[16];
 } run_state;

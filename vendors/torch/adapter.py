@@ -99,6 +99,22 @@ def page_plan(kv_lens, page, seed=1):
     return table, total
 
 
+def sdpa_backend(impl):
+    """The SDPA backend an impl name stands for."""
+    from torch.nn.attention import SDPBackend
+    return {"torch-flash": SDPBackend.FLASH_ATTENTION,
+            "torch-efficient": SDPBackend.EFFICIENT_ATTENTION,
+            "torch-cudnn": SDPBackend.CUDNN_ATTENTION}[impl]
+
+
+def page_pool(x, phys, rows):
+    """Packed x [H, total, D] scattered into a pool of `rows` cache rows [H, rows, D] at
+    the physical rows phys (paged_rows); rows no sequence owns stay zero."""
+    pool = x.new_zeros((x.shape[0], rows, x.shape[2]))
+    pool[:, phys] = x
+    return pool
+
+
 class Unsupported(Exception):
     """A batch the vendor's API cannot take, with the reason (status unsupported)."""
 
@@ -150,10 +166,7 @@ def flex_parts(t, r, qp, kp, vp, cu_q, cu_kv, dev):
     if r["page"]:
         phys, _, npages = paged_rows(t, r, cu_kv, dev)
         rows = npages * r["page"]
-        kc = kp.new_zeros((kp.shape[0], rows, kp.shape[2]))
-        vc = vp.new_zeros((vp.shape[0], rows, vp.shape[2]))
-        kc[:, phys] = kp
-        vc[:, phys] = vp
+        kc, vc = page_pool(kp, phys, rows), page_pool(vp, phys, rows)
         pdoc = t.full((rows,), -1, dtype=t.int64, device=dev)  # page tails belong to no one
         ppos = t.zeros((rows,), dtype=t.int64, device=dev)
         pdoc[phys] = kdoc
@@ -267,7 +280,6 @@ class Adapter:
         """(call, finish, config): call computes the vendor's output, finish turns it into
         the harness's layout (packed [Hq, total_q, D] for a ragged batch, else dense), config
         says how the vendor ran the batch. Raises Unsupported, or the vendor's own error."""
-        t = self.torch
         import torch.nn.functional as F
         gqa = r["hq"] != r["hkv"]
         impl = r["impl"]
@@ -284,10 +296,8 @@ class Adapter:
                     return ki <= qi + off
                 mask = self.block_mask(lower_right, r["sq"], r["skv"])
             return lambda: flex(q, k, v, block_mask=mask, enable_gqa=gqa), lambda o: o, ""
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-        backend = {"torch-flash": SDPBackend.FLASH_ATTENTION,
-                   "torch-efficient": SDPBackend.EFFICIENT_ATTENTION,
-                   "torch-cudnn": SDPBackend.CUDNN_ATTENTION}[impl]
+        from torch.nn.attention import sdpa_kernel
+        backend = sdpa_backend(impl)
         kw = {}
         if gqa:
             kw["enable_gqa"] = True
@@ -310,6 +320,7 @@ class Adapter:
         to dense with a mask (labelled padded: they do the padded work)."""
         t = self.torch
         import torch.nn.functional as F
+        from torch.nn.attention import sdpa_kernel
         impl = r["impl"]
         ragged = r["cu_q"] is not None
         if ragged:
@@ -353,12 +364,9 @@ class Adapter:
                 if "block_table" not in params:
                     raise Unsupported("varlen_attn of torch %s takes no block_table" % t.__version__)
                 phys, tbl, npages = paged_rows(t, r, cu_kv, self.dev)
-                kc = kv.new_zeros((npages * r["page"],) + tuple(kv.shape[1:]))
-                vc = vv.new_zeros(kc.shape)
-                kc[phys] = kv
-                vc[phys] = vv
-                kv = kc.view(npages, r["page"], kv.shape[1], kv.shape[2])
-                vv = vc.view(kv.shape)
+                pages = (npages, r["page"], kp.shape[0], kp.shape[2])  # FA's [pages, page, Hkv, D]
+                kv = page_pool(kp, phys, npages * r["page"]).transpose(0, 1).contiguous().view(pages)
+                vv = page_pool(vp, phys, npages * r["page"]).transpose(0, 1).contiguous().view(pages)
                 kw["block_table"] = tbl
                 if "seqused_k" in params:  # newer torch wants each sequence's key count with pages
                     kw["seqused_k"] = t.tensor(seq_lens(cu_kv), dtype=t.int32, device=self.dev)
@@ -366,18 +374,14 @@ class Adapter:
             cq = t.tensor(cu_q, dtype=t.int32, device=self.dev)
             ck = t.tensor(cu_kv, dtype=t.int32, device=self.dev)
             mq, mk = max(seq_lens(cu_q)), max(seq_lens(cu_kv))
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-
             def varlen_call():
                 # newer torch picks cuDNN for varlen_attn when it may: keep it FlashAttention
-                with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                with sdpa_kernel([sdpa_backend("torch-flash")]):
                     return varlen_attn(qv, kv, vv, cq, ck, mq, mk, **kw).transpose(0, 1)
             return varlen_call, finish, config
         if r["page"]:
             raise Unsupported("SDPA takes dense K and V; it has no block table for a paged cache")
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-        backend = {"torch-efficient": SDPBackend.EFFICIENT_ATTENTION,
-                   "torch-cudnn": SDPBackend.CUDNN_ATTENTION}[impl]
+        backend = sdpa_backend(impl)
         Q, K, V, mask, unpad = padded_parts(t, r, qp, kp, vp, cu_q, cu_kv, self.dev)
         kw = {"attn_mask": mask}
         if gqa:
