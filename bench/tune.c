@@ -307,6 +307,8 @@ static void usage(FILE *f)
             "  --results DIR       where explored.csv, tuning.csv, manifest.csv go\n"
             "                      (default results/<gpu-slug>)\n"
             "  --space FILE        the search space (default kernels/space.csv)\n"
+            "  --merge             keep a class's tuning.csv row when it is faster than this run's\n"
+            "                      best (for tuning only part of the space, as with --space)\n"
             "  --rep-budget S      seconds of timing per candidate (default 0.1)\n"
             "  --timeout S         a batch of runs longer than this is a hang (default 30)\n"
             "  --quiet\n\n"
@@ -329,7 +331,7 @@ int cmd_tune(int argc, char **argv)
         }
     }
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_DTYPE, O_STRATEGY, O_BUDGET, O_TIME, O_SEED, O_RESULTS, O_SPACE,
-           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT };
+           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"dtype", required_argument, 0, O_DTYPE},
@@ -337,14 +339,15 @@ int cmd_tune(int argc, char **argv)
         {"time", required_argument, 0, O_TIME}, {"seed", required_argument, 0, O_SEED},
         {"results", required_argument, 0, O_RESULTS}, {"space", required_argument, 0, O_SPACE},
         {"rep-budget", required_argument, 0, O_REPBUDGET}, {"quiet", no_argument, 0, O_QUIET},
-        {"help", no_argument, 0, O_HELP}, {"timeout", required_argument, 0, O_TIMEOUT}, {0, 0, 0, 0}};
+        {"help", no_argument, 0, O_HELP}, {"timeout", required_argument, 0, O_TIMEOUT},
+        {"merge", no_argument, 0, O_MERGE}, {0, 0, 0, 0}};
     const char *device = NULL, *suite = NULL, *shapes_file = NULL, *results = NULL, *space_file = NULL;
     const char *strategy = "exhaustive";
     double timeout_s = 30;
     long budget = -1;
     double time_limit = -1, rep_budget = 0.1;
     uint64_t seed = 1;
-    int have_dtype = 0, quiet = 0;
+    int have_dtype = 0, quiet = 0, merge = 0;
     dtype_t dtype = DT_BF16;
     char err[FB_ERRLEN];
     optind = 1;
@@ -359,6 +362,7 @@ int cmd_tune(int argc, char **argv)
         case O_RESULTS: results = optarg; break;
         case O_SPACE: space_file = optarg; break;
         case O_QUIET: quiet = 1; break;
+        case O_MERGE: merge = 1; break;
         case O_DTYPE:
             if (dtype_parse(optarg, &dtype) != 0) {
                 fprintf(stderr, "fabench tune: --dtype: unknown '%s' (known: fp32, fp16, bf16)\n", optarg);
@@ -624,7 +628,12 @@ int cmd_tune(int argc, char **argv)
             while (r < tuning->nrows && (strcmp(tuning->rows[r][cg], dev.info.name) || strcmp(tuning->rows[r][cb], dev.rt->name) ||
                                          strcmp(tuning->rows[r][cc], keys[ci])))
                 r++;
-            if (r < tuning->nrows) {
+            int cu = csvt_col(tuning, "median_us");
+            if (r < tuning->nrows && merge && cu >= 0 && atof(tuning->rows[r][cu]) > 0 && atof(tuning->rows[r][cu]) <= best_us) {
+                if (!quiet)
+                    fprintf(stderr, "fabench tune: %s: kept tuning.csv's %s (%s us); this run's best took %.3f us\n", keys[ci],
+                            tuning->rows[r][csvt_col(tuning, "config")], tuning->rows[r][cu], best_us);
+            } else if (r < tuning->nrows) {
                 for (size_t k = 0; k < TUNING_NCOLS; k++) {
                     char *v = strdup(row[k]);
                     if (v) { free(tuning->rows[r][k]); tuning->rows[r][k] = v; }
