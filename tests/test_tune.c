@@ -360,6 +360,56 @@ static void test_tune_end_to_end(void **state)
     assert_true(count_rows(p) > 5);
 }
 
+/* tune --merge on part of the space: the class keeps the faster of its recorded row and this
+ * run's best (as explored.csv timed them); without --merge this run's best replaces it */
+static const char *tuned_config(const char *res, char *buf, size_t n)
+{
+    char p[600], err[FB_ERRLEN];
+    csv_table *t;
+    snprintf(p, sizeof p, "%s/tuning.csv", res);
+    if (csvt_read(p, &t, err, sizeof err) != 0 || t->nrows != 1) fail_msg("%s: one tuning row expected", p);
+    snprintf(buf, n, "%s", t->rows[0][csvt_col(t, "config")]);
+    csvt_free(t);
+    return buf;
+}
+
+static void test_tune_merge(void **state)
+{
+    (void)state;
+    char shapes[512], res[512], sp[2][512], cmd[2048], p[600], err[FB_ERRLEN];
+    snprintf(shapes, sizeof shapes, "%s/mshapes.csv", tmpdir);
+    snprintf(res, sizeof res, "%s/mres", tmpdir);
+    write_file(shapes, "name,batch,hq,hkv,sq,skv,d,causal\nm,1,2,2,64,64,64,0\n");
+    const char *fixed = "NUM_WARPS,1,\nWARP_M,1,\nSTAGES,1,\nKPAD,1,\nSPLIT_KV,1,\nPACK_GQA,0,\n";
+    /* usually the faster tile first, so that a merge that does nothing shows */
+    const char *tiles[2] = {"BLOCK_M,32,\nBLOCK_N,32,\n", "BLOCK_M,16,\nBLOCK_N,16,\n"};
+    for (int i = 0; i < 2; i++) {
+        char text[512];
+        snprintf(sp[i], sizeof sp[i], "%s/space%d.csv", tmpdir, i);
+        snprintf(text, sizeof text, "param,value,when\nMMA,fma,\n%s%s", tiles[i], fixed);
+        write_file(sp[i], text);
+    }
+    const char *fab = getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "build/fabench";
+    char got[3][256];
+    for (int run = 0; run < 3; run++) {
+        snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --space %s --rep-budget 0.01 --quiet%s",
+                 fab, shapes, res, sp[run ? 1 : 0], run == 1 ? " --merge" : "");
+        assert_int_equal(system(cmd), 0);
+        tuned_config(res, got[run], sizeof got[run]);
+    }
+    /* the faster of the two explored rows, by explored.csv's own times */
+    csv_table *t;
+    snprintf(p, sizeof p, "%s/explored.csv", res);
+    assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
+    assert_int_equal(t->nrows, 2);
+    int cc = csvt_col(t, "config"), cu = csvt_col(t, "median_us");
+    size_t fast = atof(t->rows[0][cu]) <= atof(t->rows[1][cu]) ? 0 : 1;
+    assert_string_equal(got[0], t->rows[0][cc]);
+    assert_string_equal(got[1], t->rows[fast][cc]);
+    assert_string_equal(got[2], t->rows[1][cc]);
+    csvt_free(t);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -386,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_lookup),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_tune_end_to_end),
+        cmocka_unit_test(test_tune_merge),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
