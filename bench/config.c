@@ -52,6 +52,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "WARP_M")) { bad = parse_int(v, 1, 2, &c->warp_m); c->set |= CFG_WARP_M; }
         else if (!strcasecmp(k, "PACK_GQA")) { bad = parse_int(v, 0, 1, &c->pack_gqa); c->set |= CFG_PACK_GQA; }
         else if (!strcasecmp(k, "STAGES")) { bad = parse_int(v, 1, 4, &c->stages); c->set |= CFG_STAGES; }
+        else if (!strcasecmp(k, "WG_PIPE")) { bad = parse_int(v, 0, 1, &c->wg_pipe); c->set |= CFG_WG_PIPE; }
         else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); }
         else if (!strcasecmp(k, "FAULT_HANG")) { bad = parse_int(v, 0, 1, &c->fault_hang); }
         else if (!strcasecmp(k, "FAULT_OOB")) { bad = parse_int(v, 0, 1, &c->fault_oob); }
@@ -65,7 +66,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
-            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, FAULT_*)", k);
+            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, FAULT_*)", k);
             rc = FB_EXIT_BADINPUT;
             break;
         }
@@ -93,6 +94,7 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
     if (src->set & CFG_STAGES) dst->stages = src->stages;
     if (src->set & CFG_PACK_GQA) dst->pack_gqa = src->pack_gqa;
     if (src->set & CFG_WARP_M) dst->warp_m = src->warp_m;
+    if (src->set & CFG_WG_PIPE) dst->wg_pipe = src->wg_pipe;
     dst->set |= src->set;
     if (src->fault_skip_last_tile) dst->fault_skip_last_tile = 1;
     if (src->fault_hang) dst->fault_hang = 1;
@@ -103,8 +105,9 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
 
 void kconfig_str(const kconfig *c, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s",
+    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
+             c->wg_pipe ? ";WG_PIPE=1" : "",
              c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
              c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" :
              c->fault_linear_pages ? ";FAULT_LINEAR_PAGES=1" : "");
@@ -243,6 +246,10 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
                  c->mma == MMA_MFMA ? "MMA=fma, mma or wgmma (not mfma yet)" : "BLOCK_N dividing the page size");
         return ST_UNSUPPORTED;
     }
+    if (c->wg_pipe && c->mma != MMA_WGMMA) {
+        snprintf(reason, len, "WG_PIPE applies to MMA=wgmma only");
+        return ST_UNSUPPORTED;
+    }
     if (c->mma == MMA_SYNC) {
         if (!(dev->features & RT_FEAT_MMA_SYNC)) {
             snprintf(reason, len, "MMA=mma needs NVIDIA tensor cores (sm_80+) through the cuda runtime");
@@ -272,6 +279,12 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         }
         if (s->d != 64 && s->d != 128 && s->d != 256) {
             snprintf(reason, len, "MMA=wgmma supports head dims 64, 128 and 256 (got %d)", s->d);
+            return ST_UNSUPPORTED;
+        }
+        if (c->wg_pipe && c->stages < 3) {
+            /* P V of tile j-1 still reads its V stage while tile j is current: two stages
+             * are held, a third takes the next tile */
+            snprintf(reason, len, "WG_PIPE=1 needs STAGES >= 3 (got %d)", c->stages);
             return ST_UNSUPPORTED;
         }
     } else if (c->mma == MMA_MFMA) {
