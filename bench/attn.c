@@ -258,6 +258,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     /* wgmma exists only on the architecture-specific target (sm_90a): the runtime compiles for it */
     if (c->mma == MMA_WGMMA) snprintf(defs[nd++], ATTN_DEFINE_LEN, "ARCH_SPECIFIC=1");
     if (c->wg_pipe) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_PIPE=1");
+    if (c->mma == MMA_WGMMA) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_SWIZZLE=%d", c->wg_swizzle);
     if (shape_ragged(s)) snprintf(defs[nd++], ATTN_DEFINE_LEN, "VARLEN=1");
     if (shape_paged(s)) {
         snprintf(defs[nd++], ATTN_DEFINE_LEN, "PAGED=1");

@@ -10,7 +10,7 @@
 #include "csvio.h"
 
 static const char *const known_params[] = {"MMA", "BLOCK_M", "BLOCK_N", "NUM_WARPS", "WARP_M",
-                                           "STAGES", "KPAD", "SPLIT_KV", "PACK_GQA", "WG_PIPE"};
+                                           "STAGES", "KPAD", "SPLIT_KV", "PACK_GQA", "WG_PIPE", "WG_SWIZZLE"};
 static const char *const known_conds[] = {"feature:mma_sync", "dtype:16bit", "MMA=fma", "MMA=mma",
                                           "decode", "prefill", "gqa", "fill", "feature:mfma", "MMA=mfma",
                                           "feature:wgmma", "MMA=wgmma"};

@@ -5,8 +5,8 @@
  * fp16, odd lengths, Sq != Skv, GQA, decode with GQA packing and split-KV, ragged, mixed and
  * paged batches; then one timing of the reference shape beside MMA=mma. When the first,
  * simplest case is wrong it rebuilds the kernel with the descriptor diagnosis hooks
- * (WG_K_SWAP, WG_V_SWAP) and says which layout reading the hardware wants; it also tries the
- * 128-byte swizzle experiment (WG_SWIZZLE=1) and times it. Without such a
+ * (WG_K_SWAP, WG_V_SWAP) and says which layout reading the hardware wants; it also checks
+ * both shared-memory layouts (WG_SWIZZLE=0 and 1) with and without WG_PIPE and times them. Without such a
  * GPU every test skips, saying why (never a failure). */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -240,51 +240,44 @@ static void test_reference_speed(void **state)
     assert_int_equal(bad, 0);
 }
 
-/* The 128-byte swizzle experiment (WG_SWIZZLE=1 in a copy of the kernels, not a config key
- * yet): right or wrong on a few cases, and its speed on the reference shape beside the
- * default layout. It reports, it does not fail the probe: the default layout is unaffected. */
-static void test_swizzle_experiment(void **state)
+/* Both shared-memory layouts (WG_SWIZZLE=0 and 1; the host picks 1 unless told) right on a
+ * few cases, with and without WG_PIPE, and their speed on the reference shape. */
+static void test_swizzle(void **state)
 {
     (void)state;
     need_hopper();
-    char root[4096], dir[256], err[FB_ERRLEN];
-    if (fb_root(root, sizeof root) != 0 || hooked_root(root, "#define WG_SWIZZLE 1\n", dir, sizeof dir) != 0) {
-        printf("swizzle experiment: cannot make a hooked copy of the kernels\n");
-        return;
-    }
-    const char *old = getenv("FABENCH_ROOT");
-    char *saved = old ? strdup(old) : NULL;
-    setenv("FABENCH_ROOT", dir, 1);
-    attn_runner *r = NULL;
-    int rc = attn_open(&dev, &r, err, sizeof err);
-    if (saved) { setenv("FABENCH_ROOT", saved, 1); free(saved); } else unsetenv("FABENCH_ROOT");
-    if (rc != 0) { printf("swizzle experiment: attn_open: %s\n", err); return; }
     shape_t one = mk(1, 1, 1, 64, 64, 64, 0), c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0);
     shape_t big = mk(1, 2, 2, 300, 300, 256, 1);
     struct { shape_t *s; dtype_t dt; const char *cfg; } cases[] = {
         {&one, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
         {&c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
-        {&c128, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3"},
+        {&c128, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_PIPE=1"},
         {&nc, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=1"},
-        {&big, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2"},
+        {&big, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=3,WG_PIPE=1"},
     };
     int bad = 0;
     attn_result res;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        bad += run_on(r, cases[i].s, cases[i].dt, cases[i].cfg, &opts, &res) != ST_OK;
-    printf("swizzle experiment: %s\n", bad ? "WRONG results with WG_SWIZZLE=1 (the default layout is unaffected)" : "right on every case");
-    if (!bad) {
-        shape_t ref = mk(4, 32, 32, 4096, 4096, 128, 0);
-        attn_opts t = opts;
-        t.verify_only = 0;
-        t.verify_rows = 256;
-        t.timing.budget_s = 0.5;
-        for (int sw = 0; sw < 2; sw++)
-            if (run_on(sw ? r : runner, &ref, DT_BF16, "MMA=wgmma", &t, &res) == ST_OK)
-                printf("    ref non-causal, MMA=wgmma default, %s: %.1f TFLOP/s\n", sw ? "WG_SWIZZLE=1" : "no swizzle",
-                       shape_flops(&ref) / (res.us.median * 1e-6) / 1e12);
-    }
-    attn_close(r);
+    char cfg[256];
+    for (int sw = 0; sw < 2; sw++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            snprintf(cfg, sizeof cfg, "%s,WG_SWIZZLE=%d", cases[i].cfg, sw);
+            status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
+            if (st != ST_OK) printf("    WRONG or failed: %s on %s\n", cfg, cases[i].s->name);
+            bad += st != ST_OK;
+        }
+    printf("swizzle: %s\n", bad ? "wrong results" : "both layouts right on every case");
+    shape_t ref = mk(4, 32, 32, 4096, 4096, 128, 0);
+    attn_opts t = opts;
+    t.verify_only = 0;
+    t.verify_rows = 256;
+    t.timing.budget_s = 0.5;
+    const char *timed[] = {"MMA=wgmma,WG_SWIZZLE=0", "MMA=wgmma,WG_SWIZZLE=1",
+                           "MMA=wgmma,BLOCK_N=64,STAGES=3,WG_PIPE=1,WG_SWIZZLE=1",
+                           "MMA=wgmma,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_SWIZZLE=1"};
+    for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++)
+        if (run_on(runner, &ref, DT_BF16, timed[i], &t, &res) == ST_OK)
+            printf("    ref non-causal, %s: %.1f TFLOP/s\n", timed[i], shape_flops(&ref) / (res.us.median * 1e-6) / 1e12);
+    assert_int_equal(bad, 0);
 }
 
 int main(void)
@@ -294,7 +287,7 @@ int main(void)
         cmocka_unit_test(test_tiles),
         cmocka_unit_test(test_decode_ragged_paged),
         cmocka_unit_test(test_reference_speed),
-        cmocka_unit_test(test_swizzle_experiment),
+        cmocka_unit_test(test_swizzle),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
