@@ -163,8 +163,14 @@ static void test_paged(void **state)
                                "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=32,STAGES=3",
                                "MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=16,STAGES=3,PACK_GQA=1,SPLIT_KV=4"};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-            for (size_t c = 0; c < sizeof mcfgs / sizeof mcfgs[0]; c++)
+            for (size_t c = 0; c < sizeof mcfgs / sizeof mcfgs[0]; c++) {
+                /* a key tile may not straddle pages: 32-key tiles skip the 16-key pages */
+                kconfig kc = {0};
+                char kerr[FB_ERRLEN];
+                assert_int_equal(kconfig_parse(mcfgs[c], &kc, kerr, sizeof kerr), 0);
+                if (all[i]->page % kc.block_n) continue;
                 bad += run_case(all[i], DT_BF16, mcfgs[c]) != ST_OK;
+            }
     }
     assert_int_equal(bad, 0);
     /* 3 x 19 pages: a shuffle that leaves every sequence in order is not a real chance */
