@@ -4,7 +4,7 @@ files and the variables the gnuplot scripts in plots/ draw from.
 
     prep.py PERF_CSV MANIFEST_CSV OUT_PLOTS_DIR TMP_DIR
 
-For every figure (perf_prefill, perf_decode, ref, batches, speedup) it writes TMP_DIR/<figure>/vars.gp
+For every figure (perf_prefill, perf_paper, perf_decode, ref, batches, speedup) it writes TMP_DIR/<figure>/vars.gp
 (gnuplot commands: titles, output paths, ranges, ticks and one array entry per series or
 bar) and whitespace-separated .dat files next to it, then prints one line per figure on
 stdout: "<figure> <script>" when it has data, "skip <figure> <why>" when it has none.
@@ -235,7 +235,7 @@ def legend_arrays(v, impls, color_of, variants_seen, variant_names, kind):
     v.set("nlegend", len(titles))
 
 
-def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode):
+def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode, what=None):
     """perf_prefill / perf_decode: one panel per model family, x = sequence length (sq) or
     KV length (skv), y = TFLOP/s or GB/s with p20/p80 error bars."""
     if not rows:
@@ -347,7 +347,7 @@ def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode):
                                   if desc else "") for f, desc in p_title]
     v.set("tmarg", 3.2 if two else 2.0)
 
-    what = "Decode" if decode else "Prefill"
+    what = what or ("Decode" if decode else "Prefill")
     v.set("out_png", os.path.join(outdir, fig + ".png"))
     v.set("out_svg", os.path.join(outdir, fig + ".svg"))
     v.set("datadir", d)
@@ -727,12 +727,18 @@ def main(argv):
     perf_rows = [r for r in rows if not r["name"].startswith("ref-") and not is_batch(r)]
     prefill = [r for r in perf_rows
                if sq(r) is not None and sq(r) == skv(r) and sq(r) > DECODE_MAX_SQ]
+    # the paper suite's sweep (down to 16 tokens, up to B=128) gets its own figure: on the
+    # model families' axes it would stretch their y range over four decades
+    paper = [r for r in prefill if r["name"].startswith("paper-")]
+    prefill = [r for r in prefill if not r["name"].startswith("paper-")]
     decode = [r for r in perf_rows if sq(r) is not None and sq(r) <= DECODE_MAX_SQ]
     ref = [r for r in rows if r["name"].startswith("ref-") and not is_batch(r)]
 
     for fig, why in (
             ("perf_prefill", lines_figure("perf_prefill", prefill, impls, color_of, date,
                                           outdir, tmp, False)),
+            ("perf_paper", lines_figure("perf_paper", paper, impls, color_of, date,
+                                        outdir, tmp, False, "Paper-suite prefill")),
             ("perf_decode", lines_figure("perf_decode", decode, impls, color_of, date,
                                          outdir, tmp, True)),
             ("ref", ref_figure(ref, impls, color_of, date, outdir, tmp)),

@@ -3,6 +3,7 @@
 # results/sm_90/space-d128-prefill/), as PNG and SVG in <folder>/plots/ (what `make plots`
 # runs):
 #   perf_prefill  TFLOP/s against sequence length, one panel per model family   (perf.csv)
+#   perf_paper    the same for the paper suite's sweep (paper-* shapes)          (perf.csv)
 #   perf_decode   effective GB/s against KV length, one panel per model family  (perf.csv)
 #   ref           bars for the ref-* shapes (TFLOP/s prefill, GB/s decode)      (perf.csv)
 #   batches       bars for ragged, mixed and paged batches (lens, qlens, page)  (perf.csv)
@@ -110,7 +111,7 @@ for d in "${dirs[@]}"; do
             continue
         fi
     else
-        printf 'skip %s no perf.csv\n' perf_prefill perf_decode ref batches speedup >"$work/figures"
+        printf 'skip %s no perf.csv\n' perf_prefill perf_paper perf_decode ref batches speedup >"$work/figures"
     fi
     if ! python3 "$here/metrics.py" "$d" "$out" "$work" >>"$work/figures"; then
         echo "render.sh: $d: its CSV files could not be read" >&2

@@ -152,6 +152,21 @@ PY
         grep -q "skip perf_decode" "$T/render4.log"; then
         ok "render.sh draws ragged, mixed and paged rows as the batches figure, not as lines"
     else bad "render.sh draws the batches figure" "$(cat "$T/render4.log")"; fi
+    # the paper suite's rows: their own line figure, out of perf_prefill
+    mkdir -p "$T/paper"; cp "$GOOD/manifest.csv" "$T/paper/"
+    python3 - "$GOOD/perf.csv" "$T/paper/perf.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+    w.writeheader()
+    for r in rows:
+        w.writerow(dict(r, name="paper-" + r["name"]))
+PY
+    if bash plots/render.sh "$T/paper" >"$T/render5.log" 2>&1 && [ -s "$T/paper/plots/perf_paper.png" ] &&
+        grep -q "skip perf_prefill" "$T/render5.log"; then
+        ok "render.sh draws paper-* rows as perf_paper, not in perf_prefill"
+    else bad "render.sh draws perf_paper" "$(cat "$T/render5.log")"; fi
     if grep -q "skip batches.{png,svg}: no ragged, mixed or paged rows" "$T/render.log"; then
         ok "render.sh skips batches without ragged rows"
     else bad "render.sh skips batches without ragged rows" "$(cat "$T/render.log")"; fi
