@@ -212,6 +212,16 @@ static void test_decode_ragged_paged(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Options for a brief timing of the reference shape (verified on 256 rows first). */
+static attn_opts timed_opts(void)
+{
+    attn_opts t = opts;
+    t.verify_only = 0;
+    t.verify_rows = 256;
+    t.timing.budget_s = 0.5;
+    return t;
+}
+
 /* The reference prefill shape, timed briefly beside MMA=mma: a number for the report, not
  * a pass/fail threshold (both must verify). */
 static void test_reference_speed(void **state)
@@ -219,10 +229,7 @@ static void test_reference_speed(void **state)
     (void)state;
     need_hopper();
     shape_t s = mk(4, 32, 32, 4096, 4096, 128, 0);
-    attn_opts t = opts;
-    t.verify_only = 0;
-    t.verify_rows = 256;
-    t.timing.budget_s = 0.5;
+    attn_opts t = timed_opts();
     const char *cfgs[] = {"MMA=wgmma", "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=3",
                           "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=2", "MMA=mma"};
     int bad = 0;
@@ -267,10 +274,7 @@ static void test_swizzle(void **state)
         }
     printf("swizzle: %s\n", bad ? "wrong results" : "both layouts right on every case");
     shape_t ref = mk(4, 32, 32, 4096, 4096, 128, 0);
-    attn_opts t = opts;
-    t.verify_only = 0;
-    t.verify_rows = 256;
-    t.timing.budget_s = 0.5;
+    attn_opts t = timed_opts();
     const char *timed[] = {"MMA=wgmma,WG_SWIZZLE=0", "MMA=wgmma,WG_SWIZZLE=1",
                            "MMA=wgmma,BLOCK_N=64,STAGES=3,WG_PIPE=1,WG_SWIZZLE=1",
                            "MMA=wgmma,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_SWIZZLE=1"};
