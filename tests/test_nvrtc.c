@@ -343,6 +343,22 @@ static void test_wgmma_rejected(void **state)
     shape_t d80 = s;
     d80.d = 80;
     assert_int_equal(kconfig_check(&c, &h100, &d80, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    /* the defaults: wgmma for dense prefill on Hopper; mma for decode, d=80, ragged, small
+     * pages, and anywhere without the feature */
+    struct { shape_t sh; int ragged_page; mma_kind want; } dflt[] = {
+        {s, 0, MMA_WGMMA}, {d80, 0, MMA_SYNC}, {s, 16, MMA_SYNC}, {s, 64, MMA_WGMMA}, {s, -1, MMA_SYNC},
+    };
+    dflt[4].sh.sq = 1;
+    for (size_t i = 0; i < sizeof dflt / sizeof dflt[0]; i++) {
+        kconfig k = {0};
+        if (dflt[i].ragged_page > 0) dflt[i].sh.page = dflt[i].ragged_page;
+        kconfig_complete(&k, &h100, &dflt[i].sh, DT_BF16);
+        assert_int_equal(k.mma, dflt[i].want);
+        assert_int_equal(kconfig_check(&k, &h100, &dflt[i].sh, DT_BF16, reason, sizeof reason), ST_OK);
+        kconfig a = {0};
+        kconfig_complete(&a, &a100, &dflt[i].sh, DT_BF16);
+        assert_int_equal(a.mma, MMA_SYNC);
+    }
     assert_non_null(strstr(reason, "head dims"));
     bad = c;
     bad.stages = 4;
