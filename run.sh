@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 
 usage() {
     cat <<'USAGE'
-usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budget S] [--results DIR]
+usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budget S] [--results DIR] [--resume]
 
   --device SEL   measure only this device (repeatable; see build/fabench devices)
   --suite NAME   suite from bench/suites (default: llm on a GPU, smoke on a CPU)
@@ -23,15 +23,19 @@ usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budge
                  already in the results folder is used when there is one
   --budget S     seconds of timed repetitions per shape and implementation (default 0.5)
   --results DIR  where per-GPU folders go (default: results)
+  --resume       go on with the run in the results folder instead of archiving it: shapes
+                 perf.csv already has a row for (per implementation) are not run again, so
+                 a run cut short (a time-limited GPU slot) is finished by the same command
 USAGE
 }
 
-devices=(); suite=""; quick=0; results=results; tune=0; budget=0.5
+devices=(); suite=""; quick=0; results=results; tune=0; budget=0.5; resume=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --device) devices+=("$2"); shift 2 ;;
         --suite) suite=$2; shift 2 ;;
         --quick) quick=1; shift ;;
+        --resume) resume=1; shift ;;
         --tune) if [[ ${2:-} =~ ^[0-9]+$ ]]; then tune=$2; shift 2; else tune=60; shift; fi ;;
         --results) results=$2; shift 2 ;;
         --budget) [[ ${2:-} =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --budget needs seconds, got '${2:-}'" >&2; exit 2; }
@@ -71,7 +75,7 @@ while IFS=$'\t' read -r sel kind name; do
     slug=$(printf '%s' "$name" | tr 'A-Z' 'a-z' | sed -E 's/[^a-z0-9]+/-/g; s/^-+//; s/-+$//')
     dir=$results/$slug
     mkdir -p "$dir"
-    if [ -z "${archived[$slug]:-}" ]; then
+    if [ -z "${archived[$slug]:-}" ] && [ $resume -eq 0 ]; then
         archived[$slug]=1
         old=$(ls "$dir"/perf.csv "$dir"/manifest.csv "$dir"/codegen.csv "$dir"/compiled.csv "$dir"/codegen_summary.csv \
                  "$dir"/codegen_distance.csv "$dir"/portability.csv 2>/dev/null || true)
@@ -97,14 +101,15 @@ while IFS=$'\t' read -r sel kind name; do
     [ -f "$dir/tuning.csv" ] && tuned=(--tuned --tuning "$dir/tuning.csv")
     echo "run.sh: $sel ($name): suite $s -> $dir/perf.csv"
     rc=0
-    $fab run --device "$sel" --suite "$s" --out "$dir/perf.csv" --append \
+    more=(--append); [ $resume -eq 0 ] || more=(--resume)
+    $fab run --device "$sel" --suite "$s" --out "$dir/perf.csv" "${more[@]}" \
         --manifest "$dir/manifest.csv" "${args[@]}" "${tuned[@]}" || rc=$?
     [ $rc -eq 0 ] || { echo "run.sh: $sel: some rows did not pass (exit $rc); see the status column" >&2; status=1; }
 
     # the vendors' kernels on the same shapes, into the same perf.csv (absent ones: no rows)
     if [ "$kind" = gpu ]; then
         echo "run.sh: $sel ($name): vendors -> $dir/perf.csv"
-        $fab vendors --device "$sel" --suite "$s" --out "$dir/perf.csv" --append --manifest "$dir/manifest.csv" \
+        $fab vendors --device "$sel" --suite "$s" --out "$dir/perf.csv" "${more[@]}" --manifest "$dir/manifest.csv" \
             "${args[@]}" || echo "run.sh: $sel: vendors exited $? (see their rows' status)" >&2
     fi
 

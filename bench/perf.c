@@ -2,6 +2,7 @@
 #include "perf.h"
 
 #include <math.h>
+#include <string.h>
 
 const char *const perf_header[] = {
     "gpu", "backend", "impl", "config", "name", "dtype", "batch", "hq", "hkv", "sq", "skv", "d",
@@ -13,6 +14,21 @@ static void fmt_num(char *out, size_t len, double v, const char *fmt)
 {
     if (isnan(v)) out[0] = 0;
     else snprintf(out, len, fmt, v);
+}
+
+int perf_has(const csv_table *t, const char *gpu, const char *backend, const char *impl, const char *name,
+             dtype_t dt)
+{
+    int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend"), ci = csvt_col(t, "impl"), cn = csvt_col(t, "name"),
+        cd = csvt_col(t, "dtype");
+    if (cg < 0 || cb < 0 || ci < 0 || cn < 0 || cd < 0) return 0;
+    for (size_t r = 0; r < t->nrows; r++) {
+        char **row = t->rows[r];
+        if (!strcmp(row[cn], name) && !strcmp(row[ci], impl) && !strcmp(row[cb], backend) && !strcmp(row[cg], gpu) &&
+            !strcmp(row[cd], dtype_name(dt)))
+            return 1;
+    }
+    return 0;
 }
 
 int perf_add(csv_table *t, const perf_row *r)

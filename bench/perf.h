@@ -30,6 +30,10 @@ int perf_open_append(const char *path, csv_table **out, char *err, size_t errlen
 
 /* Appends the row to t. 0 or -1 (out of memory). */
 int perf_add(csv_table *t, const perf_row *r);
+/* Does t already hold a row of this implementation on this device for the shape (by name)
+ * and dtype? (`--resume`: a command cut short is run again and goes on where it stopped) */
+int perf_has(const csv_table *t, const char *gpu, const char *backend, const char *impl, const char *name,
+             dtype_t dt);
 /* One progress line ("[i/n] name dtype 123.4 us 1.2 TFLOP/s ... config") on f. */
 void perf_progress(FILE *f, size_t i, size_t n, const perf_row *r);
 

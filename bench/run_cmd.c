@@ -34,6 +34,8 @@ static void usage_run(FILE *f)
             "  --suite NAME       a suite in bench/suites/ (%s)\n"
             "  --out FILE         perf.csv to write (atomically, rewritten after every shape)\n"
             "  --append           add rows to an existing --out file instead of replacing it\n"
+            "  --resume           --append, skipping the shapes --out already has a row for (this\n"
+            "                     device, dtype): the same command again goes on where it stopped\n"
             "  --config K=V,...   kernel parameters: MMA (fma, mma), BLOCK_M, BLOCK_N, NUM_WARPS,\n"
             "                     WARP_M, STAGES, SPLIT_KV, PACK_GQA, KPAD; unset ones get\n"
             "                     per-device, per-shape defaults\n"
@@ -73,7 +75,7 @@ static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 int cmd_run(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SHAPES, O_SUITE, O_OUT, O_APPEND, O_CONFIG, O_DTYPE, O_MANIFEST, O_VERIFY_ONLY,
-           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING };
+           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"shapes", required_argument, 0, O_SHAPES},
         {"suite", required_argument, 0, O_SUITE}, {"out", required_argument, 0, O_OUT},
@@ -84,10 +86,10 @@ int cmd_run(int argc, char **argv)
         {"verify-rows", required_argument, 0, O_VROWS}, {"seed", required_argument, 0, O_SEED},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
         {"tuned", no_argument, 0, O_TUNED}, {"tuning", required_argument, 0, O_TUNING},
-        {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+        {"help", no_argument, 0, O_HELP}, {"resume", no_argument, 0, O_RESUME}, {0, 0, 0, 0}};
     const char *device = NULL, *shapes_file = NULL, *suite = NULL, *out = NULL, *manifest_path = NULL;
     const char *tuning_path = NULL;
-    int append = 0, quiet = 0, have_dtype = 0, tuned = 0;
+    int append = 0, quiet = 0, have_dtype = 0, tuned = 0, resume = 0;
     dtype_t dtype = DT_BF16;
     kconfig cfg = {0};
     attn_opts ao;
@@ -104,6 +106,7 @@ int cmd_run(int argc, char **argv)
         case O_SUITE: suite = optarg; break;
         case O_OUT: out = optarg; break;
         case O_APPEND: append = 1; break;
+        case O_RESUME: append = resume = 1; break;
         case O_MANIFEST: manifest_path = optarg; break;
         case O_CONFIG:
             if (kconfig_parse(optarg, &cfg, err, sizeof err) != 0) {
@@ -218,9 +221,14 @@ int cmd_run(int argc, char **argv)
     if (!quiet) fprintf(stderr, "fabench run: %zu shapes on %s:%d (%s)\n", shapes.n, dev.rt->name, dev.index, dev.info.name);
     signal(SIGINT, on_sigint);
     int failures = 0, fatal = 0;
+    size_t resumed = 0;
     for (size_t i = 0; i < shapes.n && !interrupted; i++) {
         const shape_t *s = &shapes.v[i];
         dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        if (resume && perf_has(table, dev.info.name, dev.rt->name, "portable", s->name, dt)) {
+            resumed++;
+            continue;
+        }
         kconfig shape_cfg = cfg;
         char source[300] = "default";
         if (cfg.set) snprintf(source, sizeof source, "--config");
@@ -268,6 +276,7 @@ int cmd_run(int argc, char **argv)
         if (!quiet) perf_progress(stderr, i + 1, shapes.n, &pr);
     }
     if (interrupted && !quiet) fprintf(stderr, "fabench run: interrupted; %zu finished rows are in %s\n", table->nrows, out);
+    if (resumed && !quiet) fprintf(stderr, "fabench run: --resume: %zu shapes already had rows in %s\n", resumed, out);
     attn_close(runner);
     csvt_free(table);
     shapes_free(&shapes);

@@ -40,8 +40,8 @@ static void usage(FILE *f)
             "  --impl LIST        only these implementations (torch-flash,torch-efficient,torch-cudnn,flex,cudnn)\n"
             "  --configs-out FILE.csv  also write how many configurations each vendor's own selection\n"
             "                     offered per shape (impl,scope,configs,method)\n"
-            "  --append, --manifest FILE, --dtype T, --budget S, --warmup S, --min-reps N,\n"
-            "  --verify-rows N, --seed N, --quiet: as for `fabench run`\n");
+            "  --append, --resume, --manifest FILE, --dtype T, --budget S, --warmup S, --min-reps N,\n"
+            "  --verify-rows N, --seed N, --quiet: as for `fabench run` (--resume: per implementation)\n");
 }
 
 /* Writes n bytes to path; 0 or -1. */
@@ -65,7 +65,7 @@ static int wanted(const char *impl, const char *list)
 int cmd_vendors(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_OUT, O_APPEND, O_MANIFEST, O_DTYPE, O_BUDGET, O_WARMUP, O_MINREPS,
-           O_VROWS, O_SEED, O_IMPL, O_QUIET, O_HELP, O_CONFIGS };
+           O_VROWS, O_SEED, O_IMPL, O_QUIET, O_HELP, O_CONFIGS, O_RESUME };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"out", required_argument, 0, O_OUT},
@@ -74,10 +74,11 @@ int cmd_vendors(int argc, char **argv)
         {"warmup", required_argument, 0, O_WARMUP}, {"min-reps", required_argument, 0, O_MINREPS},
         {"verify-rows", required_argument, 0, O_VROWS}, {"seed", required_argument, 0, O_SEED},
         {"impl", required_argument, 0, O_IMPL}, {"quiet", no_argument, 0, O_QUIET},
-        {"help", no_argument, 0, O_HELP}, {"configs-out", required_argument, 0, O_CONFIGS}, {0, 0, 0, 0}};
+        {"help", no_argument, 0, O_HELP}, {"configs-out", required_argument, 0, O_CONFIGS},
+        {"resume", no_argument, 0, O_RESUME}, {0, 0, 0, 0}};
     const char *device = NULL, *suite = NULL, *shapes_file = NULL, *out = NULL, *manifest_path = NULL, *impls = NULL;
     const char *configs_out = NULL;
-    int append = 0, quiet = 0, have_dtype = 0;
+    int append = 0, quiet = 0, have_dtype = 0, resume = 0;
     dtype_t dtype = DT_BF16;
     timing_opts topt;
     timing_defaults(&topt);
@@ -104,6 +105,7 @@ int cmd_vendors(int argc, char **argv)
         case O_SHAPES: shapes_file = optarg; break;
         case O_OUT: out = optarg; break;
         case O_APPEND: append = 1; break;
+        case O_RESUME: append = resume = 1; break;
         case O_MANIFEST: manifest_path = optarg; break;
         case O_IMPL: impls = optarg; break;
         case O_CONFIGS: configs_out = optarg; break;
@@ -212,9 +214,18 @@ int cmd_vendors(int argc, char **argv)
     }
     signal(SIGINT, on_sigint);
     int failures = 0, fatal = 0;
+    size_t resumed = 0;
     for (size_t i = 0; any && i < shapes.n && !interrupted && !fatal; i++) {
         const shape_t *s = &shapes.v[i];
         dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        if (resume) { /* a shape every wanted implementation of the present vendors has a row for */
+            int todo = 0;
+            for (size_t vi = 0; vi < NVENDORS && !todo; vi++)
+                if (vs[vi])
+                    for (const char *const *im = all_vendors[vi]->impls(vs[vi]); *im && !todo; im++)
+                        todo = wanted(*im, impls) && !perf_has(table, dev.info.name, dev.rt->name, *im, s->name, dt);
+            if (!todo) { resumed++; continue; }
+        }
         size_t es = dtype_size(dt), nq = shape_q_elems(s), nkv = shape_kv_elems(s);
         void *q = malloc(nq * es), *k = malloc(nkv * es), *v = malloc(nkv * es), *o = malloc(nq * es);
         if (!q || !k || !v || !o) {
@@ -233,6 +244,7 @@ int cmd_vendors(int argc, char **argv)
             if (!vs[vi]) continue;
             for (const char *const *im = all_vendors[vi]->impls(vs[vi]); *im && !interrupted; im++) {
                 if (!wanted(*im, impls)) continue;
+                if (resume && perf_has(table, dev.info.name, dev.rt->name, *im, s->name, dt)) continue;
                 fb_poison(o, nq, dt);
                 unlink(op);
                 vendor_result vr;
@@ -278,6 +290,7 @@ int cmd_vendors(int argc, char **argv)
         if (vs[vi]) all_vendors[vi]->close(vs[vi]);
     if (tdir) { unlink(qp); unlink(kp); unlink(vp); unlink(op); rmdir(tdir); }
     if (!any && !quiet) fprintf(stderr, "fabench vendors: no vendor library is available here; %s has no rows\n", out);
+    if (resumed && !quiet) fprintf(stderr, "fabench vendors: --resume: %zu shapes already had rows in %s\n", resumed, out);
     csvt_free(ctab);
     csvt_free(table);
     shapes_free(&shapes);

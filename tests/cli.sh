@@ -289,6 +289,16 @@ else
     bad "--append twice: header line appears once" "$T/a.csv missing"
 fi
 
+# --resume: a run cut short (here: one of the two rows kept) goes on with the shape it lacks
+head -n 2 "$T/a.csv" >"$T/r.csv"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/r.csv" --resume --verify-only
+check "--resume runs only the shape the file lacks" 0 err "--resume: 1 shapes already had rows"
+csv_py "--resume: the kept row and the missing one, 2 rows" "$PY_PERF" "$T/r.csv" "$PERF_COLS" 2 verify
+if [ "$(cut -d, -f5 "$T/r.csv" | sort | uniq -d)" = "" ]; then ok "--resume: no shape twice"
+else bad "--resume: no shape twice" "$(cut -d, -f5 "$T/r.csv")"; fi
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/r.csv" --resume --verify-only
+check "--resume on a finished file runs nothing" 0 err "--resume: 2 shapes already had rows" !err "[1/2]"
+
 printf 'foo,bar\n1,2\n' >"$T/other.csv"
 cp "$T/other.csv" "$T/other.orig"
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/other.csv" --append "${TINY[@]}"
