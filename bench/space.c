@@ -138,17 +138,47 @@ static int space_fills(const space_t *sp, const int *idx, const kconfig *c, cons
     return 1;
 }
 
-/* Tensor-core candidates first: an exhaustive search cut short by --time has then tried
- * the likely winners. The sort is stable, so the order is otherwise the enumeration's. */
-static void mma_first(kconfig *v, long n)
+/* How many tuned fields of a and b differ (the MMA kind aside). */
+static int cfg_distance(const kconfig *a, const kconfig *b)
 {
-    long w = 0;
-    for (long i = 0; i < n; i++)
-        if (v[i].mma != MMA_FMA) {
-            kconfig c = v[i];
-            memmove(&v[w + 1], &v[w], sizeof *v * (size_t)(i - w));
-            v[w++] = c;
+    return (a->block_m != b->block_m) + (a->block_n != b->block_n) + (a->num_warps != b->num_warps) +
+           (a->warp_m != b->warp_m) + (a->stages != b->stages) + (a->split_kv != b->split_kv) +
+           (a->pack_gqa != b->pack_gqa) + (a->kpad != b->kpad) + (a->wg_pipe != b->wg_pipe) +
+           (a->wg_swizzle != b->wg_swizzle);
+}
+
+/* The order candidates are offered in, so that an exhaustive search cut short by --time has
+ * tried the likely winners: the MMA kind the device's default picks for this shape first,
+ * then the other tensor-core kinds, then fma; within a kind, the fewest fields away from
+ * that kind's default configuration first (the default itself leads). The sort is stable:
+ * ties keep the enumeration's order. */
+static void likely_first(kconfig *v, long n, const rt_device_info *dev, const shape_t *s, dtype_t dt)
+{
+    kconfig pref = {0};
+    kconfig_complete(&pref, dev, s, dt);
+    long *key = malloc(sizeof *key * (size_t)(n ? n : 1));
+    if (!key) return; /* out of memory: the enumeration's order */
+    kconfig def[4];
+    for (int m = 0; m < 4; m++) {
+        def[m] = (kconfig){.mma = (mma_kind)m, .set = CFG_MMA};
+        kconfig_complete(&def[m], dev, s, dt);
+    }
+    for (long i = 0; i < n; i++) {
+        int kind = v[i].mma == pref.mma ? 0 : v[i].mma != MMA_FMA ? 1 : 2;
+        key[i] = (long)kind * 100 + cfg_distance(&v[i], &def[v[i].mma]);
+    }
+    for (long i = 1; i < n; i++) { /* insertion sort: stable, and n is a few hundred */
+        kconfig c = v[i];
+        long k = key[i], j = i;
+        while (j > 0 && key[j - 1] > k) {
+            v[j] = v[j - 1];
+            key[j] = key[j - 1];
+            j--;
         }
+        v[j] = c;
+        key[j] = k;
+    }
+    free(key);
 }
 
 long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t *s, dtype_t dt,
@@ -194,7 +224,7 @@ long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t
         while (k < sp->nparams && ++idx[k] == sp->p[k].nvalues) idx[k++] = 0;
         if (k == sp->nparams) break;
     }
-    mma_first(v, n);
+    likely_first(v, n, dev, s, dt);
     *out = v;
     if (before) *before = all;
     return n;

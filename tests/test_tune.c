@@ -95,6 +95,30 @@ static void test_space_enumerate(void **state)
     }
     assert_true(mma > 0);
     free(c);
+    /* the order: the device's default configuration first, the rest of its MMA kind, then
+     * the other tensor-core kinds, fma last (what a search cut short by --time has tried) */
+    rt_device_info hop = h200;
+    hop.features |= RT_FEAT_WGMMA;
+    const rt_device_info *devs[2] = {&h200, &hop};
+    for (int k = 0; k < 2; k++) {
+        n = space_enumerate(&sp, devs[k], &pre, DT_BF16, &c, &before);
+        assert_true(n > 2);
+        kconfig d = {0};
+        kconfig_complete(&d, devs[k], &pre, DT_BF16);
+        assert_int_equal(d.mma, k ? MMA_WGMMA : MMA_SYNC);
+        char a[256], b[256];
+        kconfig_str(&c[0], a, sizeof a);
+        kconfig_str(&d, b, sizeof b);
+        assert_string_equal(a, b);
+        int rank_prev = 0;
+        for (long i = 0; i < n; i++) {
+            int rank = c[i].mma == d.mma ? 0 : c[i].mma != MMA_FMA ? 1 : 2;
+            assert_true(rank >= rank_prev);
+            rank_prev = rank;
+        }
+        assert_int_equal(c[n - 1].mma, MMA_FMA);
+        free(c);
+    }
     /* fp32 or no tensor cores: no mma candidates */
     rt_device_info cpu = {.compute_units = 2, .max_group_size = 4096, .shared_bytes = 512 * 1024,
                           .static_shared_bytes = 512 * 1024};
