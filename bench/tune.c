@@ -27,6 +27,8 @@ static const char *const explored_header[] = {
     "median_us", "tflops", "registers", "spill_bytes", "shared_bytes", "private_bytes", "binary_bytes",
     "max_abs_err", "strategy", "step", "reps"};
 #define TUNE_ABANDON 4.0
+/* --time spent before any candidate of a class verified: this many tries more */
+#define TUNE_LATE_TRIES 3
 #define EXPLORED_NCOLS (sizeof explored_header / sizeof explored_header[0])
 static const char *const tuning_header[] = {
     "gpu", "backend", "shape_class", "config", "median_us", "tflops", "configs_explored", "configs_in_space",
@@ -302,7 +304,8 @@ static void usage(FILE *f)
             "  --strategy S        exhaustive (default), random, or bo (a Gaussian-process model of\n"
             "                      the time steers the search after 8 random probes)\n"
             "  --budget N          at most N candidates timed per class (default: all)\n"
-            "  --time S            at most S seconds per class\n"
+            "  --time S            at most S seconds per class (one with no verified candidate when\n"
+            "                      the time is up tries up to 3 more, so that it gets a winner)\n"
             "  --seed N            for random (default 1)\n"
             "  --results DIR       where explored.csv, tuning.csv, manifest.csv go\n"
             "                      (default results/<gpu-slug>)\n"
@@ -511,7 +514,7 @@ int cmd_tune(int argc, char **argv)
             free(pre);
             free(ord);
         }
-        long best = -1, explored_n = 0;
+        long best = -1, explored_n = 0, late_tries = 0;
         char best_cfg[256] = "";
         /* resume: candidates this class already has rows for are not run again */
         int col_cfg = csvt_col(explored, "config"), col_cls = csvt_col(explored, "shape_class"),
@@ -519,7 +522,10 @@ int cmd_tune(int argc, char **argv)
             col_us = csvt_col(explored, "median_us"), col_gpu = csvt_col(explored, "gpu");
         long idx;
         while (!stop_requested && (budget <= 0 || explored_n < budget) && (idx = searcher_ask(se)) >= 0) {
-            if (time_limit > 0 && fb_now() - t0 > time_limit) break;
+            /* --time spent: stop, except that a class with nothing verified yet gets a few
+             * tries more (a cold compile of the precompile batch, NVIDIA's OpenCL say, can
+             * take all of a short --time before the first candidate has run) */
+            if (time_limit > 0 && fb_now() - t0 > time_limit && (best >= 0 || late_tries++ >= TUNE_LATE_TRIES)) break;
             char cs[256];
             kconfig_str(&cands[idx], cs, sizeof cs);
             int done = 0;
