@@ -372,6 +372,9 @@ static void rule_perf(file_ctx *fc, size_t r)
         problem(fc, line_of(fc, r), "qlens", "%s", m ? m + strlen("field 'qlens': ") : lerr);
         return;
     }
+    long page = 0;
+    if (*val(fc, r, "page") && parse_int(val(fc, r, "page"), &page) != 0) return; /* already reported */
+    s.page = (int)page;
     if (s.hkv < 1 || s.hq % s.hkv) {
         problem(fc, line_of(fc, r), "hq", "%d is not a multiple of hkv=%d", s.hq, s.hkv);
         return;
@@ -493,7 +496,8 @@ static const col_spec perf_cols[] = {
     {"p80_us", V_NUM, REQ | EMPTY, 0}, {"min_us", V_NUM, EMPTY, 0}, {"reps", V_INT, EMPTY, 1},
     {"tflops", V_NUM, REQ | EMPTY, 0}, {"gbps", V_NUM, REQ | EMPTY, 0}, {"max_abs_err", V_NUM, REQ | EMPTY, 0},
     {"rel_l2_err", V_NUM, EMPTY, 0}, {"status", V_STATUS, REQ, 0}, {"reason", V_TEXT, 0, 0},
-    {"config_source", V_TEXT, 0, 0}, {"lens", V_TEXT, 0, 0}, {"qlens", V_TEXT, 0, 0}};
+    {"config_source", V_TEXT, 0, 0}, {"lens", V_TEXT, 0, 0}, {"qlens", V_TEXT, 0, 0},
+    {"page", V_INT, EMPTY, 1}};
 
 static const col_spec explored_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"kernel", V_NAME, REQ, 0}, {"config", V_CONFIG, REQ, 0},

@@ -7,7 +7,7 @@
 const char *const perf_header[] = {
     "gpu", "backend", "impl", "config", "name", "dtype", "batch", "hq", "hkv", "sq", "skv", "d",
     "causal", "median_us", "p20_us", "p80_us", "min_us", "reps", "tflops", "gbps", "max_abs_err",
-    "rel_l2_err", "status", "reason", "config_source", "lens", "qlens"};
+    "rel_l2_err", "status", "reason", "config_source", "lens", "qlens", "page"};
 const size_t perf_ncols = sizeof perf_header / sizeof perf_header[0];
 
 static void fmt_num(char *out, size_t len, double v, const char *fmt)
@@ -53,26 +53,27 @@ int perf_add(csv_table *t, const perf_row *r)
     if (timed) snprintf(f[12], 64, "%zu", r->us->n); else f[12][0] = 0;
     fmt_num(f[13], 64, timed ? shape_flops(s) / (us * 1e-6) / 1e12 : NAN, "%.4f");
     fmt_num(f[14], 64, timed ? shape_bytes(s, r->dt) / (us * 1e-6) / 1e9 : NAN, "%.2f");
-    char e1[32], e2[32], lens[FB_MAX_LENS * 24], qlens[FB_MAX_LENS * 24];
+    char e1[32], e2[32], lens[FB_MAX_LENS * 24], qlens[FB_MAX_LENS * 24], page[16] = "";
     shape_lens_str(s, lens, sizeof lens);
+    if (shape_paged(s)) snprintf(page, sizeof page, "%d", s->page);
     shape_qlens_str(s, qlens, sizeof qlens);
     fmt_num(e1, sizeof e1, verified ? r->ver->max_abs_err : NAN, "%.3g");
     fmt_num(e2, sizeof e2, verified ? r->ver->rel_l2_err : NAN, "%.3g");
     const char *row[] = {r->gpu, r->backend, r->impl, r->config ? r->config : "", s->name, f[0], f[1], f[2], f[3],
                          f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13], f[14], e1, e2,
                          status_name(r->status), r->reason ? r->reason : "", r->config_source ? r->config_source : "",
-                         lens, qlens};
-    return csvt_add(t, row); /* a table opened in an older schema (before lens, qlens) takes the columns it has */
+                         lens, qlens, page};
+    return csvt_add(t, row); /* a table opened in an older schema (before lens, qlens, page) takes the columns it has */
 }
 
 int perf_open_append(const char *path, csv_table **out, char *err, size_t errlen)
 {
     int rc = csvt_open_append(path, perf_header, perf_ncols, out, err, errlen);
     if (rc != 2) return rc;
-    /* a perf.csv written before the qlens (or also the lens) column: its rows go on in its
-     * own schema */
+    /* a perf.csv written before the page column (or also qlens, or also lens): its rows go
+     * on in its own schema */
     char err2[FB_ERRLEN];
-    for (size_t drop = 1; drop <= 2; drop++)
+    for (size_t drop = 1; drop <= 3; drop++)
         if (csvt_open_append(path, perf_header, perf_ncols - drop, out, err2, sizeof err2) == 0) return 0;
     return rc;
 }

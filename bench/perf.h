@@ -24,7 +24,8 @@ typedef struct {
 } perf_row;
 
 /* Opens perf.csv at path for appending (csvt_open_append), accepting a file written
- * before the trailing `qlens` or `lens, qlens` columns (its rows then go on without them).
+ * before the trailing `page`, `qlens, page` or `lens, qlens, page` columns (its rows then go
+ * on without them).
  * 0, 2 or -1. */
 int perf_open_append(const char *path, csv_table **out, char *err, size_t errlen);
 
