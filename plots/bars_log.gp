@@ -5,10 +5,10 @@
 
 do for [term = 1:2] {
     if (term == 1) {
-        set terminal pngcairo size 1400,800 enhanced font "Sans,11" linewidth 1.2 background rgb "white"
+        set terminal pngcairo size fig_w,800 enhanced font "Sans,11" linewidth 1.2 background rgb "white"
         set output out_png
     } else {
-        set terminal svg size 1400,800 enhanced font "Sans,11" fontscale 1.25 linewidth 1.2 background rgb "white"
+        set terminal svg size fig_w,800 enhanced font "Sans,11" fontscale 1.25 linewidth 1.2 background rgb "white"
         set output out_svg
     }
     set label 901 fig_title at screen 0.5, screen 0.965 center font "Sans,15"
@@ -28,7 +28,7 @@ do for [term = 1:2] {
     set ylabel ylabel offset 1, 0
     set xlabel xlabel
     set style fill solid 0.9 border lc rgb "#333333"
-    set key at screen 0.79, screen 0.85 left top Left reverse samplen 2 spacing 1.4 font "Sans,11" nobox
+    set key at screen 1.0 - 290.0 / fig_w, screen 0.85 left top Left reverse samplen 2 spacing 1.4 font "Sans,11" nobox
     bars = datadir . "/bars.dat"
     tics = datadir . "/tics.dat"
     plot bars using 1:2:($1 - 0.38):($1 + 0.38):(ymin):2:3 with boxxyerror lc rgb variable notitle, \

@@ -112,6 +112,7 @@ def bar_figure(fig, bars, title, sub, ylabel, outdir, tmp, xlabel=""):
     v.set("ylabel", ylabel)
     v.set("xlabel", xlabel)
     v.set("nbars", len(bars))
+    v.set("fig_w", max(1400, 190 * len(bars) + 400))  # room for each bar's two-line label
     v.set("ymin", ylo)
     v.set("ymax", yhi)
     ticks = log_ticks(ylo, yhi, 10)
