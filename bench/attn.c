@@ -225,6 +225,31 @@ out:
     return rc;
 }
 
+/* WG_TMA: the tensor maps of K and V (dense [batch * hkv] planes of [skv, d], boxes of 64
+ * columns x BLOCK_N rows, the 128-byte swizzle) encoded by the runtime and uploaded into
+ * *tm, the kernel's TMAPS argument. 0; 1 the runtime has no encoder or refused these
+ * tensors (reason); RT_ERESOURCE (reason) or -1 (err). */
+static int tma_upload(attn_runner *r, const shape_t *s, dtype_t dt, int block_n, rt_buf *k, rt_buf *v, rt_buf **tm,
+                      char *reason, size_t rlen, char *err, size_t errlen)
+{
+    const rt_runtime *rt = r->dev.rt;
+    if (!rt->tensor_map) {
+        snprintf(reason, rlen, "WG_TMA=1: the %s runtime encodes no tensor maps", rt->name);
+        return 1;
+    }
+    const size_t es = dtype_size(dt);
+    rt_tensor_map_desc d = {.rank = 3,
+                            .dims = {(uint64_t)s->d, (uint64_t)s->skv, (uint64_t)s->batch * (uint64_t)s->hkv},
+                            .strides = {(uint64_t)s->d * es, (uint64_t)s->skv * (uint64_t)s->d * es},
+                            .box = {64, (uint32_t)block_n, 1},
+                            .bf16 = dt == DT_BF16};
+    _Alignas(64) unsigned char maps[256];
+    if (rt->tensor_map(k, &d, maps, reason, rlen) != 0 || rt->tensor_map(v, &d, maps + 128, reason, rlen) != 0)
+        return 1;
+    if (rt->alloc(r->ctx, sizeof maps, tm, reason, rlen) != 0) return RT_ERESOURCE;
+    return rt->upload(r->ctx, *tm, maps, sizeof maps, err, errlen) != 0 ? -1 : 0;
+}
+
 static void log_reason(const char *log, const char *fallback, char *out, size_t len)
 {
     const char *p = log ? strstr(log, "error") : NULL;
@@ -259,6 +284,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     if (c->mma == MMA_WGMMA) snprintf(defs[nd++], ATTN_DEFINE_LEN, "ARCH_SPECIFIC=1");
     if (c->wg_pipe) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_PIPE=1");
     if (c->mma == MMA_WGMMA) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_SWIZZLE=%d", c->wg_swizzle);
+    if (c->wg_tma) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_TMA=1");
     if (shape_ragged(s)) snprintf(defs[nd++], ATTN_DEFINE_LEN, "VARLEN=1");
     if (shape_paged(s)) {
         snprintf(defs[nd++], ATTN_DEFINE_LEN, "PAGED=1");
@@ -562,6 +588,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     rt_buf *b[7] = {0}; /* Q, K, V (the runner's input cache), O, LSE, split partials */
     rt_buf *cu[2] = {0}; /* ragged: cu_seqlens of Q and of K/V */
     rt_buf *pg[3] = {0}; /* paged: K and V in pages, the block table */
+    rt_buf *tm = NULL;   /* WG_TMA: the tensor maps of K and V */
     int32_t *hcu = ragged ? malloc(2 * ((size_t)s->batch + 1) * sizeof *hcu) : NULL;
     const void *hq = NULL, *hk = NULL, *hv = NULL;
     int ret = 0;
@@ -627,6 +654,13 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     if (shape_paged(s)) { /* BT, MAXP */
         p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = pg[2]};
         p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = shape_pages_per_seq(s)};
+    }
+    if (c->wg_tma) { /* TMAPS: K's and V's tensor maps, [B * HKV] planes of [SKV, d] */
+        int trc = tma_upload(r, s, dt, c->block_n, b[1], b[2], &tm, reason, sizeof reason, err, errlen);
+        if (trc == 1) { set_status(res, ST_LAUNCH_ERROR, reason); goto done; }
+        if (trc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
+        if (trc != 0) { ret = -1; goto done; }
+        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = tm};
     }
     p.cgrid[0] = rows;
     p.cgrid[1] = p.cgrid[2] = 1;
@@ -697,12 +731,14 @@ hung:
         memset(b, 0, sizeof b);
         memset(cu, 0, sizeof cu);
         memset(pg, 0, sizeof pg);
+        tm = NULL;
         inputs_drop(r, 0);
     }
 done:
     for (int i = 3; i < 7; i++) if (b[i]) rt->buf_free(b[i]);
     for (int i = 0; i < 2; i++) if (cu[i]) rt->buf_free(cu[i]);
     for (int i = 0; i < 3; i++) if (pg[i]) rt->buf_free(pg[i]);
+    if (tm) rt->buf_free(tm);
     free(hcu);
     /* a run that went wrong may have written anywhere: the next one starts from fresh inputs */
     if (ret != 0 || (res->status != ST_OK && res->status != ST_RESOURCE_LIMIT && res->status != ST_UNSUPPORTED &&

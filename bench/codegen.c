@@ -114,7 +114,7 @@ static int target_info(const char *arch, rt_device_info *d)
     d->shared_bytes = cc >= 90 ? 227 * 1024 : cc == 80 ? 163 * 1024 : cc >= 86 ? 99 * 1024 : 48 * 1024;
     d->compute_units = cc >= 90 ? 132 : cc == 80 ? 108 : 80;
     if (cc >= 80) d->features |= RT_FEAT_MMA_SYNC;
-    if (cc == 90) d->features |= RT_FEAT_WGMMA; /* compiled for sm_90a (ARCH_SPECIFIC=1) */
+    if (cc == 90) d->features |= RT_FEAT_WGMMA | RT_FEAT_TMA; /* compiled for sm_90a (ARCH_SPECIFIC=1) */
     return 0;
 }
 

@@ -54,6 +54,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "STAGES")) { bad = parse_int(v, 1, 4, &c->stages); c->set |= CFG_STAGES; }
         else if (!strcasecmp(k, "WG_PIPE")) { bad = parse_int(v, 0, 1, &c->wg_pipe); c->set |= CFG_WG_PIPE; }
         else if (!strcasecmp(k, "WG_SWIZZLE")) { bad = parse_int(v, 0, 1, &c->wg_swizzle); c->set |= CFG_WG_SWIZZLE; }
+        else if (!strcasecmp(k, "WG_TMA")) { bad = parse_int(v, 0, 1, &c->wg_tma); c->set |= CFG_WG_TMA; }
         else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); }
         else if (!strcasecmp(k, "FAULT_HANG")) { bad = parse_int(v, 0, 1, &c->fault_hang); }
         else if (!strcasecmp(k, "FAULT_OOB")) { bad = parse_int(v, 0, 1, &c->fault_oob); }
@@ -67,7 +68,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
-            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, FAULT_*)", k);
+            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, FAULT_*)", k);
             rc = FB_EXIT_BADINPUT;
             break;
         }
@@ -97,6 +98,7 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
     if (src->set & CFG_WARP_M) dst->warp_m = src->warp_m;
     if (src->set & CFG_WG_PIPE) dst->wg_pipe = src->wg_pipe;
     if (src->set & CFG_WG_SWIZZLE) dst->wg_swizzle = src->wg_swizzle;
+    if (src->set & CFG_WG_TMA) dst->wg_tma = src->wg_tma;
     dst->set |= src->set;
     if (src->fault_skip_last_tile) dst->fault_skip_last_tile = 1;
     if (src->fault_hang) dst->fault_hang = 1;
@@ -107,9 +109,10 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
 
 void kconfig_str(const kconfig *c, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s",
+    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
              c->wg_pipe ? ";WG_PIPE=1" : "", c->mma != MMA_WGMMA ? "" : c->wg_swizzle ? ";WG_SWIZZLE=1" : ";WG_SWIZZLE=0",
+             c->wg_tma ? ";WG_TMA=1" : "",
              c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
              c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" :
              c->fault_linear_pages ? ";FAULT_LINEAR_PAGES=1" : "");
@@ -258,8 +261,16 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
                  c->mma == MMA_MFMA ? "MMA=fma, mma or wgmma (not mfma yet)" : "BLOCK_N dividing the page size");
         return ST_UNSUPPORTED;
     }
-    if ((c->wg_pipe || c->wg_swizzle) && c->mma != MMA_WGMMA) {
-        snprintf(reason, len, "%s applies to MMA=wgmma only", c->wg_pipe ? "WG_PIPE" : "WG_SWIZZLE");
+    if ((c->wg_pipe || c->wg_swizzle || c->wg_tma) && c->mma != MMA_WGMMA) {
+        snprintf(reason, len, "%s applies to MMA=wgmma only", c->wg_pipe ? "WG_PIPE" : c->wg_tma ? "WG_TMA" : "WG_SWIZZLE");
+        return ST_UNSUPPORTED;
+    }
+    if (c->wg_tma && (shape_ragged(s) || shape_paged(s) || !c->wg_swizzle)) {
+        snprintf(reason, len, "WG_TMA=1 needs WG_SWIZZLE=1 and dense K and V (not a ragged or paged batch yet)");
+        return ST_UNSUPPORTED;
+    }
+    if (c->wg_tma && !(dev->features & RT_FEAT_TMA)) {
+        snprintf(reason, len, "WG_TMA=1 needs the bulk tensor copy engine (sm_90) and a driver with cuTensorMapEncodeTiled");
         return ST_UNSUPPORTED;
     }
     if (c->mma == MMA_SYNC) {

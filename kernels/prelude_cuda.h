@@ -146,6 +146,36 @@ template <int N> __device__ __forceinline__ void fb_wgmma_wait(void) { asm volat
 /* Makes this thread's generic-proxy shared-memory writes (cp.async, st.shared) visible to
  * the async proxy through which wgmma reads its shared-memory operands. */
 INLINE void fb_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+/* The bulk tensor copy engine (TMA) and transaction barriers, for WG_TMA: an mbarrier in
+ * shared memory counts one arrival plus the bytes its copies bring; a wait spins on the
+ * phase parity. The tensor map is a CUtensorMap the host encoded (cuTensorMapEncodeTiled)
+ * in global memory; the copy lands in this CTA's shared memory (no cluster). */
+INLINE void fb_mbar_init(u32 bar, u32 count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+INLINE void fb_mbar_init_fence(void) { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+INLINE void fb_mbar_expect_tx(u32 bar, u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+INLINE void fb_mbar_wait(u32 bar, u32 parity)
+{
+    asm volatile("{\n"
+                 ".reg .pred done;\n"
+                 "wait_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra wait_%=;\n"
+                 "}" ::"r"(bar), "r"(parity) : "memory");
+}
+/* box {c0, c1, c2} of the 3-d tensor map into shared memory at dst, completing on bar */
+INLINE void fb_tma_load_3d(u32 dst, const void *tmap, int c0, int c1, int c2, u32 bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];"
+                 ::"r"(dst), "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+
 /* Pins a register between asynchronous wgmma uses: the compiler may neither move its
  * reads and writes across this point nor copy it while a wgmma owns it. */
 INLINE void fb_reg_pin(float &x) { asm volatile("" : "+f"(x)::"memory"); }

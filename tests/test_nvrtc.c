@@ -186,12 +186,17 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1", 128, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=4,WG_PIPE=1,WG_SWIZZLE=0", 64, DT_FP16, 0, 2048, 1},
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_PIPE=1", 256, DT_BF16, 1, 4096, 0},
+    /* K and V by the bulk tensor copy engine (WG_TMA): one and several stages, with WG_PIPE */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=1,WG_TMA=1", 64, DT_FP16, 1, 2048, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=3,WG_TMA=1,WG_PIPE=1", 128, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1", 256, DT_BF16, 1, 4096, 0},
 };
 
 static rt_device_info hopper(void)
 {
     rt_device_info dev = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
-                          .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC | RT_FEAT_WGMMA};
+                          .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC | RT_FEAT_WGMMA | RT_FEAT_TMA};
     snprintf(dev.arch, sizeof dev.arch, "sm_90");
     return dev;
 }
@@ -258,6 +263,8 @@ static void test_kernel_wgmma(void **state)
             int sr = sass_disassemble(bin, len, &h, serr, sizeof serr);
             if (sr < 0) fail_msg("%s: disassembling: %s", wc->cfg, serr);
             if (sr == 0) hgmma = hist_count_prefix(&h, "HGMMA");
+            /* WG_TMA: the copies are the copy engine's (UTMALDG), not cp.async's (LDGSTS) */
+            if (sr == 0 && c.wg_tma) assert_true(hist_count_prefix(&h, "UTMALDG") >= 2 * (wc->d / 64));
             op_histogram_free(&h);
         }
         char cs[256];
@@ -290,6 +297,11 @@ static void test_kernel_wgmma(void **state)
         char want[96];
         snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s", c.block_n, wc->dt == DT_BF16 ? "bf16" : "f16");
         assert_non_null(strstr(ptx, want));
+        if (c.wg_tma) {
+            assert_non_null(strstr(ptx, "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"));
+            assert_non_null(strstr(ptx, "mbarrier.try_wait.parity.shared::cta.b64"));
+            assert_non_null(strstr(ptx, "mbarrier.arrive.expect_tx.shared::cta.b64"));
+        }
         free(ptx);
         free(bin);
         free(log);
@@ -349,6 +361,30 @@ static void test_wgmma_rejected(void **state)
         assert_int_equal(a.mma, MMA_SYNC);
     }
     assert_non_null(strstr(reason, "head dims"));
+    /* WG_TMA: printed only when 1 (older strings keep their meaning), wgmma with the swizzle
+     * on dense K and V only, and only where the copy engine's tensor maps can be made */
+    char cs[256];
+    kconfig_str(&c, cs, sizeof cs);
+    assert_null(strstr(cs, "WG_TMA"));
+    kconfig tma = c;
+    assert_int_equal(kconfig_parse("WG_TMA=1", &tma, err, sizeof err), 0);
+    kconfig_str(&tma, cs, sizeof cs);
+    assert_non_null(strstr(cs, ";WG_TMA=1"));
+    assert_int_equal(kconfig_check(&tma, &h100, &s, DT_BF16, reason, sizeof reason), ST_OK);
+    rt_device_info no_tma = h100;
+    no_tma.features &= ~RT_FEAT_TMA;
+    assert_int_equal(kconfig_check(&tma, &no_tma, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    shape_t paged = s;
+    paged.page = 128;
+    assert_int_equal(kconfig_check(&tma, &h100, &paged, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "dense K and V"));
+    tma.wg_swizzle = 0;
+    assert_int_equal(kconfig_check(&tma, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    kconfig mtma = {0};
+    assert_int_equal(kconfig_parse("MMA=mma,WG_TMA=1", &mtma, err, sizeof err), 0);
+    kconfig_complete(&mtma, &h100, &s, DT_BF16);
+    assert_int_equal(kconfig_check(&mtma, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "WG_TMA applies to MMA=wgmma only"));
     bad = c;
     bad.stages = 4;
     bad.block_n = 256;

@@ -6,7 +6,8 @@
  * paged batches; then one timing of the reference shape beside MMA=mma. When the first,
  * simplest case is wrong it rebuilds the kernel with the descriptor diagnosis hooks
  * (WG_K_SWAP, WG_V_SWAP) and says which layout reading the hardware wants; it also checks
- * both shared-memory layouts (WG_SWIZZLE=0 and 1) with and without WG_PIPE and times them. Without such a
+ * both shared-memory layouts (WG_SWIZZLE=0 and 1) with and without WG_PIPE and times them,
+ * and the copy-engine loads (WG_TMA=1) the same way. Without such a
  * GPU every test skips, saying why (never a failure). */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -284,6 +285,53 @@ static void test_swizzle(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* K and V by the bulk tensor copy engine (WG_TMA=1): right on partial last tiles, one to
+ * three stages, with WG_PIPE, GQA and split-KV decode, refused on ragged and paged batches;
+ * then its speed on the reference shape beside the cp.async loads (a number, not a pass
+ * threshold). */
+static void test_tma(void **state)
+{
+    (void)state;
+    need_hopper();
+    shape_t one = mk(1, 1, 1, 64, 64, 64, 0), c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0);
+    shape_t big = mk(1, 2, 2, 300, 300, 256, 1), dec = mk(8, 32, 8, 1, 1000, 128, 1);
+    struct { shape_t *s; dtype_t dt; const char *cfg; } cases[] = {
+        {&one, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
+        {&c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
+        {&c128, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_PIPE=1"},
+        {&nc, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=1"},
+        {&big, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2"},
+        {&dec, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,PACK_GQA=1,SPLIT_KV=4"},
+    };
+    int bad = 0;
+    attn_result res;
+    char cfg[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cfg, sizeof cfg, "%s,WG_TMA=1", cases[i].cfg);
+        status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
+        if (st != ST_OK) printf("    WRONG or failed: %s on %s: %s\n", cfg, cases[i].s->name, res.reason);
+        bad += st != ST_OK;
+    }
+    char err[FB_ERRLEN];
+    shape_t rag = mk(3, 4, 2, 100, 100, 128, 1), pag = mk(2, 4, 2, 150, 260, 64, 1);
+    if (shapes_parse_lens("probe", 0, "0.3;1;0.6", &rag, err, sizeof err)) fail_msg("bad lens: %s", err);
+    pag.page = 128;
+    assert_int_equal(run_on(runner, &rag, DT_BF16, "MMA=wgmma,WG_TMA=1", &opts, &res), ST_UNSUPPORTED);
+    assert_int_equal(run_on(runner, &pag, DT_BF16, "MMA=wgmma,WG_TMA=1", &opts, &res), ST_UNSUPPORTED);
+    printf("tma: %s\n", bad ? "wrong results" : "right on every case");
+    shape_t ref = mk(4, 32, 32, 4096, 4096, 128, 0);
+    attn_opts t = timed_opts();
+    const char *timed[] = {"MMA=wgmma", "MMA=wgmma,WG_TMA=1", "MMA=wgmma,STAGES=3,BLOCK_N=64,WG_TMA=1",
+                           "MMA=wgmma,STAGES=3,BLOCK_N=64,WG_TMA=1,WG_PIPE=1"};
+    for (int causal = 0; causal < 2; causal++)
+        for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
+            ref.causal = causal;
+            if (run_on(runner, &ref, DT_BF16, timed[i], &t, &res) == ST_OK)
+                printf("    ref c%d, %s: %.1f TFLOP/s\n", causal, timed[i], shape_flops(&ref) / (res.us.median * 1e-6) / 1e12);
+        }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -292,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_decode_ragged_paged),
         cmocka_unit_test(test_reference_speed),
         cmocka_unit_test(test_swizzle),
+        cmocka_unit_test(test_tma),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -97,7 +97,9 @@ typedef struct _nvrtcProgram *nvrtcProgram;
     X(cuEventSynchronize, "cuEventSynchronize", CUresult, (CUevent), 1)                        \
     X(cuEventDestroy, "cuEventDestroy_v2", CUresult, (CUevent), 1)                             \
     X(cuEventElapsedTime_v2, "cuEventElapsedTime_v2", CUresult, (float *, CUevent, CUevent), 0) \
-    X(cuEventElapsedTime, "cuEventElapsedTime", CUresult, (float *, CUevent, CUevent), 0)
+    X(cuEventElapsedTime, "cuEventElapsedTime", CUresult, (float *, CUevent, CUevent), 0)    \
+    X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", CUresult, (void *, int, unsigned, void *, \
+        const unsigned long long *, const unsigned long long *, const unsigned *, const unsigned *, int, int, int, int), 0)
 
 #define NVRTC_API(X)                                                                           \
     X(nvrtcVersion, "nvrtcVersion", nvrtcResult, (int *, int *), 1)                            \
@@ -508,6 +510,32 @@ out_opts:
     return rc;
 }
 
+/* cuTensorMapEncodeTiled's enumerations (cuda.h): data types, no interleave, the 128-byte
+ * swizzle, 256-byte L2 promotion, zeros out of bounds */
+#define CU_TENSOR_MAP_DATA_TYPE_FLOAT16 6
+#define CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 9
+#define CU_TENSOR_MAP_SWIZZLE_128B 3
+#define CU_TENSOR_MAP_L2_PROMOTION_L2_256B 3
+
+static int cu_tensor_map(rt_buf *base, const rt_tensor_map_desc *d, void *out, char *err, size_t errlen)
+{
+    if (!cu.cuTensorMapEncodeTiled) FAIL("%s", "this driver has no cuTensorMapEncodeTiled (CUDA 12 or newer needed)");
+    if (d->rank < 1 || d->rank > 5) FAIL("tensor map: rank %d outside 1..5", d->rank);
+    unsigned box[5], estr[5] = {1, 1, 1, 1, 1};
+    unsigned long long dims[5], strides[4]; /* cuuint64_t */
+    for (int i = 0; i < d->rank; i++) {
+        box[i] = d->box[i];
+        dims[i] = d->dims[i];
+        if (i > 0) strides[i - 1] = d->strides[i - 1];
+    }
+    char why[256];
+    CUresult r = cu.cuTensorMapEncodeTiled(out, d->bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                           (unsigned)d->rank, (void *)(uintptr_t)base->ptr, dims, strides, box, estr,
+                                           0, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, 0);
+    if (r != CUDA_SUCCESS) FAIL("cuTensorMapEncodeTiled: %s", cu_describe(r, why, sizeof why));
+    return 0;
+}
+
 static int cu_compile_offline(const char *arch, const char *source, const char *const *defines, int ndefines,
                               const char *kernel, void **binary, size_t *len, rt_kernel_attrs *attrs,
                               char **log, char *err, size_t errlen)
@@ -567,6 +595,7 @@ static void fill_info(int i)
     o->max_grid[1] = o->max_grid[2] = 65535;
     if (major >= 8) o->features |= RT_FEAT_MMA_SYNC;
     if (major == 9 && minor == 0) o->features |= RT_FEAT_WGMMA; /* sm_90a: Hopper's wgmma */
+    if (major >= 9 && cu.cuTensorMapEncodeTiled) o->features |= RT_FEAT_TMA;
     size_t mem = 0;
     if (cu.cuDeviceTotalMem(&mem, d) == CUDA_SUCCESS) o->global_bytes = o->max_alloc_bytes = mem;
     if (cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, d) == CUDA_SUCCESS && v > 0) o->clock_mhz = v / 1000;
@@ -986,4 +1015,5 @@ const rt_runtime rt_cuda = {
     .elapsed_ms = cu_elapsed_ms,
     .event_free = cu_event_free,
     .compile_offline = cu_compile_offline,
+    .tensor_map = cu_tensor_map,
 };

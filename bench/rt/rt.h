@@ -37,6 +37,18 @@ typedef struct {
 #define RT_FEAT_MMA_SYNC 1u  /* NVIDIA mma.sync/ldmatrix/cp.async (sm_80+) through this runtime */
 #define RT_FEAT_MFMA 2u      /* AMD MFMA 16x16x16 f16 and bf16 (CDNA2 gfx90a, CDNA3 gfx94x) through this runtime */
 #define RT_FEAT_WGMMA 4u     /* NVIDIA Hopper wgmma (compute capability 9.0, compiled for sm_90a) through this runtime */
+#define RT_FEAT_TMA 8u       /* NVIDIA bulk tensor copies (sm_90+) from tensor maps the driver encodes (tensor_map) */
+
+/* A tiled tensor map for the bulk tensor copy engine: `rank` dimensions, innermost first,
+ * the byte strides of dimensions 1.., and the box one copy moves; 16-bit elements (bf16
+ * when bf16, else fp16), the 128-byte swizzle, out-of-bounds elements read as zeros. */
+typedef struct {
+    int rank;
+    uint64_t dims[5];
+    uint64_t strides[4];
+    uint32_t box[5];
+    int bf16;
+} rt_tensor_map_desc;
 
 /* What the compiler and runtime report for one kernel; -1 where a runtime cannot tell. */
 typedef struct {
@@ -109,6 +121,10 @@ typedef struct rt_runtime {
     int (*compile_offline)(const char *arch, const char *source, const char *const *defines, int ndefines,
                            const char *kernel, void **binary, size_t *len, rt_kernel_attrs *attrs,
                            char **log, char *err, size_t errlen);
+    /* Optional (NULL when the runtime has none; RT_FEAT_TMA says a device can use it):
+     * encodes the tensor map of desc over buffer base into out (128 bytes, 64-aligned),
+     * ready to upload for a kernel that copies with it. 0, or RT_ERR with err. */
+    int (*tensor_map)(rt_buf *base, const rt_tensor_map_desc *desc, void *out, char *err, size_t errlen);
 } rt_runtime;
 
 /* ---- registry ---- */
