@@ -10,10 +10,10 @@
 #include "csvio.h"
 
 static const char *const known_params[] = {"MMA", "BLOCK_M", "BLOCK_N", "NUM_WARPS", "WARP_M",
-                                           "STAGES", "KPAD", "SPLIT_KV", "PACK_GQA", "WG_PIPE", "WG_SWIZZLE"};
+                                           "STAGES", "KPAD", "SPLIT_KV", "PACK_GQA", "WG_PIPE", "WG_SWIZZLE", "WG_TMA"};
 static const char *const known_conds[] = {"feature:mma_sync", "dtype:16bit", "MMA=fma", "MMA=mma",
                                           "decode", "prefill", "gqa", "fill", "feature:mfma", "MMA=mfma",
-                                          "feature:wgmma", "MMA=wgmma"};
+                                          "feature:wgmma", "MMA=wgmma", "feature:tma"};
 
 static int known(const char *s, const char *const *list, size_t n)
 {
@@ -119,6 +119,7 @@ static int holds(const char *when, const rt_device_info *dev, const shape_t *s, 
         if (!strcmp(c, "MMA=mfma") && mma != MMA_MFMA) return 0;
         if (!strcmp(c, "feature:wgmma") && !(dev->features & RT_FEAT_WGMMA)) return 0;
         if (!strcmp(c, "MMA=wgmma") && mma != MMA_WGMMA) return 0;
+        if (!strcmp(c, "feature:tma") && !(dev->features & RT_FEAT_TMA)) return 0;
         if (!strcmp(c, "decode") && !decode) return 0;
         if (!strcmp(c, "prefill") && decode) return 0;
         if (!strcmp(c, "gqa") && s->hq == s->hkv) return 0;
@@ -144,7 +145,7 @@ static int cfg_distance(const kconfig *a, const kconfig *b)
     return (a->block_m != b->block_m) + (a->block_n != b->block_n) + (a->num_warps != b->num_warps) +
            (a->warp_m != b->warp_m) + (a->stages != b->stages) + (a->split_kv != b->split_kv) +
            (a->pack_gqa != b->pack_gqa) + (a->kpad != b->kpad) + (a->wg_pipe != b->wg_pipe) +
-           (a->wg_swizzle != b->wg_swizzle);
+           (a->wg_swizzle != b->wg_swizzle) + (a->wg_tma != b->wg_tma);
 }
 
 /* The order candidates are offered in, so that an exhaustive search cut short by --time has

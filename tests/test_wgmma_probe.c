@@ -332,8 +332,10 @@ static void test_tma(void **state)
     assert_int_equal(bad, 0);
 }
 
-int main(void)
+/* an argument picks tests by name (a cmocka pattern: test_tma, test_*) */
+int main(int argc, char **argv)
 {
+    if (argc > 1) cmocka_set_test_filter(argv[1]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simplest),
         cmocka_unit_test(test_tiles),
