@@ -285,6 +285,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     if (c->wg_pipe) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_PIPE=1");
     if (c->mma == MMA_WGMMA) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_SWIZZLE=%d", c->wg_swizzle);
     if (c->wg_tma) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_TMA=1");
+    if (c->wg_ws) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_WS=1");
     if (shape_ragged(s)) snprintf(defs[nd++], ATTN_DEFINE_LEN, "VARLEN=1");
     if (shape_paged(s)) {
         snprintf(defs[nd++], ATTN_DEFINE_LEN, "PAGED=1");
@@ -368,7 +369,7 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
         snprintf(m->reason, sizeof m->reason, "%.500s", err);
         return m;
     }
-    long nt = (long)c->num_warps * 32;
+    long nt = kconfig_threads(c);
     if (m->attrs.max_threads > 0 && m->attrs.max_threads < nt) {
         m->status = ST_RESOURCE_LIMIT;
         snprintf(m->reason, sizeof m->reason, "compiled kernel allows %ld threads per group, config needs %ld",
@@ -637,7 +638,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
 
     launch_plan p = {.r = r, .m = m, .split = (int)split, .dyn_shared = kconfig_dynamic_shared(c, s->d)};
     kconfig_grid(c, s, p.grid);
-    p.block[0] = (size_t)c->num_warps * 32;
+    p.block[0] = (size_t)kconfig_threads(c);
     p.block[1] = p.block[2] = 1;
     for (int i = 0; i < 7; i++) { p.args[i].kind = RT_ARG_BUF; p.args[i].v.buf = b[i]; }
     p.args[7] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = s->hq};

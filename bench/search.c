@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFEAT 11
+#define NFEAT 13
 #define BO_INIT 8          /* random probes before the model steers */
 #define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
@@ -53,6 +53,8 @@ static void features(const kconfig *c, double *f)
     f[8] = (double)c->pack_gqa;
     f[9] = (double)c->wg_pipe;
     f[10] = (double)c->wg_swizzle;
+    f[11] = (double)c->wg_tma;
+    f[12] = (double)c->wg_ws;
 }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)

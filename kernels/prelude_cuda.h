@@ -159,6 +159,15 @@ INLINE void fb_mbar_expect_tx(u32 bar, u32 bytes)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
+/* Moves registers between warpgroups (every warp of the warpgroup executes it): a producer
+ * gives its own back to the pool, the consumers take them (the kernel's launch bounds fix
+ * the count each thread starts with). */
+template <int N> __device__ __forceinline__ void fb_setmaxnreg_dec(void) { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N)); }
+template <int N> __device__ __forceinline__ void fb_setmaxnreg_inc(void) { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N)); }
+INLINE void fb_mbar_arrive(u32 bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
 INLINE void fb_mbar_wait(u32 bar, u32 parity)
 {
     asm volatile("{\n"

@@ -191,6 +191,10 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=1,WG_TMA=1", 64, DT_FP16, 1, 2048, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=3,WG_TMA=1,WG_PIPE=1", 128, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1", 256, DT_BF16, 1, 4096, 0},
+    /* and a producer warp issuing them (WG_WS): one stage and several, decode */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1", 128, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=1,WG_TMA=1,WG_WS=1", 64, DT_FP16, 0, 2048, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_TMA=1,WG_WS=1,PACK_GQA=1,SPLIT_KV=4", 128, DT_BF16, 1, 1, 1},
 };
 
 static rt_device_info hopper(void)
@@ -302,6 +306,9 @@ static void test_kernel_wgmma(void **state)
             assert_non_null(strstr(ptx, "mbarrier.try_wait.parity.shared::cta.b64"));
             assert_non_null(strstr(ptx, "mbarrier.arrive.expect_tx.shared::cta.b64"));
         }
+        /* WG_WS: the consumers release stages by arrivals, not by a CTA barrier in the loop */
+        if (c.wg_ws) assert_non_null(strstr(ptx, "mbarrier.arrive.shared::cta.b64"));
+        else assert_null(strstr(ptx, "mbarrier.arrive.shared::cta.b64"));
         free(ptx);
         free(bin);
         free(log);
@@ -385,6 +392,17 @@ static void test_wgmma_rejected(void **state)
     kconfig_complete(&mtma, &h100, &s, DT_BF16);
     assert_int_equal(kconfig_check(&mtma, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
     assert_non_null(strstr(reason, "WG_TMA applies to MMA=wgmma only"));
+    /* WG_WS: a producer warp beside the NUM_WARPS consumers, over the copy engine only */
+    kconfig ws = c;
+    assert_int_equal(kconfig_parse("WG_TMA=1,WG_WS=1", &ws, err, sizeof err), 0);
+    assert_int_equal(kconfig_check(&ws, &h100, &s, DT_BF16, reason, sizeof reason), ST_OK);
+    assert_int_equal(kconfig_threads(&ws), ws.num_warps * 32 + 128);
+    assert_int_equal(kconfig_threads(&c), c.num_warps * 32);
+    kconfig_str(&ws, cs, sizeof cs);
+    assert_non_null(strstr(cs, ";WG_TMA=1;WG_WS=1"));
+    ws.wg_tma = 0;
+    assert_int_equal(kconfig_check(&ws, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "WG_WS=1 needs WG_TMA=1"));
     bad = c;
     bad.stages = 4;
     bad.block_n = 256;

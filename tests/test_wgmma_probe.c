@@ -306,12 +306,15 @@ static void test_tma(void **state)
     int bad = 0;
     attn_result res;
     char cfg[256];
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        snprintf(cfg, sizeof cfg, "%s,WG_TMA=1", cases[i].cfg);
-        status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
-        if (st != ST_OK) printf("    WRONG or failed: %s on %s: %s\n", cfg, cases[i].s->name, res.reason);
-        bad += st != ST_OK;
-    }
+    /* each case with the copy engine, then (WG_PIPE aside) with a producer warpgroup too */
+    for (int ws = 0; ws < 2; ws++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            if (ws && strstr(cases[i].cfg, "WG_PIPE")) continue;
+            snprintf(cfg, sizeof cfg, "%s,WG_TMA=1%s", cases[i].cfg, ws ? ",WG_WS=1" : "");
+            status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
+            if (st != ST_OK) printf("    WRONG or failed: %s on %s: %s\n", cfg, cases[i].s->name, res.reason);
+            bad += st != ST_OK;
+        }
     char err[FB_ERRLEN];
     shape_t rag = mk(3, 4, 2, 100, 100, 128, 1), pag = mk(2, 4, 2, 150, 260, 64, 1);
     if (shapes_parse_lens("probe", 0, "0.3;1;0.6", &rag, err, sizeof err)) fail_msg("bad lens: %s", err);
@@ -322,7 +325,9 @@ static void test_tma(void **state)
     shape_t ref = mk(4, 32, 32, 4096, 4096, 128, 0);
     attn_opts t = timed_opts();
     const char *timed[] = {"MMA=wgmma", "MMA=wgmma,WG_TMA=1", "MMA=wgmma,STAGES=3,BLOCK_N=64,WG_TMA=1",
-                           "MMA=wgmma,STAGES=3,BLOCK_N=64,WG_TMA=1,WG_PIPE=1"};
+                           "MMA=wgmma,STAGES=3,BLOCK_N=64,WG_TMA=1,WG_PIPE=1", "MMA=wgmma,WG_TMA=1,WG_WS=1",
+                           "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1", "MMA=wgmma,BLOCK_N=64,WG_TMA=1,WG_WS=1",
+                           "MMA=wgmma,BLOCK_N=64,STAGES=4,WG_TMA=1,WG_WS=1"};
     for (int causal = 0; causal < 2; causal++)
         for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
             ref.causal = causal;
