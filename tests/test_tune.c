@@ -119,6 +119,24 @@ static void test_space_enumerate(void **state)
         assert_int_equal(c[n - 1].mma, MMA_FMA);
         free(c);
     }
+    /* with the copy engine (an sm_90 driver that encodes tensor maps): wgmma candidates
+     * with WG_TMA and with WG_WS, each passing the checks (WG_WS only over WG_TMA, never
+     * with WG_PIPE); without it, neither */
+    rt_device_info tma = hop;
+    tma.features |= RT_FEAT_TMA;
+    for (int k = 0; k < 2; k++) {
+        n = space_enumerate(&sp, k ? &tma : &hop, &pre, DT_BF16, &c, &before);
+        long ntma = 0, nws = 0;
+        for (long i = 0; i < n; i++) {
+            ntma += c[i].wg_tma;
+            nws += c[i].wg_ws;
+            if (c[i].wg_ws) assert_true(c[i].wg_tma && !c[i].wg_pipe && c[i].mma == MMA_WGMMA);
+        }
+        print_message("%s: %ld of %ld fit, %ld WG_TMA, %ld WG_WS\n", k ? "with TMA" : "without TMA", n, before, ntma, nws);
+        if (k) assert_true(ntma > 10 && nws > 5 && nws < ntma);
+        else assert_true(ntma == 0 && nws == 0);
+        free(c);
+    }
     /* fp32 or no tensor cores: no mma candidates */
     rt_device_info cpu = {.compute_units = 2, .max_group_size = 4096, .shared_bytes = 512 * 1024,
                           .static_shared_bytes = 512 * 1024};
