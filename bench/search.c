@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFEAT 13
+#define NFEAT 14
 #define BO_INIT 8          /* random probes before the model steers */
 #define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
@@ -55,6 +55,7 @@ static void features(const kconfig *c, double *f)
     f[10] = (double)c->wg_swizzle;
     f[11] = (double)c->wg_tma;
     f[12] = (double)c->wg_ws;
+    f[13] = (double)c->wg_pingpong;
 }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)

@@ -164,6 +164,9 @@ INLINE void fb_mbar_expect_tx(u32 bar, u32 bytes)
  * the count each thread starts with). */
 template <int N> __device__ __forceinline__ void fb_setmaxnreg_dec(void) { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N)); }
 template <int N> __device__ __forceinline__ void fb_setmaxnreg_inc(void) { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N)); }
+/* Named barrier id (1..15) of n threads: sync waits, arrive counts this warp and goes on */
+INLINE void fb_named_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+INLINE void fb_named_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 INLINE void fb_mbar_arrive(u32 bar)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");

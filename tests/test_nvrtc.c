@@ -195,6 +195,9 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1", 128, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=1,WG_TMA=1,WG_WS=1", 64, DT_FP16, 0, 2048, 1},
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_TMA=1,WG_WS=1,PACK_GQA=1,SPLIT_KV=4", 128, DT_BF16, 1, 1, 1},
+    /* and the two consumer warpgroups taking turns (WG_PINGPONG) */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1", 256, DT_FP16, 1, 4096, 1},
 };
 
 static rt_device_info hopper(void)
@@ -309,6 +312,9 @@ static void test_kernel_wgmma(void **state)
         /* WG_WS: the consumers release stages by arrivals, not by a CTA barrier in the loop */
         if (c.wg_ws) assert_non_null(strstr(ptx, "mbarrier.arrive.shared::cta.b64"));
         else assert_null(strstr(ptx, "mbarrier.arrive.shared::cta.b64"));
+        /* WG_PINGPONG: the turns are named barriers 1 and 2 of the 256 consumer threads */
+        if (c.wg_pingpong) assert_non_null(strstr(ptx, "bar.arrive"));
+        else assert_null(strstr(ptx, "bar.arrive"));
         free(ptx);
         free(bin);
         free(log);
@@ -403,6 +409,15 @@ static void test_wgmma_rejected(void **state)
     ws.wg_tma = 0;
     assert_int_equal(kconfig_check(&ws, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
     assert_non_null(strstr(reason, "WG_WS=1 needs WG_TMA=1"));
+    kconfig pp = c;
+    assert_int_equal(kconfig_parse("WG_TMA=1,WG_WS=1,WG_PINGPONG=1", &pp, err, sizeof err), 0);
+    assert_int_equal(pp.num_warps, 8);
+    assert_int_equal(kconfig_check(&pp, &h100, &s, DT_BF16, reason, sizeof reason), ST_OK);
+    kconfig_str(&pp, cs, sizeof cs);
+    assert_non_null(strstr(cs, ";WG_WS=1;WG_PINGPONG=1"));
+    pp.wg_ws = 0;
+    assert_int_equal(kconfig_check(&pp, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "WG_PINGPONG=1 needs WG_WS=1"));
     bad = c;
     bad.stages = 4;
     bad.block_n = 256;
