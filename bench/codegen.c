@@ -417,7 +417,9 @@ int cmd_compile(int argc, char **argv)
         snprintf(rdev.info.compiler, sizeof rdev.info.compiler, "%s (offline, no device); ISA by %.40s",
                  via_hipcc ? "hipcc: HIPRTC does not know the target" : "HIPRTC", dis[0] ? dis : "nothing");
     } else {
-        snprintf(rdev.info.compiler, sizeof rdev.info.compiler, "NVRTC (offline, no device)");
+        char ver[64] = "NVRTC";
+        if (rt->offline_compiler) (void)rt->offline_compiler(ver, sizeof ver);
+        snprintf(rdev.info.compiler, sizeof rdev.info.compiler, "%s (offline, no device)", ver);
     }
     int wrc = csvt_write_atomic(cg, pc, err, sizeof err) || csvt_write_atomic(kt, pk, err, sizeof err) ||
               compile_manifest(pm, &rdev, have_sass ? sass_path : "", argc + 1, argv - 1, err, sizeof err);

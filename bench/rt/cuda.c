@@ -282,6 +282,14 @@ static int nvrtc_load(char *err, size_t errlen)
     return 0;
 }
 
+static int cu_offline_compiler(char *out, size_t len)
+{
+    char err[512];
+    if (nvrtc_load(err, sizeof err) != 0) return RT_ERR;
+    snprintf(out, len, "NVRTC %d.%d", nv.major, nv.minor);
+    return 0;
+}
+
 /* ---- ptxas' verbose report ---- */
 
 /* Whether the symbol s[0..n) names kernel: the same name, or a C++ mangling
@@ -1015,5 +1023,6 @@ const rt_runtime rt_cuda = {
     .elapsed_ms = cu_elapsed_ms,
     .event_free = cu_event_free,
     .compile_offline = cu_compile_offline,
+    .offline_compiler = cu_offline_compiler,
     .tensor_map = cu_tensor_map,
 };

@@ -125,6 +125,9 @@ typedef struct rt_runtime {
      * encodes the tensor map of desc over buffer base into out (128 bytes, 64-aligned),
      * ready to upload for a kernel that copies with it. 0, or RT_ERR with err. */
     int (*tensor_map)(rt_buf *base, const rt_tensor_map_desc *desc, void *out, char *err, size_t errlen);
+    /* Optional: names the compiler compile_offline uses, with its version ("NVRTC 12.4"),
+     * into out; 0, or RT_ERR when it cannot be loaded. */
+    int (*offline_compiler)(char *out, size_t len);
 } rt_runtime;
 
 /* ---- registry ---- */
