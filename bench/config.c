@@ -272,8 +272,8 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
                  c->wg_pipe ? "WG_PIPE" : c->wg_tma ? "WG_TMA" : c->wg_ws ? "WG_WS" : c->wg_pingpong ? "WG_PINGPONG" : "WG_SWIZZLE");
         return ST_UNSUPPORTED;
     }
-    if (c->wg_ws && (!c->wg_tma || c->wg_pipe)) {
-        snprintf(reason, len, "WG_WS=1 needs WG_TMA=1 (its producer warp issues the copy engine's loads) and WG_PIPE=0");
+    if (c->wg_ws && !c->wg_tma) {
+        snprintf(reason, len, "WG_WS=1 needs WG_TMA=1 (its producer warpgroup issues the copy engine's loads)");
         return ST_UNSUPPORTED;
     }
     if (c->wg_pingpong && (!c->wg_ws || c->num_warps != 8)) {

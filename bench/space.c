@@ -23,6 +23,19 @@ static int known(const char *s, const char *const *list, size_t n)
     return 0;
 }
 
+/* A condition on another parameter's value in the same combination ("WG_PIPE=0"; MMA
+ * has its own conditions above): 1 and the name's length, else 0. */
+static int param_cond(const char *c, size_t *namelen)
+{
+    const char *eq = strchr(c, '=');
+    if (!eq || eq == c || !eq[1] || !strncmp(c, "MMA=", 4)) return 0;
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - c), c);
+    if (!known(name, known_params, sizeof known_params / sizeof known_params[0])) return 0;
+    *namelen = (size_t)(eq - c);
+    return 1;
+}
+
 int space_load(const char *path, space_t *sp, char *err, size_t errlen)
 {
     csv_table *t;
@@ -63,9 +76,10 @@ int space_load(const char *path, space_t *sp, char *err, size_t errlen)
         snprintf(wcopy, sizeof wcopy, "%s", when);
         char *save = NULL;
         for (char *c = strtok_r(wcopy, "&", &save); c && rc == 0; c = strtok_r(NULL, "&", &save))
-            if (!known(c, known_conds, sizeof known_conds / sizeof known_conds[0])) {
+            if (!known(c, known_conds, sizeof known_conds / sizeof known_conds[0]) && !param_cond(c, &(size_t){0})) {
                 snprintf(err, errlen, "%s:%d: field 'when': unknown condition '%s' (known: feature:mma_sync, "
-                         "dtype:16bit, MMA=fma, MMA=mma, decode, prefill, gqa, fill, feature:mfma, MMA=mfma, feature:wgmma, MMA=wgmma)", path, line, c);
+                         "dtype:16bit, MMA=fma, MMA=mma, decode, prefill, gqa, fill, feature:mfma, MMA=mfma, feature:wgmma, "
+                         "MMA=wgmma, feature:tma, and PARAM=VALUE on another parameter)", path, line, c);
                 rc = FB_EXIT_BADINPUT;
             }
         if (rc) break;
@@ -104,8 +118,10 @@ int space_load_default(space_t *sp, char *err, size_t errlen)
     return space_load(path, sp, err, errlen);
 }
 
-/* Does every condition of `when` hold? mma: the MMA value of this combination. */
-static int holds(const char *when, const rt_device_info *dev, const shape_t *s, dtype_t dt, int mma)
+/* Does every condition of `when` hold? mma: the MMA value of this combination; sp and idx:
+ * the combination, for conditions on another parameter's value. */
+static int holds(const char *when, const rt_device_info *dev, const shape_t *s, dtype_t dt, int mma,
+                 const space_t *sp, const int *idx)
 {
     char w[64];
     snprintf(w, sizeof w, "%s", when);
@@ -121,6 +137,11 @@ static int holds(const char *when, const rt_device_info *dev, const shape_t *s, 
         if (!strcmp(c, "feature:wgmma") && !(dev->features & RT_FEAT_WGMMA)) return 0;
         if (!strcmp(c, "MMA=wgmma") && mma != MMA_WGMMA) return 0;
         if (!strcmp(c, "feature:tma") && !(dev->features & RT_FEAT_TMA)) return 0;
+        size_t nl;
+        if (param_cond(c, &nl))
+            for (int k = 0; k < sp->nparams; k++)
+                if (strlen(sp->p[k].name) == nl && !strncmp(sp->p[k].name, c, nl) && strcmp(sp->p[k].value[idx[k]], c + nl + 1))
+                    return 0;
         if (!strcmp(c, "decode") && !decode) return 0;
         if (!strcmp(c, "prefill") && decode) return 0;
         if (!strcmp(c, "gqa") && s->hq == s->hkv) return 0;
@@ -203,7 +224,7 @@ long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t
             mma = kconfig_parse(kv, &mc, e, sizeof e) == 0 ? (int)mc.mma : MMA_FMA;
         }
         int ok = 1;
-        for (int k = 0; k < sp->nparams && ok; k++) ok = holds(sp->p[k].when[idx[k]], dev, s, dt, mma);
+        for (int k = 0; k < sp->nparams && ok; k++) ok = holds(sp->p[k].when[idx[k]], dev, s, dt, mma, sp, idx);
         if (ok) {
             all++;
             kconfig c = {0};

@@ -171,6 +171,16 @@ INLINE void fb_mbar_arrive(u32 bar)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
+/* An arrival when cond holds, by predication rather than a branch: a branch among
+ * in-flight wgmmas makes ptxas serialise them */
+INLINE void fb_mbar_arrive_if(u32 bar, int cond)
+{
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.s32 p, %1, 0;\n"
+                 "@p mbarrier.arrive.shared::cta.b64 _, [%0];\n"
+                 "}" ::"r"(bar), "r"(cond) : "memory");
+}
 INLINE void fb_mbar_wait(u32 bar, u32 parity)
 {
     asm volatile("{\n"

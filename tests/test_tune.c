@@ -45,6 +45,7 @@ static void test_space_errors(void **state)
         {"param,value,when\nBLOCK_M,17,\n", "field 'value'"},
         {"param,value,when\nMMA,tcgen05,\n", "field 'value'"},
         {"param,value,when\nBLOCK_M,16,sometimes\n", "field 'when'"},
+        {"param,value,when\nBLOCK_M,16,BLOCK_Q=1\n", "field 'when'"}, /* a condition on no parameter */
         {"param,value\nBLOCK_M,16\n", ":1:"},
         {"param,value,when\n", "no parameters"},
     };
@@ -58,6 +59,17 @@ static void test_space_errors(void **state)
     assert_int_equal(space_load(p, &sp, err, sizeof err), 0);
     assert_int_equal(sp.nparams, 2);
     assert_int_equal(sp.p[0].nvalues, 2);
+    /* a condition on another parameter's value: BLOCK_N=64 only with BLOCK_M=32 */
+    write_file(p, "param,value,when\nBLOCK_M,16,\nBLOCK_M,32,\nBLOCK_N,16,\nBLOCK_N,64,BLOCK_M=32\n");
+    assert_int_equal(space_load(p, &sp, err, sizeof err), 0);
+    rt_device_info cpu = {.compute_units = 2, .max_group_size = 4096, .shared_bytes = 512 * 1024,
+                          .static_shared_bytes = 512 * 1024};
+    shape_t pre = mk(1, 2, 2, 256, 256, 64, 0);
+    kconfig *c;
+    long before, n = space_enumerate(&sp, &cpu, &pre, DT_FP32, &c, &before);
+    assert_int_equal(before, 3);
+    for (long i = 0; i < n; i++) assert_true(c[i].block_n == 16 || c[i].block_m == 32);
+    free(c);
 }
 
 /* The shipped space: at least the paper's 450 configurations before constraints for a d=128

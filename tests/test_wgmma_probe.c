@@ -306,11 +306,10 @@ static void test_tma(void **state)
     int bad = 0;
     attn_result res;
     char cfg[256];
-    /* each case with the copy engine, then (WG_PIPE aside) with a producer warpgroup too */
+    /* each case with the copy engine, then with a producer warpgroup too */
     /* ws 2: and the two consumer warpgroups taking turns (NUM_WARPS=8 cases) */
     for (int ws = 0; ws < 3; ws++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            if (ws && strstr(cases[i].cfg, "WG_PIPE")) continue;
             if (ws == 2 && !strstr(cases[i].cfg, "NUM_WARPS=8")) continue;
             snprintf(cfg, sizeof cfg, "%s,WG_TMA=1%s", cases[i].cfg, ws == 2 ? ",WG_WS=1,WG_PINGPONG=1" : ws ? ",WG_WS=1" : "");
             status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
@@ -330,7 +329,8 @@ static void test_tma(void **state)
                            "MMA=wgmma,STAGES=3,BLOCK_N=64,WG_TMA=1,WG_PIPE=1", "MMA=wgmma,WG_TMA=1,WG_WS=1",
                            "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1", "MMA=wgmma,BLOCK_N=64,WG_TMA=1,WG_WS=1",
                            "MMA=wgmma,BLOCK_N=64,STAGES=4,WG_TMA=1,WG_WS=1", "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PINGPONG=1",
-                           "MMA=wgmma,BLOCK_N=64,WG_TMA=1,WG_WS=1,WG_PINGPONG=1"};
+                           "MMA=wgmma,BLOCK_N=64,WG_TMA=1,WG_WS=1,WG_PINGPONG=1", "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1",
+                           "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1"};
     for (int causal = 0; causal < 2; causal++)
         for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
             ref.causal = causal;
