@@ -45,7 +45,10 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
             bad = parse_int(v, 1, 1024, &c->block_m) || !(is_pow2(c->block_m) || c->block_m % 16 == 0);
             c->set |= CFG_BLOCK_M;
         }
-        else if (!strcasecmp(k, "BLOCK_N")) { bad = parse_int(v, 1, 256, &c->block_n) || !is_pow2(c->block_n); c->set |= CFG_BLOCK_N; }
+        else if (!strcasecmp(k, "BLOCK_N")) { /* a power of two, or (wgmma only) 176 or 192 */
+            bad = parse_int(v, 1, 256, &c->block_n) || !(is_pow2(c->block_n) || c->block_n == 176 || c->block_n == 192);
+            c->set |= CFG_BLOCK_N;
+        }
         else if (!strcasecmp(k, "NUM_WARPS")) { bad = parse_int(v, 1, 32, &c->num_warps); c->set |= CFG_NUM_WARPS; }
         else if (!strcasecmp(k, "SPLIT_KV")) { bad = parse_int(v, 1, 256, &c->split_kv); c->set |= CFG_SPLIT_KV; }
         else if (!strcasecmp(k, "KPAD")) { bad = parse_int(v, 0, 8, &c->kpad); c->set |= CFG_KPAD; }
@@ -77,7 +80,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         if (bad) {
             snprintf(err, errlen, "config: bad value '%s' for %s%s", v, k,
                      !strcasecmp(k, "MMA") ? " (known: fma, mma, mfma, wgmma)" : !strcasecmp(k, "STAGES") ? " (1..4)" :
-                     !strcasecmp(k, "BLOCK_N") ? " (a power of two, 1..256)" :
+                     !strcasecmp(k, "BLOCK_N") ? " (a power of two, 1..256, or 176 or 192)" :
                      !strcasecmp(k, "BLOCK_M") ? " (a power of two or a multiple of 16, up to 1024)" : "");
             rc = FB_EXIT_BADINPUT;
             break;
@@ -267,6 +270,10 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
                  c->mma == MMA_MFMA ? "MMA=fma, mma or wgmma (not mfma yet)" : "BLOCK_N dividing the page size");
         return ST_UNSUPPORTED;
     }
+    if (!is_pow2(c->block_n) && c->mma != MMA_WGMMA) {
+        snprintf(reason, len, "BLOCK_N=%d (not a power of two) applies to MMA=wgmma only", c->block_n);
+        return ST_UNSUPPORTED;
+    }
     if ((c->wg_pipe || c->wg_swizzle || c->wg_tma || c->wg_ws || c->wg_pingpong) && c->mma != MMA_WGMMA) {
         snprintf(reason, len, "%s applies to MMA=wgmma only",
                  c->wg_pipe ? "WG_PIPE" : c->wg_tma ? "WG_TMA" : c->wg_ws ? "WG_WS" : c->wg_pingpong ? "WG_PINGPONG" : "WG_SWIZZLE");
@@ -311,18 +318,18 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
                      "(64 rows per warpgroup; got BLOCK_M=%d, NUM_WARPS=%d, WARP_M=%d)", c->block_m, c->num_warps, c->warp_m);
             return ST_UNSUPPORTED;
         }
-        if (c->block_n != 64 && c->block_n != 128 && c->block_n != 256) {
-            snprintf(reason, len, "MMA=wgmma needs BLOCK_N 64, 128 or 256 (got %d)", c->block_n);
+        if (c->block_n != 64 && c->block_n != 128 && c->block_n != 176 && c->block_n != 192 && c->block_n != 256) {
+            snprintf(reason, len, "MMA=wgmma needs BLOCK_N 64, 128, 176, 192 or 256 (got %d)", c->block_n);
             return ST_UNSUPPORTED;
         }
         if (s->d != 64 && s->d != 128 && s->d != 256) {
             snprintf(reason, len, "MMA=wgmma supports head dims 64, 128 and 256 (got %d)", s->d);
             return ST_UNSUPPORTED;
         }
-        if (c->wg_pipe && c->stages < 3) {
+        if (c->wg_pipe && c->stages < (c->wg_ws ? 2 : 3)) {
             /* P V of tile j-1 still reads its V stage while tile j is current: two stages
-             * are held, a third takes the next tile */
-            snprintf(reason, len, "WG_PIPE=1 needs STAGES >= 3 (got %d)", c->stages);
+             * are held, and without a producer warpgroup a third takes the next tile */
+            snprintf(reason, len, "WG_PIPE=1 needs STAGES >= %d%s (got %d)", c->wg_ws ? 2 : 3, c->wg_ws ? " with WG_WS=1" : "", c->stages);
             return ST_UNSUPPORTED;
         }
     } else if (c->mma == MMA_MFMA) {

@@ -295,13 +295,18 @@ static void test_tma(void **state)
     need_hopper();
     shape_t one = mk(1, 1, 1, 64, 64, 64, 0), c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0);
     shape_t big = mk(1, 2, 2, 300, 300, 256, 1), dec = mk(8, 32, 8, 1, 1000, 128, 1);
-    struct { shape_t *s; dtype_t dt; const char *cfg; } cases[] = {
-        {&one, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
-        {&c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
-        {&c128, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_PIPE=1"},
-        {&nc, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=1"},
-        {&big, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2"},
-        {&dec, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,PACK_GQA=1,SPLIT_KV=4"},
+    /* ws_only: a configuration only a producer warpgroup allows (WG_PIPE on two stages) */
+    struct { shape_t *s; dtype_t dt; const char *cfg; int ws_only; } cases[] = {
+        {&one, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2", 0},
+        {&c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2", 0},
+        {&c128, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_PIPE=1", 0},
+        {&nc, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=1", 0},
+        {&big, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2", 0},
+        {&dec, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,PACK_GQA=1,SPLIT_KV=4", 0},
+        {&c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2", 0},
+        {&nc, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=192,STAGES=2", 0},
+        {&c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_PIPE=1", 1},
+        {&c128, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_PIPE=1", 1},
     };
     int bad = 0;
     attn_result res;
@@ -310,7 +315,7 @@ static void test_tma(void **state)
     /* ws 2: and the two consumer warpgroups taking turns (NUM_WARPS=8 cases) */
     for (int ws = 0; ws < 3; ws++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            if (ws == 2 && !strstr(cases[i].cfg, "NUM_WARPS=8")) continue;
+            if ((ws == 2 && !strstr(cases[i].cfg, "NUM_WARPS=8")) || (ws == 0 && cases[i].ws_only)) continue;
             snprintf(cfg, sizeof cfg, "%s,WG_TMA=1%s", cases[i].cfg, ws == 2 ? ",WG_WS=1,WG_PINGPONG=1" : ws ? ",WG_WS=1" : "");
             status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
             if (st != ST_OK) printf("    WRONG or failed: %s on %s: %s\n", cfg, cases[i].s->name, res.reason);
@@ -330,7 +335,11 @@ static void test_tma(void **state)
                            "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1", "MMA=wgmma,BLOCK_N=64,WG_TMA=1,WG_WS=1",
                            "MMA=wgmma,BLOCK_N=64,STAGES=4,WG_TMA=1,WG_WS=1", "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PINGPONG=1",
                            "MMA=wgmma,BLOCK_N=64,WG_TMA=1,WG_WS=1,WG_PINGPONG=1", "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1",
-                           "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1"};
+                           "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1",
+                           "MMA=wgmma,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1", "MMA=wgmma,BLOCK_N=176,WG_TMA=1,WG_WS=1",
+                           "MMA=wgmma,BLOCK_N=192,WG_TMA=1,WG_WS=1", "MMA=wgmma,BLOCK_N=176,WG_TMA=1,WG_WS=1,WG_PIPE=1",
+                           "MMA=wgmma,BLOCK_N=176,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1",
+                           "MMA=wgmma,BLOCK_N=192,WG_TMA=1,WG_WS=1,WG_PIPE=1"};
     for (int causal = 0; causal < 2; causal++)
         for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
             ref.causal = causal;
