@@ -29,6 +29,9 @@ static const char *const explored_header[] = {
 #define TUNE_ABANDON 4.0
 /* --time spent before any candidate of a class verified: this many tries more */
 #define TUNE_LATE_TRIES 3
+/* rounds of the head-to-head between this run's best and earlier runs' (each contender
+ * timed once a round, in turn; its fastest round counts) */
+#define TUNE_REMATCH_ROUNDS 2
 #define EXPLORED_NCOLS (sizeof explored_header / sizeof explored_header[0])
 static const char *const tuning_header[] = {
     "gpu", "backend", "shape_class", "config", "median_us", "tflops", "configs_explored", "configs_in_space",
@@ -515,7 +518,8 @@ int cmd_tune(int argc, char **argv)
             free(ord);
         }
         long best = -1, explored_n = 0, late_tries = 0;
-        char best_cfg[256] = "";
+        char best_cfg[256] = "", new_cfg[256] = ""; /* new_cfg: the best of the candidates timed by this run */
+        double new_us = INFINITY;
         /* resume: candidates this class already has rows for are not run again */
         int col_cfg = csvt_col(explored, "config"), col_cls = csvt_col(explored, "shape_class"),
             col_be = csvt_col(explored, "backend"), col_st = csvt_col(explored, "status"),
@@ -573,6 +577,7 @@ int cmd_tune(int argc, char **argv)
             double us = ok ? res.us.median : NAN;
             searcher_tell(se, idx, us);
             if (ok && us < best_us) { best_us = us; best = idx; snprintf(best_cfg, sizeof best_cfg, "%s", cs); }
+            if (ok && us < new_us) { new_us = us; snprintf(new_cfg, sizeof new_cfg, "%s", cs); }
             char f[12][48], reps[24];
             if (ok) snprintf(reps, sizeof reps, "%zu", res.us.n); else reps[0] = 0;
             snprintf(f[0], 48, "%.1f", res.compile_ms);
@@ -616,6 +621,53 @@ int cmd_tune(int argc, char **argv)
             fprintf(stderr, "%s[%zu/%zu] %s: %ld configurations in the space, %ld fit the device, %ld explored; best %s%s%s\n",
                     is_tty ? "\r" : "", ci + 1, nclass, keys[ci], before, n, explored_n,
                     best >= 0 ? "" : "none verified", best >= 0 ? best_cfg : "", "");
+        /* this class's tuning.csv row, if any */
+        int cg = csvt_col(tuning, "gpu"), cb = csvt_col(tuning, "backend"), cc = csvt_col(tuning, "shape_class");
+        size_t r = 0;
+        while (r < tuning->nrows && (strcmp(tuning->rows[r][cg], dev.info.name) || strcmp(tuning->rows[r][cb], dev.rt->name) ||
+                                     strcmp(tuning->rows[r][cc], keys[ci])))
+            r++;
+        int cu = csvt_col(tuning, "median_us"), ccfg = csvt_col(tuning, "config");
+        int rematched = 0;
+        if (best >= 0 && !fatal && !stop_requested && new_cfg[0]) {
+            /* times measured by an earlier run (resumed explored rows; tuning.csv's row
+             * under --merge) and this run's are not comparable: clocks, temperature and
+             * the machine differ between runs. The contenders are timed again, here,
+             * back to back, and the faster in this run wins. */
+            const char *con[3] = {new_cfg, NULL, NULL};
+            int ncon = 1;
+            if (strcmp(best_cfg, new_cfg)) con[ncon++] = best_cfg;
+            if (merge && r < tuning->nrows && ccfg >= 0 && strcmp(tuning->rows[r][ccfg], new_cfg) &&
+                strcmp(tuning->rows[r][ccfg], best_cfg))
+                con[ncon++] = tuning->rows[r][ccfg];
+            if (ncon > 1) {
+                double us[3] = {INFINITY, INFINITY, INFINITY};
+                for (int round = 0; round < TUNE_REMATCH_ROUNDS && !fatal; round++)
+                    for (int k = 0; k < ncon; k++) {
+                        kconfig kc = {0};
+                        attn_result res;
+                        if (kconfig_parse(con[k], &kc, err, sizeof err) != 0) break;
+                        ao.timing.abandon_us = 0;
+                        if (attn_run(runner, s, dt, &kc, &ao, &res, err, sizeof err) != 0) { fatal = 1; break; }
+                        if (res.status == ST_OK && res.us.median < us[k]) us[k] = res.us.median;
+                    }
+                int w = 0;
+                for (int k = 1; k < ncon; k++)
+                    if (us[k] < us[w]) w = k;
+                if (!fatal && isfinite(us[w])) {
+                    if (!quiet)
+                        for (int k = 0; k < ncon; k++)
+                            fprintf(stderr, "fabench tune: %s: timed again %s: %.3f us (%s)%s\n", keys[ci], con[k], us[k],
+                                    k == 0 ? "this run's best" : con[k] == best_cfg ? "an earlier run's row" : "tuning.csv's row",
+                                    k == w ? ", the winner" : "");
+                    char wc[256];
+                    snprintf(wc, sizeof wc, "%s", con[w]);
+                    snprintf(best_cfg, sizeof best_cfg, "%s", wc);
+                    best_us = us[w];
+                    rematched = 1;
+                }
+            }
+        }
         if (best >= 0 && !fatal) {
             char f[6][64], date[32];
             time_t now = time(NULL);
@@ -628,14 +680,10 @@ int cmd_tune(int argc, char **argv)
             snprintf(f[3], 64, "%ld", before);
             const char *row[TUNING_NCOLS] = {dev.info.name, dev.rt->name, keys[ci], best_cfg, f[0], f[1], f[2], f[3],
                                              s->name, strategy, date};
-            /* replace this class's row, if any */
-            int cg = csvt_col(tuning, "gpu"), cb = csvt_col(tuning, "backend"), cc = csvt_col(tuning, "shape_class");
-            size_t r = 0;
-            while (r < tuning->nrows && (strcmp(tuning->rows[r][cg], dev.info.name) || strcmp(tuning->rows[r][cb], dev.rt->name) ||
-                                         strcmp(tuning->rows[r][cc], keys[ci])))
-                r++;
-            int cu = csvt_col(tuning, "median_us");
-            if (r < tuning->nrows && merge && cu >= 0 && atof(tuning->rows[r][cu]) > 0 && atof(tuning->rows[r][cu]) <= best_us) {
+            /* replace this class's row, if any (under --merge only when this run's winner is
+             * faster; when both were timed again above, that decided) */
+            if (r < tuning->nrows && merge && !rematched && cu >= 0 && atof(tuning->rows[r][cu]) > 0 &&
+                atof(tuning->rows[r][cu]) <= best_us) {
                 if (!quiet)
                     fprintf(stderr, "fabench tune: %s: kept tuning.csv's %s (%s us); this run's best took %.3f us\n", keys[ci],
                             tuning->rows[r][csvt_col(tuning, "config")], tuning->rows[r][cu], best_us);

@@ -132,21 +132,29 @@ static void test_space_enumerate(void **state)
         free(c);
     }
     /* with the copy engine (an sm_90 driver that encodes tensor maps): wgmma candidates
-     * with WG_TMA and with WG_WS, each passing the checks (WG_WS only over WG_TMA, never
-     * with WG_PIPE); without it, neither */
+     * with WG_TMA and with WG_WS, each passing the checks (WG_WS only over WG_TMA; with
+     * WG_PIPE on two stages or more; WG_PINGPONG only beside WG_WS and two consumer
+     * warpgroups); key tiles of 176 and 192 only with wgmma; without it, none of these */
     rt_device_info tma = hop;
     tma.features |= RT_FEAT_TMA;
     for (int k = 0; k < 2; k++) {
         n = space_enumerate(&sp, k ? &tma : &hop, &pre, DT_BF16, &c, &before);
-        long ntma = 0, nws = 0;
+        long ntma = 0, nws = 0, nwspipe = 0, npp = 0, nodd = 0;
         for (long i = 0; i < n; i++) {
             ntma += c[i].wg_tma;
             nws += c[i].wg_ws;
-            if (c[i].wg_ws) assert_true(c[i].wg_tma && !c[i].wg_pipe && c[i].mma == MMA_WGMMA);
+            nwspipe += c[i].wg_ws && c[i].wg_pipe;
+            npp += c[i].wg_pingpong;
+            nodd += c[i].block_n == 176 || c[i].block_n == 192;
+            if (c[i].wg_ws) assert_true(c[i].wg_tma && c[i].mma == MMA_WGMMA && (!c[i].wg_pipe || c[i].stages >= 2));
+            if (c[i].wg_pingpong) assert_true(c[i].wg_ws && c[i].num_warps == 8);
+            if (c[i].block_n == 176 || c[i].block_n == 192) assert_int_equal(c[i].mma, MMA_WGMMA);
         }
-        print_message("%s: %ld of %ld fit, %ld WG_TMA, %ld WG_WS\n", k ? "with TMA" : "without TMA", n, before, ntma, nws);
-        if (k) assert_true(ntma > 10 && nws > 5 && nws < ntma);
-        else assert_true(ntma == 0 && nws == 0);
+        print_message("%s: %ld of %ld fit, %ld WG_TMA, %ld WG_WS (%ld with WG_PIPE), %ld WG_PINGPONG, %ld with 176 or 192 keys\n",
+                      k ? "with TMA" : "without TMA", n, before, ntma, nws, nwspipe, npp, nodd);
+        if (k) assert_true(ntma > 10 && nws > 5 && nws < ntma && nwspipe > 0 && npp > 0 && npp < nws);
+        else assert_true(ntma == 0 && nws == 0 && npp == 0);
+        assert_true(nodd > 0);
         free(c);
     }
     /* fp32 or no tensor cores: no mma candidates */
@@ -429,28 +437,44 @@ static void test_tune_end_to_end(void **state)
     assert_true(n >= 2 && n <= 2 * (1 + 3)); /* at most TUNE_LATE_TRIES (3) more per class */
 }
 
-/* tune --merge on part of the space: the class keeps the faster of its recorded row and this
- * run's best (as explored.csv timed them); without --merge this run's best replaces it */
-static const char *tuned_config(const char *res, char *buf, size_t n)
+/* tune --merge on part of the space: the class's recorded row (an earlier run's time) and
+ * this run's best are timed again in this run, and the faster there wins; without --merge
+ * this run's best replaces the row */
+static const char *tuned_config(const char *res, char *buf, size_t n, double *us)
 {
     char p[600], err[FB_ERRLEN];
     csv_table *t;
     snprintf(p, sizeof p, "%s/tuning.csv", res);
     if (csvt_read(p, &t, err, sizeof err) != 0 || t->nrows != 1) fail_msg("%s: one tuning row expected", p);
     snprintf(buf, n, "%s", t->rows[0][csvt_col(t, "config")]);
+    if (us) *us = atof(t->rows[0][csvt_col(t, "median_us")]);
     csvt_free(t);
     return buf;
+}
+
+/* an earlier run's claim: the recorded row's time replaced by an impossible one */
+static void plant_time(const char *res, const char *us)
+{
+    char p[600], err[FB_ERRLEN];
+    csv_table *t;
+    snprintf(p, sizeof p, "%s/tuning.csv", res);
+    assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
+    int cu = csvt_col(t, "median_us");
+    free(t->rows[0][cu]);
+    t->rows[0][cu] = strdup(us);
+    assert_int_equal(csvt_write_atomic(t, p, err, sizeof err), 0);
+    csvt_free(t);
 }
 
 static void test_tune_merge(void **state)
 {
     (void)state;
-    char shapes[512], res[512], sp[2][512], cmd[2048], p[600], err[FB_ERRLEN];
+    char shapes[512], res[512], sp[2][512], log[512], cmd[2048], p[600], err[FB_ERRLEN];
     snprintf(shapes, sizeof shapes, "%s/mshapes.csv", tmpdir);
     snprintf(res, sizeof res, "%s/mres", tmpdir);
+    snprintf(log, sizeof log, "%s/merge.log", tmpdir);
     write_file(shapes, "name,batch,hq,hkv,sq,skv,d,causal\nm,1,2,2,64,64,64,0\n");
     const char *fixed = "NUM_WARPS,1,\nWARP_M,1,\nSTAGES,1,\nKPAD,1,\nSPLIT_KV,1,\nPACK_GQA,0,\n";
-    /* usually the faster tile first, so that a merge that does nothing shows */
     const char *tiles[2] = {"BLOCK_M,32,\nBLOCK_N,32,\n", "BLOCK_M,16,\nBLOCK_N,16,\n"};
     for (int i = 0; i < 2; i++) {
         char text[512];
@@ -460,21 +484,34 @@ static void test_tune_merge(void **state)
     }
     const char *fab = getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "build/fabench";
     char got[3][256];
+    double us[3];
     for (int run = 0; run < 3; run++) {
-        snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --space %s --rep-budget 0.01 --quiet%s",
-                 fab, shapes, res, sp[run ? 1 : 0], run == 1 ? " --merge" : "");
+        if (run == 1) plant_time(res, "0.001");
+        snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --space %s --rep-budget 0.01%s 2>%s",
+                 fab, shapes, res, sp[run ? 1 : 0], run == 1 ? " --merge" : " --quiet", log);
         assert_int_equal(system(cmd), 0);
-        tuned_config(res, got[run], sizeof got[run]);
+        tuned_config(res, got[run], sizeof got[run], &us[run]);
+        if (run == 1) { /* both were timed again: the planted time is gone, whichever won */
+            char *text = NULL;
+            size_t len = 0;
+            FILE *f = fopen(log, "r");
+            assert_non_null(f);
+            assert_int_equal(getdelim(&text, &len, 0, f) > 0, 1);
+            fclose(f);
+            assert_non_null(strstr(text, "timed again"));
+            assert_non_null(strstr(text, "tuning.csv's row"));
+            assert_non_null(strstr(text, ", the winner"));
+            free(text);
+            assert_true(us[1] > 0.01);
+        }
     }
-    /* the faster of the two explored rows, by explored.csv's own times */
     csv_table *t;
     snprintf(p, sizeof p, "%s/explored.csv", res);
     assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
     assert_int_equal(t->nrows, 2);
-    int cc = csvt_col(t, "config"), cu = csvt_col(t, "median_us");
-    size_t fast = atof(t->rows[0][cu]) <= atof(t->rows[1][cu]) ? 0 : 1;
+    int cc = csvt_col(t, "config");
     assert_string_equal(got[0], t->rows[0][cc]);
-    assert_string_equal(got[1], t->rows[fast][cc]);
+    assert_true(!strcmp(got[1], t->rows[0][cc]) || !strcmp(got[1], t->rows[1][cc]));
     assert_string_equal(got[2], t->rows[1][cc]);
     csvt_free(t);
 }
