@@ -149,11 +149,12 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
         double dist = fabs(log2((double)q) - log2((double)pow2_ceil(s->sq))) +
                       fabs(log2((double)k) - log2((double)pow2_ceil(s->skv))) +
                       fabs(log2((double)g) - log2((double)(s->hq / s->hkv)));
-        /* a row without the work bucket (an older table) stands for every batch size */
-        if (w > 0) {
-            const int sw = pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ ? pow2_ceil(s->batch * s->hkv) : 0;
-            dist += sw > 0 ? fabs(log2((double)w) - log2((double)sw)) : 1.0;
-        }
+        /* a row without the work bucket (an older table) stands for every batch size, but
+         * for a decode shape behind a row of its own bucket: it was tuned at one batch size,
+         * so it is only the nearest (its SPLIT_KV and PACK_GQA are derived again) */
+        const int sw = pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ ? pow2_ceil(s->batch * s->hkv) : 0;
+        if (w > 0) dist += sw > 0 ? fabs(log2((double)w) - log2((double)sw)) : 1.0;
+        else if (sw > 0) dist += 0.5;
         /* ragged batches: the nearest decode share; a dense row for a ragged batch (or the
          * other way round) only when nothing closer exists: another kernel was tuned */
         if ((share >= 0) != (vs >= 0)) dist += 2.0;

@@ -272,7 +272,9 @@ static void test_lookup_work_bucket(void **state)
     write_file(p, "gpu,backend,shape_class,config\n"
                   "G,opencl,bf16-d128-c1-g4-q1-k4096-w128,MMA=fma;BLOCK_M=16;BLOCK_N=32;NUM_WARPS=1;SPLIT_KV=8\n"
                   "G,opencl,bf16-d128-c1-g4-q1-k4096-w512,MMA=fma;BLOCK_M=16;BLOCK_N=64;NUM_WARPS=1;SPLIT_KV=2\n"
-                  "G,opencl,bf16-d64-c1-g4-q1-k4096,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;SPLIT_KV=4\n");
+                  "G,opencl,bf16-d64-c1-g4-q1-k4096,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;SPLIT_KV=4\n"
+                  "G,opencl,bf16-d128-c1-g4-q1-k1024,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=2;SPLIT_KV=3\n"
+                  "G,opencl,bf16-d128-c1-g4-q1-k1024-w128,MMA=fma;BLOCK_M=16;BLOCK_N=32;NUM_WARPS=4;SPLIT_KV=6\n");
     rt_device dev = {.rt = rt_find("opencl"), .index = 0};
     snprintf(dev.info.name, sizeof dev.info.name, "G");
     kconfig c;
@@ -289,10 +291,20 @@ static void test_lookup_work_bucket(void **state)
     paged.page = 32; /* only dense rows for d=128: none of them serves a paged cache */
     assert_int_equal(tune_lookup(p, &dev, &paged, DT_BF16, &c, src, sizeof src, err, sizeof err), 0);
     assert_non_null(strstr(src, "default"));
+    /* a row of an older table (no work bucket) still serves a decode shape, as the nearest
+     * (tuned at another batch size: SPLIT_KV derived again, not its 4) */
     shape_t old = mk(8, 32, 8, 1, 4096, 64, 1);
     assert_int_equal(tune_lookup(p, &dev, &old, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
-    assert_int_equal(c.split_kv, 4);
-    assert_non_null(strstr(src, "tuned bf16-d64-c1-g4-q1-k4096"));
+    assert_int_equal(c.block_n, 16);
+    assert_non_null(strstr(src, "nearest bf16-d64-c1-g4-q1-k4096"));
+    /* beside a row of the shape's own bucket, the older row loses; in another bucket it wins */
+    shape_t b16k1 = mk(16, 32, 8, 1, 1024, 128, 1), b64k1 = mk(64, 32, 8, 1, 1024, 128, 1);
+    assert_int_equal(tune_lookup(p, &dev, &b16k1, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(c.split_kv, 6);
+    assert_non_null(strstr(src, "tuned bf16-d128-c1-g4-q1-k1024-w128"));
+    assert_int_equal(tune_lookup(p, &dev, &b64k1, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(c.num_warps, 2);
+    assert_non_null(strstr(src, "nearest bf16-d128-c1-g4-q1-k1024"));
 }
 
 static void test_lookup(void **state)
