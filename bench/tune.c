@@ -32,6 +32,8 @@ static const char *const explored_header[] = {
 /* rounds of the head-to-head between this run's best and earlier runs' (each contender
  * timed once a round, in turn; its fastest round counts) */
 #define TUNE_REMATCH_ROUNDS 2
+/* how many of a class's fastest explored configurations enter it */
+#define TUNE_REMATCH_TOP 3
 #define EXPLORED_NCOLS (sizeof explored_header / sizeof explored_header[0])
 static const char *const tuning_header[] = {
     "gpu", "backend", "shape_class", "config", "median_us", "tflops", "configs_explored", "configs_in_space",
@@ -105,6 +107,38 @@ static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, 
         rest += m;
     }
     return *rest ? -1 : 0;
+}
+
+/* A class's fastest ok explored rows, distinct configurations, fastest first (at most
+ * TUNE_REMATCH_TOP); earlier[i] says that row is older than row first_new (another run's). */
+static int class_top(const csv_table *e, const char *gpu, const char *backend, const char *cls, size_t first_new,
+                     const char **out, int *earlier)
+{
+    int cg = csvt_col(e, "gpu"), cb = csvt_col(e, "backend"), cc = csvt_col(e, "shape_class"), cf = csvt_col(e, "config"),
+        cs = csvt_col(e, "status"), cu = csvt_col(e, "median_us");
+    double t[TUNE_REMATCH_TOP];
+    int n = 0;
+    if (cg < 0 || cb < 0 || cc < 0 || cf < 0 || cs < 0 || cu < 0) return 0;
+    for (size_t i = 0; i < e->nrows; i++) {
+        char **row = e->rows[i];
+        if (strcmp(row[cs], "ok") || !row[cu][0] || strcmp(row[cc], cls) || strcmp(row[cb], backend) || strcmp(row[cg], gpu))
+            continue;
+        const double us = atof(row[cu]);
+        int j = 0;
+        while (j < n && strcmp(out[j], row[cf])) j++;
+        if (j < n) { /* a configuration twice: its faster row */
+            if (us >= t[j]) continue;
+            for (; j + 1 < n; j++) { out[j] = out[j + 1]; t[j] = t[j + 1]; earlier[j] = earlier[j + 1]; }
+            n--;
+        }
+        if (n == TUNE_REMATCH_TOP && us >= t[n - 1]) continue;
+        if (n < TUNE_REMATCH_TOP) n++;
+        for (j = n - 1; j > 0 && t[j - 1] > us; j--) { out[j] = out[j - 1]; t[j] = t[j - 1]; earlier[j] = earlier[j - 1]; }
+        out[j] = row[cf];
+        t[j] = us;
+        earlier[j] = i < first_new;
+    }
+    return n;
 }
 
 int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
@@ -518,6 +552,7 @@ int cmd_tune(int argc, char **argv)
             free(pre);
             free(ord);
         }
+        const size_t first_row = explored->nrows; /* rows from here on are this run's */
         long best = -1, explored_n = 0, late_tries = 0;
         char best_cfg[256] = "", new_cfg[256] = ""; /* new_cfg: the best of the candidates timed by this run */
         double new_us = INFINITY;
@@ -633,16 +668,39 @@ int cmd_tune(int argc, char **argv)
         if (best >= 0 && !fatal && !stop_requested && new_cfg[0]) {
             /* times measured by an earlier run (resumed explored rows; tuning.csv's row
              * under --merge) and this run's are not comparable: clocks, temperature and
-             * the machine differ between runs. The contenders are timed again, here,
-             * back to back, and the faster in this run wins. */
-            const char *con[3] = {new_cfg, NULL, NULL};
-            int ncon = 1;
-            if (strcmp(best_cfg, new_cfg)) con[ncon++] = best_cfg;
-            if (merge && r < tuning->nrows && ccfg >= 0 && strcmp(tuning->rows[r][ccfg], new_cfg) &&
-                strcmp(tuning->rows[r][ccfg], best_cfg))
-                con[ncon++] = tuning->rows[r][ccfg];
-            if (ncon > 1) {
-                double us[3] = {INFINITY, INFINITY, INFINITY};
+             * the machine differ between runs. When the class's fastest rows include an
+             * earlier run's, the contenders (this run's best, the class's fastest few, the
+             * recorded row) are timed again, here, back to back, and the faster in this run
+             * wins. */
+            const char *con[TUNE_REMATCH_TOP + 2];
+            int src[TUNE_REMATCH_TOP + 2], ncon = 0, stale = 0; /* src: 0 this run's best, 1 an earlier run's row, 2 this run's, 3 tuning.csv's */
+            con[ncon] = new_cfg;
+            src[ncon++] = 0;
+            const char *top[TUNE_REMATCH_TOP];
+            int top_earlier[TUNE_REMATCH_TOP];
+            int nt = class_top(explored, dev.info.name, dev.rt->name, keys[ci], first_row, top, top_earlier);
+            for (int k = 0; k < nt; k++) {
+                int dup = 0;
+                for (int j = 0; j < ncon; j++) dup |= !strcmp(con[j], top[k]);
+                if (dup) continue;
+                con[ncon] = top[k];
+                src[ncon++] = top_earlier[k] ? 1 : 2;
+                stale |= top_earlier[k];
+            }
+            if (merge && r < tuning->nrows && ccfg >= 0) {
+                int dup = 0;
+                for (int j = 0; j < ncon; j++) dup |= !strcmp(con[j], tuning->rows[r][ccfg]);
+                if (!dup) {
+                    con[ncon] = tuning->rows[r][ccfg];
+                    src[ncon++] = 3;
+                    stale = 1;
+                }
+            }
+            if (stale) {
+                static const char *const src_name[] = {"this run's best", "an earlier run's row", "this run's",
+                                                       "tuning.csv's row"};
+                double us[TUNE_REMATCH_TOP + 2];
+                for (int k = 0; k < ncon; k++) us[k] = INFINITY;
                 for (int round = 0; round < TUNE_REMATCH_ROUNDS && !fatal; round++)
                     for (int k = 0; k < ncon; k++) {
                         kconfig kc = {0};
@@ -659,8 +717,7 @@ int cmd_tune(int argc, char **argv)
                     if (!quiet)
                         for (int k = 0; k < ncon; k++)
                             fprintf(stderr, "fabench tune: %s: timed again %s: %.3f us (%s)%s\n", keys[ci], con[k], us[k],
-                                    k == 0 ? "this run's best" : con[k] == best_cfg ? "an earlier run's row" : "tuning.csv's row",
-                                    k == w ? ", the winner" : "");
+                                    src_name[src[k]], k == w ? ", the winner" : "");
                     char wc[256];
                     snprintf(wc, sizeof wc, "%s", con[w]);
                     snprintf(best_cfg, sizeof best_cfg, "%s", wc);
