@@ -287,6 +287,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     if (c->wg_tma) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_TMA=1");
     if (c->wg_ws) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_WS=1");
     if (c->wg_pingpong) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_PINGPONG=1");
+    if (c->grid_lpt) snprintf(defs[nd++], ATTN_DEFINE_LEN, "GRID_LPT=1");
     if (shape_ragged(s)) snprintf(defs[nd++], ATTN_DEFINE_LEN, "VARLEN=1");
     if (shape_paged(s)) {
         snprintf(defs[nd++], ATTN_DEFINE_LEN, "PAGED=1");

@@ -60,6 +60,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "WG_TMA")) { bad = parse_int(v, 0, 1, &c->wg_tma); c->set |= CFG_WG_TMA; }
         else if (!strcasecmp(k, "WG_WS")) { bad = parse_int(v, 0, 1, &c->wg_ws); c->set |= CFG_WG_WS; }
         else if (!strcasecmp(k, "WG_PINGPONG")) { bad = parse_int(v, 0, 1, &c->wg_pingpong); c->set |= CFG_WG_PINGPONG; }
+        else if (!strcasecmp(k, "GRID_LPT")) { bad = parse_int(v, 0, 1, &c->grid_lpt); c->set |= CFG_GRID_LPT; }
         else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); }
         else if (!strcasecmp(k, "FAULT_HANG")) { bad = parse_int(v, 0, 1, &c->fault_hang); }
         else if (!strcasecmp(k, "FAULT_OOB")) { bad = parse_int(v, 0, 1, &c->fault_oob); }
@@ -73,7 +74,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
-            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, FAULT_*)", k);
+            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, GRID_LPT, FAULT_*)", k);
             rc = FB_EXIT_BADINPUT;
             break;
         }
@@ -106,6 +107,7 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
     if (src->set & CFG_WG_TMA) dst->wg_tma = src->wg_tma;
     if (src->set & CFG_WG_WS) dst->wg_ws = src->wg_ws;
     if (src->set & CFG_WG_PINGPONG) dst->wg_pingpong = src->wg_pingpong;
+    if (src->set & CFG_GRID_LPT) dst->grid_lpt = src->grid_lpt;
     dst->set |= src->set;
     if (src->fault_skip_last_tile) dst->fault_skip_last_tile = 1;
     if (src->fault_hang) dst->fault_hang = 1;
@@ -118,11 +120,11 @@ int kconfig_threads(const kconfig *c) { return c->num_warps * 32 + (c->wg_ws ? 1
 
 void kconfig_str(const kconfig *c, char *out, size_t outlen)
 {
-    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s",
+    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
              c->wg_pipe ? ";WG_PIPE=1" : "", c->mma != MMA_WGMMA ? "" : c->wg_swizzle ? ";WG_SWIZZLE=1" : ";WG_SWIZZLE=0",
              c->wg_tma ? ";WG_TMA=1" : "", c->wg_ws ? ";WG_WS=1" : "", c->wg_pingpong ? ";WG_PINGPONG=1" : "",
-             c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
+             c->grid_lpt ? ";GRID_LPT=1" : "", c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
              c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" :
              c->fault_linear_pages ? ";FAULT_LINEAR_PAGES=1" : "");
 }
@@ -281,6 +283,10 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
     }
     if (c->wg_ws && !c->wg_tma) {
         snprintf(reason, len, "WG_WS=1 needs WG_TMA=1 (its producer warpgroup issues the copy engine's loads)");
+        return ST_UNSUPPORTED;
+    }
+    if (c->grid_lpt && (shape_ragged(s) || shape_paged(s))) {
+        snprintf(reason, len, "GRID_LPT=1 needs a dense batch (not ragged or paged: their blocks are found per sequence)");
         return ST_UNSUPPORTED;
     }
     if (c->wg_pingpong && (!c->wg_ws || c->num_warps != 8)) {

@@ -11,10 +11,10 @@
 
 static const char *const known_params[] = {"MMA", "BLOCK_M", "BLOCK_N", "NUM_WARPS", "WARP_M",
                                            "STAGES", "KPAD", "SPLIT_KV", "PACK_GQA", "WG_PIPE", "WG_SWIZZLE", "WG_TMA",
-                                           "WG_WS", "WG_PINGPONG"};
+                                           "WG_WS", "WG_PINGPONG", "GRID_LPT"};
 static const char *const known_conds[] = {"feature:mma_sync", "dtype:16bit", "MMA=fma", "MMA=mma",
                                           "decode", "prefill", "gqa", "fill", "feature:mfma", "MMA=mfma",
-                                          "feature:wgmma", "MMA=wgmma", "feature:tma"};
+                                          "feature:wgmma", "MMA=wgmma", "feature:tma", "causal"};
 
 static int known(const char *s, const char *const *list, size_t n)
 {
@@ -79,7 +79,7 @@ int space_load(const char *path, space_t *sp, char *err, size_t errlen)
             if (!known(c, known_conds, sizeof known_conds / sizeof known_conds[0]) && !param_cond(c, &(size_t){0})) {
                 snprintf(err, errlen, "%s:%d: field 'when': unknown condition '%s' (known: feature:mma_sync, "
                          "dtype:16bit, MMA=fma, MMA=mma, decode, prefill, gqa, fill, feature:mfma, MMA=mfma, feature:wgmma, "
-                         "MMA=wgmma, feature:tma, and PARAM=VALUE on another parameter)", path, line, c);
+                         "MMA=wgmma, feature:tma, causal, and PARAM=VALUE on another parameter)", path, line, c);
                 rc = FB_EXIT_BADINPUT;
             }
         if (rc) break;
@@ -145,6 +145,7 @@ static int holds(const char *when, const rt_device_info *dev, const shape_t *s, 
         if (!strcmp(c, "decode") && !decode) return 0;
         if (!strcmp(c, "prefill") && decode) return 0;
         if (!strcmp(c, "gqa") && s->hq == s->hkv) return 0;
+        if (!strcmp(c, "causal") && !s->causal) return 0;
         /* "fill" is checked on the whole configuration (space_fills) */
     }
     return 1;
@@ -168,7 +169,7 @@ static int cfg_distance(const kconfig *a, const kconfig *b)
            (a->warp_m != b->warp_m) + (a->stages != b->stages) + (a->split_kv != b->split_kv) +
            (a->pack_gqa != b->pack_gqa) + (a->kpad != b->kpad) + (a->wg_pipe != b->wg_pipe) +
            (a->wg_swizzle != b->wg_swizzle) + (a->wg_tma != b->wg_tma) +
-           (a->wg_ws != b->wg_ws) + (a->wg_pingpong != b->wg_pingpong);
+           (a->wg_ws != b->wg_ws) + (a->wg_pingpong != b->wg_pingpong) + (a->grid_lpt != b->grid_lpt);
 }
 
 /* The order candidates are offered in, so that an exhaustive search cut short by --time has

@@ -14,6 +14,9 @@
 #define FB_GID_1 blockIdx.y
 #define FB_GID_2 blockIdx.z
 #define GROUP_ID(d) ((int)FB_GID_##d)
+#define FB_NGR_0 gridDim.x
+#define FB_NGR_1 gridDim.y
+#define NUM_GROUPS(d) ((int)FB_NGR_##d)
 #define EXP2(x) fb_ex2(x)
 #define LOG2(x) log2f(x)
 #define FMAX(a, b) fmaxf((a), (b))

@@ -14,6 +14,9 @@
 #define FB_GID_1 blockIdx.y
 #define FB_GID_2 blockIdx.z
 #define GROUP_ID(d) ((int)FB_GID_##d)
+#define FB_NGR_0 gridDim.x
+#define FB_NGR_1 gridDim.y
+#define NUM_GROUPS(d) ((int)FB_NGR_##d)
 /* __builtin_exp2f is the hardware v_exp_f32 (exact for -inf -> 0); newer compilers add
  * a denormal range fix-up around it */
 #define EXP2(x) __builtin_exp2f(x)

@@ -11,6 +11,7 @@
 #define BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 #define THREAD_ID() ((int)get_local_id(0))
 #define GROUP_ID(d) ((int)get_group_id(d))
+#define NUM_GROUPS(d) ((int)get_num_groups(d))
 #define EXP2(x) exp2(x)
 #define LOG2(x) log2(x)
 #define FMAX(a, b) fmax((a), (b))

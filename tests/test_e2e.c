@@ -267,6 +267,34 @@ static void test_split_kv(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* GRID_LPT=1 (the launch order read longest first): every query block of every head is
+ * computed exactly once, whatever the grid's shape: causal and not, GQA packing,
+ * split-KV, a block count that does not divide evenly, decode; the tensor-core path where
+ * the device has one. Every output row is checked (the shapes stay under verify_rows).
+ * Ragged and paged batches decline it. */
+static void test_grid_lpt(void **state)
+{
+    (void)state;
+    int bad = 0;
+    shape_t a = mk(2, 4, 2, 200, 200, 64, 1), b = mk(1, 6, 3, 77, 300, 128, 1), c = mk(3, 2, 2, 150, 90, 32, 0);
+    shape_t dec = mk(4, 8, 2, 1, 300, 128, 1);
+    const char *cfgs[] = {"GRID_LPT=1,MMA=fma,BLOCK_M=16,BLOCK_N=32", "GRID_LPT=1,MMA=fma,BLOCK_M=32,BLOCK_N=16,PACK_GQA=1",
+                          "GRID_LPT=1,MMA=fma,BLOCK_M=16,BLOCK_N=32,SPLIT_KV=3",
+                          "GRID_LPT=1,MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"};
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        if (strstr(cfgs[i], "MMA=mma") && !(dev.info.features & RT_FEAT_MMA_SYNC)) continue;
+        const dtype_t dt = strstr(cfgs[i], "MMA=mma") ? DT_BF16 : DT_FP32;
+        bad += run_case(&a, dt, cfgs[i]) != ST_OK;
+        bad += run_case(&b, dt, cfgs[i]) != ST_OK;
+        bad += run_case(&c, dt, cfgs[i]) != ST_OK;
+        bad += run_case(&dec, dt, cfgs[i]) != ST_OK;
+    }
+    assert_int_equal(bad, 0);
+    shape_t rag = mk_ragged(3, 2, 1, 100, 100, 64, 1, "0.3;1;0.6");
+    assert_int_equal(run_case(&rag, DT_FP32, "GRID_LPT=1,MMA=fma"), ST_UNSUPPORTED);
+    cases_run--; /* declined, not verified */
+}
+
 /* Thread mappings: several threads per row, one row per thread, several rows per thread. */
 static void test_thread_mappings(void **state)
 {
@@ -373,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_gqa_mqa),
         cmocka_unit_test(test_split_kv),
         cmocka_unit_test(test_thread_mappings),
+        cmocka_unit_test(test_grid_lpt),
         cmocka_unit_test(test_mma_sync),
         cmocka_unit_test(test_resource_limit_recorded),
         cmocka_unit_test(test_ragged),

@@ -139,13 +139,14 @@ static void test_space_enumerate(void **state)
     tma.features |= RT_FEAT_TMA;
     for (int k = 0; k < 2; k++) {
         n = space_enumerate(&sp, k ? &tma : &hop, &pre, DT_BF16, &c, &before);
-        long ntma = 0, nws = 0, nwspipe = 0, npp = 0, nodd = 0;
+        long ntma = 0, nws = 0, nwspipe = 0, npp = 0, nodd = 0, nlpt = 0;
         for (long i = 0; i < n; i++) {
             ntma += c[i].wg_tma;
             nws += c[i].wg_ws;
             nwspipe += c[i].wg_ws && c[i].wg_pipe;
             npp += c[i].wg_pingpong;
             nodd += c[i].block_n == 176 || c[i].block_n == 192;
+            nlpt += c[i].grid_lpt;
             if (c[i].wg_ws) assert_true(c[i].wg_tma && c[i].mma == MMA_WGMMA && (!c[i].wg_pipe || c[i].stages >= 2));
             if (c[i].wg_pingpong) assert_true(c[i].wg_ws && c[i].num_warps == 8);
             if (c[i].block_n == 176 || c[i].block_n == 192) assert_int_equal(c[i].mma, MMA_WGMMA);
@@ -155,6 +156,7 @@ static void test_space_enumerate(void **state)
         if (k) assert_true(ntma > 10 && nws > 5 && nws < ntma && nwspipe > 0 && npp > 0 && npp < nws);
         else assert_true(ntma == 0 && nws == 0 && npp == 0);
         assert_true(nodd > 0);
+        assert_true(nlpt > 0 && nlpt < n); /* a causal prefill class: both launch orders */
         free(c);
     }
     /* fp32 or no tensor cores: no mma candidates */
@@ -165,6 +167,7 @@ static void test_space_enumerate(void **state)
     int split = 0, pack = 0;
     for (long i = 0; i < n; i++) {
         assert_int_equal(c[i].mma, MMA_FMA);
+        assert_int_equal(c[i].grid_lpt, 0); /* decode: one query block, no order to choose */
         split |= c[i].split_kv > 1;
         pack |= c[i].pack_gqa;
     }

@@ -313,10 +313,11 @@ static void test_tma(void **state)
     char cfg[256];
     /* each case with the copy engine, then with a producer warpgroup too */
     /* ws 2: and the two consumer warpgroups taking turns (NUM_WARPS=8 cases) */
-    for (int ws = 0; ws < 3; ws++)
+    for (int ws = 0; ws < 4; ws++) /* ws 3: ws 2 with the launch order read longest first */
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            if ((ws == 2 && !strstr(cases[i].cfg, "NUM_WARPS=8")) || (ws == 0 && cases[i].ws_only)) continue;
-            snprintf(cfg, sizeof cfg, "%s,WG_TMA=1%s", cases[i].cfg, ws == 2 ? ",WG_WS=1,WG_PINGPONG=1" : ws ? ",WG_WS=1" : "");
+            if ((ws >= 2 && !strstr(cases[i].cfg, "NUM_WARPS=8")) || (ws == 0 && cases[i].ws_only)) continue;
+            snprintf(cfg, sizeof cfg, "%s,WG_TMA=1%s", cases[i].cfg,
+                     ws == 3 ? ",WG_WS=1,WG_PINGPONG=1,GRID_LPT=1" : ws == 2 ? ",WG_WS=1,WG_PINGPONG=1" : ws ? ",WG_WS=1" : "");
             status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
             if (st != ST_OK) printf("    WRONG or failed: %s on %s: %s\n", cfg, cases[i].s->name, res.reason);
             bad += st != ST_OK;
@@ -339,7 +340,9 @@ static void test_tma(void **state)
                            "MMA=wgmma,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1", "MMA=wgmma,BLOCK_N=176,WG_TMA=1,WG_WS=1",
                            "MMA=wgmma,BLOCK_N=192,WG_TMA=1,WG_WS=1", "MMA=wgmma,BLOCK_N=176,WG_TMA=1,WG_WS=1,WG_PIPE=1",
                            "MMA=wgmma,BLOCK_N=176,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1",
-                           "MMA=wgmma,BLOCK_N=192,WG_TMA=1,WG_WS=1,WG_PIPE=1"};
+                           "MMA=wgmma,BLOCK_N=192,WG_TMA=1,WG_WS=1,WG_PIPE=1",
+                           "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,GRID_LPT=1",
+                           "MMA=wgmma,BLOCK_N=64,WG_TMA=1,GRID_LPT=1"};
     for (int causal = 0; causal < 2; causal++)
         for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
             ref.causal = causal;
