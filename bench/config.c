@@ -150,8 +150,9 @@ size_t kconfig_shared_bytes(const kconfig *c, int d)
 {
     if (c->mma == MMA_MFMA) /* static LDS: one 16-bit K and one V tile, rows padded by 4 */
         return 2 * 2 * (size_t)(d + 4) * (size_t)c->block_n;
-    if (c->mma == MMA_WGMMA) /* 16-bit Q tile and STAGES K and V tiles, no padding; 1 KiB to align swizzle atoms */
-        return 2 * (size_t)d * (size_t)(c->block_m + 2 * c->stages * c->block_n) + 1024;
+    if (c->mma == MMA_WGMMA) /* 16-bit Q tile and STAGES K and V tiles; swizzled rows in whole 64-column
+                              * blocks (d = 80, 96 padded), else no padding; 1 KiB to align swizzle atoms */
+        return 2 * (size_t)(c->wg_swizzle ? (d + 63) / 64 * 64 : d) * (size_t)(c->block_m + 2 * c->stages * c->block_n) + 1024;
     if (c->mma == MMA_SYNC) /* 16-bit Q tile and STAGES K and V tiles, rows padded by 8 */
         return 2 * (size_t)(d + 8) * (size_t)(c->block_m + 2 * c->stages * c->block_n);
     int nt = c->num_warps * 32;
@@ -328,8 +329,12 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
             snprintf(reason, len, "MMA=wgmma needs BLOCK_N 64, 128, 176, 192 or 256 (got %d)", c->block_n);
             return ST_UNSUPPORTED;
         }
-        if (s->d != 64 && s->d != 128 && s->d != 256) {
-            snprintf(reason, len, "MMA=wgmma supports head dims 64, 128 and 256 (got %d)", s->d);
+        if (s->d != 64 && s->d != 80 && s->d != 96 && s->d != 128 && s->d != 256) {
+            snprintf(reason, len, "MMA=wgmma supports head dims 64, 80, 96, 128 and 256 (got %d)", s->d);
+            return ST_UNSUPPORTED;
+        }
+        if (c->wg_tma && s->d % 64) {
+            snprintf(reason, len, "WG_TMA=1 needs a head dim that is a multiple of 64 (got %d)", s->d);
             return ST_UNSUPPORTED;
         }
         if (c->wg_pipe && c->stages < (c->wg_ws ? 2 : 3)) {

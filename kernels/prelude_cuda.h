@@ -215,10 +215,14 @@ INLINE void fb_reg_pin_u(u32 &x) { asm volatile("" : "+r"(x)::"memory"); }
 #define FB_WG_D32(d, i) FB_WG_D8(d, i), FB_WG_D8(d, i + 8), FB_WG_D8(d, i + 16), FB_WG_D8(d, i + 24)
 #define FB_WG_D64(d, i) FB_WG_D32(d, i), FB_WG_D32(d, i + 32)
 #define FB_WG_D128(d, i) FB_WG_D64(d, i), FB_WG_D64(d, i + 64)
+#define FB_WG_D40(d, i) FB_WG_D32(d, i), FB_WG_D8(d, i + 32)
+#define FB_WG_D48(d, i) FB_WG_D40(d, i), FB_WG_D8(d, i + 40)
 #define FB_WG_D88(d, i) FB_WG_D64(d, i), FB_WG_D8(d, i + 64), FB_WG_D8(d, i + 72), FB_WG_D8(d, i + 80)
 #define FB_WG_D96(d, i) FB_WG_D88(d, i), FB_WG_D8(d, i + 88)
 /* operand lists %0 .. %(N/2 - 1): the accumulators of m64nNk16 */
 #define FB_WG_L32 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+#define FB_WG_L40 FB_WG_L32 ",%32,%33,%34,%35,%36,%37,%38,%39"
+#define FB_WG_L48 FB_WG_L40 ",%40,%41,%42,%43,%44,%45,%46,%47"
 #define FB_WG_L64 FB_WG_L32 ",%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
 #define FB_WG_L88 FB_WG_L64 ",%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87"
 #define FB_WG_L96 FB_WG_L88 ",%88,%89,%90,%91,%92,%93,%94,%95"
@@ -245,6 +249,8 @@ INLINE void fb_reg_pin_u(u32 &x) { asm volatile("" : "+r"(x)::"memory"); }
                      : DL(d, 0) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));         \
     }
 FB_WGMMA_DEF(64, "{" FB_WG_L32 "}", FB_WG_D32, "%32, %33", "%34", "{%32, %33, %34, %35}, %36", "%37")
+FB_WGMMA_DEF(80, "{" FB_WG_L40 "}", FB_WG_D40, "%40, %41", "%42", "{%40, %41, %42, %43}, %44", "%45")
+FB_WGMMA_DEF(96, "{" FB_WG_L48 "}", FB_WG_D48, "%48, %49", "%50", "{%48, %49, %50, %51}, %52", "%53")
 FB_WGMMA_DEF(128, "{" FB_WG_L64 "}", FB_WG_D64, "%64, %65", "%66", "{%64, %65, %66, %67}, %68", "%69")
 FB_WGMMA_DEF(176, "{" FB_WG_L88 "}", FB_WG_D88, "%88, %89", "%90", "{%88, %89, %90, %91}, %92", "%93")
 FB_WGMMA_DEF(192, "{" FB_WG_L96 "}", FB_WG_D96, "%96, %97", "%98", "{%96, %97, %98, %99}, %100", "%101")

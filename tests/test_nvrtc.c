@@ -210,6 +210,10 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=192,STAGES=2,WG_TMA=1,WG_WS=1", 128, DT_FP16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=176,STAGES=2", 64, DT_BF16, 1, 2048, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1", 128, DT_BF16, 0, 4096, 1},
+    /* head dims 80 and 96: swizzled rows padded to 128 elements (cp.async), and unswizzled */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2", 80, DT_BF16, 1, 2048, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1", 96, DT_FP16, 0, 2048, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_SWIZZLE=0", 80, DT_BF16, 0, 2048, 1},
     /* the launch order read longest first (GRID_LPT) */
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,GRID_LPT=1", 128, DT_BF16, 1, 4096, 1},
 };
@@ -373,9 +377,18 @@ static void test_wgmma_rejected(void **state)
     bad = c;
     bad.block_n = 32;
     assert_int_equal(kconfig_check(&bad, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
-    shape_t d80 = s;
+    shape_t d80 = s, d72 = s;
     d80.d = 80;
-    assert_int_equal(kconfig_check(&c, &h100, &d80, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    d72.d = 72;
+    assert_int_equal(kconfig_check(&c, &h100, &d72, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "head dims"));
+    /* d = 80 runs wgmma with padded swizzled rows, but not through the copy engine */
+    assert_int_equal(kconfig_check(&c, &h100, &d80, DT_BF16, reason, sizeof reason), ST_OK);
+    assert_int_equal(kconfig_shared_bytes(&c, 80), kconfig_shared_bytes(&c, 128));
+    bad = c;
+    bad.wg_tma = 1;
+    assert_int_equal(kconfig_check(&bad, &h100, &d80, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "multiple of 64"));
     /* the defaults: wgmma for dense prefill on Hopper; mma for decode, d=80, ragged, small
      * pages, and anywhere without the feature */
     struct { shape_t sh; int ragged_page; mma_kind want; } dflt[] = {
@@ -392,7 +405,6 @@ static void test_wgmma_rejected(void **state)
         kconfig_complete(&a, &a100, &dflt[i].sh, DT_BF16);
         assert_int_equal(a.mma, MMA_SYNC);
     }
-    assert_non_null(strstr(reason, "head dims"));
     /* WG_TMA: printed only when 1 (older strings keep their meaning), wgmma with the swizzle
      * on dense K and V only, and only where the copy engine's tensor maps can be made */
     char cs[256];

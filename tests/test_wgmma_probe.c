@@ -255,10 +255,14 @@ static void test_swizzle(void **state)
     (void)state;
     need_hopper();
     shape_t one = mk(1, 1, 1, 64, 64, 64, 0), c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0);
-    shape_t big = mk(1, 2, 2, 300, 300, 256, 1);
+    shape_t big = mk(1, 2, 2, 300, 300, 256, 1), d80 = mk(2, 4, 2, 200, 333, 80, 1), d96 = mk(1, 4, 4, 150, 150, 96, 0);
     struct { shape_t *s; dtype_t dt; const char *cfg; } cases[] = {
         {&one, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
         {&c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
+        /* head dims 80 and 96 (swizzled rows padded to 128 elements) */
+        {&d80, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
+        {&d80, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_PIPE=1"},
+        {&d96, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2"},
         {&c128, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_PIPE=1"},
         {&nc, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=1"},
         {&big, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_PIPE=1"}, /* 230400 B of shared memory */
@@ -282,6 +286,12 @@ static void test_swizzle(void **state)
     for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++)
         if (run_on(runner, &ref, DT_BF16, timed[i], &t, &res) == ST_OK)
             printf("    ref non-causal, %s: %.1f TFLOP/s\n", timed[i], shape_flops(&ref) / (res.us.median * 1e-6) / 1e12);
+    /* phi-2's prefill (d = 80, causal): wgmma beside the mma tiles */
+    shape_t phi = mk(4, 32, 32, 2048, 2048, 80, 1);
+    const char *phic[] = {"MMA=mma", "MMA=wgmma", "MMA=wgmma,STAGES=3,WG_PIPE=1", "MMA=wgmma,BLOCK_N=64,STAGES=3"};
+    for (size_t i = 0; i < sizeof phic / sizeof phic[0]; i++)
+        if (run_on(runner, &phi, DT_BF16, phic[i], &t, &res) == ST_OK)
+            printf("    d80 causal, %s: %.1f TFLOP/s\n", phic[i], shape_flops(&phi) / (res.us.median * 1e-6) / 1e12);
     assert_int_equal(bad, 0);
 }
 
