@@ -267,6 +267,16 @@ static void test_ragged_classes(void **state)
 
 /* Decode rows with the work bucket: the nearest bucket wins; a row without one (a table
  * from before the bucket) still serves every batch size as its exact class. */
+/* The configuration tune_lookup finds in table p for s, whose source must contain want. */
+static kconfig lookup_from(const char *p, const rt_device *dev, const shape_t *s, const char *want)
+{
+    char src[300], err[FB_ERRLEN];
+    kconfig c;
+    assert_int_equal(tune_lookup(p, dev, s, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    if (!strstr(src, want)) fail_msg("%s: source '%s', wanted '%s'", s->name, src, want);
+    return c;
+}
+
 static void test_lookup_work_bucket(void **state)
 {
     (void)state;
@@ -280,16 +290,11 @@ static void test_lookup_work_bucket(void **state)
                   "G,opencl,bf16-d128-c1-g4-q1-k1024-w128,MMA=fma;BLOCK_M=16;BLOCK_N=32;NUM_WARPS=4;SPLIT_KV=6\n");
     rt_device dev = {.rt = rt_find("opencl"), .index = 0};
     snprintf(dev.info.name, sizeof dev.info.name, "G");
-    kconfig c;
     shape_t b16 = mk(16, 32, 8, 1, 4096, 128, 1), b64 = mk(64, 32, 8, 1, 4096, 128, 1), b32 = mk(32, 32, 8, 1, 4096, 128, 1);
-    assert_int_equal(tune_lookup(p, &dev, &b16, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
-    assert_int_equal(c.split_kv, 8);
-    assert_non_null(strstr(src, "tuned bf16-d128-c1-g4-q1-k4096-w128"));
-    assert_int_equal(tune_lookup(p, &dev, &b64, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
-    assert_int_equal(c.split_kv, 2);
-    assert_non_null(strstr(src, "tuned bf16-d128-c1-g4-q1-k4096-w512"));
-    assert_int_equal(tune_lookup(p, &dev, &b32, DT_BF16, &c, src, sizeof src, err, sizeof err), 1); /* w256: a tie, */
-    assert_non_null(strstr(src, "nearest"));                                                        /* never exact */
+    assert_int_equal(lookup_from(p, &dev, &b16, "tuned bf16-d128-c1-g4-q1-k4096-w128").split_kv, 8);
+    assert_int_equal(lookup_from(p, &dev, &b64, "tuned bf16-d128-c1-g4-q1-k4096-w512").split_kv, 2);
+    (void)lookup_from(p, &dev, &b32, "nearest"); /* w256: a tie, never exact */
+    kconfig c;
     shape_t paged = mk(16, 32, 8, 1, 4096, 128, 1);
     paged.page = 32; /* only dense rows for d=128: none of them serves a paged cache */
     assert_int_equal(tune_lookup(p, &dev, &paged, DT_BF16, &c, src, sizeof src, err, sizeof err), 0);
@@ -297,17 +302,11 @@ static void test_lookup_work_bucket(void **state)
     /* a row of an older table (no work bucket) still serves a decode shape, as the nearest
      * (tuned at another batch size: SPLIT_KV derived again, not its 4) */
     shape_t old = mk(8, 32, 8, 1, 4096, 64, 1);
-    assert_int_equal(tune_lookup(p, &dev, &old, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
-    assert_int_equal(c.block_n, 16);
-    assert_non_null(strstr(src, "nearest bf16-d64-c1-g4-q1-k4096"));
+    assert_int_equal(lookup_from(p, &dev, &old, "nearest bf16-d64-c1-g4-q1-k4096").block_n, 16);
     /* beside a row of the shape's own bucket, the older row loses; in another bucket it wins */
     shape_t b16k1 = mk(16, 32, 8, 1, 1024, 128, 1), b64k1 = mk(64, 32, 8, 1, 1024, 128, 1);
-    assert_int_equal(tune_lookup(p, &dev, &b16k1, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
-    assert_int_equal(c.split_kv, 6);
-    assert_non_null(strstr(src, "tuned bf16-d128-c1-g4-q1-k1024-w128"));
-    assert_int_equal(tune_lookup(p, &dev, &b64k1, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
-    assert_int_equal(c.num_warps, 2);
-    assert_non_null(strstr(src, "nearest bf16-d128-c1-g4-q1-k1024"));
+    assert_int_equal(lookup_from(p, &dev, &b16k1, "tuned bf16-d128-c1-g4-q1-k1024-w128").split_kv, 6);
+    assert_int_equal(lookup_from(p, &dev, &b64k1, "nearest bf16-d128-c1-g4-q1-k1024").num_warps, 2);
 }
 
 static void test_lookup(void **state)
