@@ -119,7 +119,8 @@ int space_load_default(space_t *sp, char *err, size_t errlen)
 }
 
 /* Does every condition of `when` hold? mma: the MMA value of this combination; sp and idx:
- * the combination, for conditions on another parameter's value. */
+ * the combination, for conditions on another parameter's value (idx NULL: those are left
+ * for later and count as holding). */
 static int holds(const char *when, const rt_device_info *dev, const shape_t *s, dtype_t dt, int mma,
                  const space_t *sp, const int *idx)
 {
@@ -138,7 +139,7 @@ static int holds(const char *when, const rt_device_info *dev, const shape_t *s, 
         if (!strcmp(c, "MMA=wgmma") && mma != MMA_WGMMA) return 0;
         if (!strcmp(c, "feature:tma") && !(dev->features & RT_FEAT_TMA)) return 0;
         size_t nl;
-        if (param_cond(c, &nl))
+        if (idx && param_cond(c, &nl))
             for (int k = 0; k < sp->nparams; k++)
                 if (strlen(sp->p[k].name) == nl && !strncmp(sp->p[k].name, c, nl) && strcmp(sp->p[k].value[idx[k]], c + nl + 1))
                     return 0;
@@ -206,51 +207,93 @@ static void likely_first(kconfig *v, long n, const rt_device_info *dev, const sh
     free(key);
 }
 
+/* An enumerated configuration and its place in the odometer order over the whole product
+ * (MMA, then each parameter as the file lists them, the first fastest). */
+typedef struct {
+    long pos;
+    kconfig c;
+} placed;
+
+static int by_pos(const void *a, const void *b)
+{
+    const long x = ((const placed *)a)->pos, y = ((const placed *)b)->pos;
+    return (x > y) - (x < y);
+}
+
 long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t *s, dtype_t dt,
                      kconfig **out, long *before)
 {
     int idx[SPACE_MAX_PARAMS] = {0};
     long cap = 256, n = 0, all = 0;
-    kconfig *v = malloc(sizeof *v * (size_t)cap);
+    placed *v = malloc(sizeof *v * (size_t)cap);
     if (!v) return -1;
     int mma_param = -1;
-    for (int k = 0; k < sp->nparams; k++)
+    long stride[SPACE_MAX_PARAMS];
+    for (int k = 0; k < sp->nparams; k++) {
         if (!strcmp(sp->p[k].name, "MMA")) mma_param = k;
-    for (;;) {
+        stride[k] = k ? stride[k - 1] * sp->p[k - 1].nvalues : 1;
+    }
+    /* one pass per MMA value; within it only the values whose conditions can hold beside
+     * it (the shape's, the device's, the MMA kind's), so that the product walked is the
+     * part of the space that applies; conditions on another parameter's value per
+     * combination */
+    const int nm = mma_param >= 0 ? sp->p[mma_param].nvalues : 1;
+    for (int mv = 0; mv < nm; mv++) {
         int mma = MMA_FMA;
         if (mma_param >= 0) {
             kconfig mc = {0};
             char kv[64], e[256];
-            snprintf(kv, sizeof kv, "MMA=%s", sp->p[mma_param].value[idx[mma_param]]);
+            snprintf(kv, sizeof kv, "MMA=%s", sp->p[mma_param].value[mv]);
             mma = kconfig_parse(kv, &mc, e, sizeof e) == 0 ? (int)mc.mma : MMA_FMA;
         }
-        int ok = 1;
-        for (int k = 0; k < sp->nparams && ok; k++) ok = holds(sp->p[k].when[idx[k]], dev, s, dt, mma, sp, idx);
-        if (ok) {
-            all++;
-            kconfig c = {0};
-            char kv[64], err[256];
-            for (int k = 0; k < sp->nparams; k++) {
-                snprintf(kv, sizeof kv, "%s=%s", sp->p[k].name, sp->p[k].value[idx[k]]);
-                kconfig_parse(kv, &c, err, sizeof err);
-            }
-            kconfig_complete(&c, dev, s, dt); /* parameters the space leaves out */
-            char reason[256];
-            if (space_fills(sp, idx, &c, s) && kconfig_check(&c, dev, s, dt, reason, sizeof reason) == ST_OK) {
-                if (n == cap) {
-                    kconfig *nv = realloc(v, sizeof *v * (size_t)(cap *= 2));
-                    if (!nv) { free(v); return -1; }
-                    v = nv;
-                }
-                v[n++] = c;
-            }
+        int allow[SPACE_MAX_PARAMS][SPACE_MAX_VALUES], na[SPACE_MAX_PARAMS], at[SPACE_MAX_PARAMS] = {0}, empty = 0;
+        for (int k = 0; k < sp->nparams; k++) {
+            na[k] = 0;
+            for (int j = 0; j < sp->p[k].nvalues; j++)
+                if ((k != mma_param || j == mv) && holds(sp->p[k].when[j], dev, s, dt, mma, sp, NULL)) allow[k][na[k]++] = j;
+            empty |= na[k] == 0;
         }
-        int k = 0;
-        while (k < sp->nparams && ++idx[k] == sp->p[k].nvalues) idx[k++] = 0;
-        if (k == sp->nparams) break;
+        while (!empty) {
+            long pos = 0;
+            for (int k = 0; k < sp->nparams; k++) {
+                idx[k] = allow[k][at[k]];
+                pos += idx[k] * stride[k];
+            }
+            int ok = 1;
+            for (int k = 0; k < sp->nparams && ok; k++)
+                if (strchr(sp->p[k].when[idx[k]], '=')) ok = holds(sp->p[k].when[idx[k]], dev, s, dt, mma, sp, idx);
+            if (ok) {
+                all++;
+                kconfig c = {0};
+                char kv[64], err[256];
+                for (int k = 0; k < sp->nparams; k++) {
+                    snprintf(kv, sizeof kv, "%s=%s", sp->p[k].name, sp->p[k].value[idx[k]]);
+                    kconfig_parse(kv, &c, err, sizeof err);
+                }
+                kconfig_complete(&c, dev, s, dt); /* parameters the space leaves out */
+                char reason[256];
+                if (space_fills(sp, idx, &c, s) && kconfig_check(&c, dev, s, dt, reason, sizeof reason) == ST_OK) {
+                    if (n == cap) {
+                        placed *nv = realloc(v, sizeof *v * (size_t)(cap *= 2));
+                        if (!nv) { free(v); return -1; }
+                        v = nv;
+                    }
+                    v[n].pos = pos;
+                    v[n++].c = c;
+                }
+            }
+            int k = 0;
+            while (k < sp->nparams && ++at[k] == na[k]) at[k++] = 0;
+            if (k == sp->nparams) break;
+        }
     }
-    likely_first(v, n, dev, s, dt);
-    *out = v;
+    qsort(v, (size_t)n, sizeof *v, by_pos); /* the odometer's order over the whole product */
+    kconfig *cv = malloc(sizeof *cv * (size_t)(n ? n : 1));
+    if (!cv) { free(v); return -1; }
+    for (long i = 0; i < n; i++) cv[i] = v[i].c;
+    free(v);
+    likely_first(cv, n, dev, s, dt);
+    *out = cv;
     if (before) *before = all;
     return n;
 }
