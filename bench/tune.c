@@ -141,6 +141,71 @@ static int class_top(const csv_table *e, const char *gpu, const char *backend, c
     return n;
 }
 
+/* A contender for the head-to-head, unless it is one already. */
+static void contend(const char **con, int *src, int *ncon, const char *cfg, int source)
+{
+    for (int j = 0; j < *ncon; j++)
+        if (!strcmp(con[j], cfg)) return;
+    con[*ncon] = cfg;
+    src[(*ncon)++] = source;
+}
+
+/* Times measured by an earlier run (resumed explored rows; tuning.csv's row under --merge,
+ * `recorded`) and this run's are not comparable: clocks, temperature and the machine
+ * differ between runs. When the class's fastest rows include an earlier run's, the
+ * contenders (this run's best, the class's fastest few, the recorded row) are timed again
+ * here, back to back, and the faster in this run becomes best_cfg and *best_us. Returns 1
+ * when that decided, 0 when nothing was stale (or nothing verified), -1 on a harness error. */
+static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_opts *ao, const csv_table *explored,
+                        const rt_device *dev, const char *cls, size_t first_row, const char *new_cfg,
+                        const char *recorded, int quiet, char *best_cfg, size_t best_len, double *best_us,
+                        char *err, size_t errlen)
+{
+    static const char *const src_name[] = {"this run's best", "an earlier run's row", "this run's", "tuning.csv's row"};
+    const char *con[TUNE_REMATCH_TOP + 2], *top[TUNE_REMATCH_TOP];
+    int src[TUNE_REMATCH_TOP + 2], top_earlier[TUNE_REMATCH_TOP], ncon = 0, stale = 0;
+    contend(con, src, &ncon, new_cfg, 0);
+    const int nt = class_top(explored, dev->info.name, dev->rt->name, cls, first_row, top, top_earlier);
+    for (int k = 0; k < nt; k++) {
+        const int before = ncon;
+        contend(con, src, &ncon, top[k], top_earlier[k] ? 1 : 2);
+        stale |= ncon > before && top_earlier[k];
+    }
+    if (recorded) {
+        const int before = ncon;
+        contend(con, src, &ncon, recorded, 3);
+        stale |= ncon > before;
+    }
+    if (!stale) return 0;
+    kconfig kc[TUNE_REMATCH_TOP + 2];
+    double us[TUNE_REMATCH_TOP + 2];
+    int parsed[TUNE_REMATCH_TOP + 2];
+    for (int k = 0; k < ncon; k++) {
+        us[k] = INFINITY;
+        kc[k] = (kconfig){0};
+        parsed[k] = kconfig_parse(con[k], &kc[k], err, errlen) == 0; /* an unreadable recorded row loses */
+    }
+    ao->timing.abandon_us = 0;
+    for (int round = 0; round < TUNE_REMATCH_ROUNDS; round++)
+        for (int k = 0; k < ncon; k++) {
+            attn_result res;
+            if (!parsed[k]) continue;
+            if (attn_run(runner, s, dt, &kc[k], ao, &res, err, errlen) != 0) return -1;
+            if (res.status == ST_OK && res.us.median < us[k]) us[k] = res.us.median;
+        }
+    int w = 0;
+    for (int k = 1; k < ncon; k++)
+        if (us[k] < us[w]) w = k;
+    if (!isfinite(us[w])) return 0;
+    if (!quiet)
+        for (int k = 0; k < ncon; k++)
+            fprintf(stderr, "fabench tune: %s: timed again %s: %.3f us (%s)%s\n", cls, con[k], us[k], src_name[src[k]],
+                    k == w ? ", the winner" : "");
+    snprintf(best_cfg, best_len, "%s", con[w]);
+    *best_us = us[w];
+    return 1;
+}
+
 int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
                 char *source, size_t srclen, char *err, size_t errlen)
 {
@@ -666,65 +731,14 @@ int cmd_tune(int argc, char **argv)
         int cu = csvt_col(tuning, "median_us"), ccfg = csvt_col(tuning, "config");
         int rematched = 0;
         if (best >= 0 && !fatal && !stop_requested && new_cfg[0]) {
-            /* times measured by an earlier run (resumed explored rows; tuning.csv's row
-             * under --merge) and this run's are not comparable: clocks, temperature and
-             * the machine differ between runs. When the class's fastest rows include an
-             * earlier run's, the contenders (this run's best, the class's fastest few, the
-             * recorded row) are timed again, here, back to back, and the faster in this run
-             * wins. */
-            const char *con[TUNE_REMATCH_TOP + 2];
-            int src[TUNE_REMATCH_TOP + 2], ncon = 0, stale = 0; /* src: 0 this run's best, 1 an earlier run's row, 2 this run's, 3 tuning.csv's */
-            con[ncon] = new_cfg;
-            src[ncon++] = 0;
-            const char *top[TUNE_REMATCH_TOP];
-            int top_earlier[TUNE_REMATCH_TOP];
-            int nt = class_top(explored, dev.info.name, dev.rt->name, keys[ci], first_row, top, top_earlier);
-            for (int k = 0; k < nt; k++) {
-                int dup = 0;
-                for (int j = 0; j < ncon; j++) dup |= !strcmp(con[j], top[k]);
-                if (dup) continue;
-                con[ncon] = top[k];
-                src[ncon++] = top_earlier[k] ? 1 : 2;
-                stale |= top_earlier[k];
+            const char *recorded = merge && r < tuning->nrows && ccfg >= 0 ? tuning->rows[r][ccfg] : NULL;
+            const int hh = head_to_head(runner, s, dt, &ao, explored, &dev, keys[ci], first_row, new_cfg, recorded, quiet,
+                                        best_cfg, sizeof best_cfg, &best_us, err, sizeof err);
+            if (hh < 0) {
+                fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
+                fatal = 1;
             }
-            if (merge && r < tuning->nrows && ccfg >= 0) {
-                int dup = 0;
-                for (int j = 0; j < ncon; j++) dup |= !strcmp(con[j], tuning->rows[r][ccfg]);
-                if (!dup) {
-                    con[ncon] = tuning->rows[r][ccfg];
-                    src[ncon++] = 3;
-                    stale = 1;
-                }
-            }
-            if (stale) {
-                static const char *const src_name[] = {"this run's best", "an earlier run's row", "this run's",
-                                                       "tuning.csv's row"};
-                double us[TUNE_REMATCH_TOP + 2];
-                for (int k = 0; k < ncon; k++) us[k] = INFINITY;
-                for (int round = 0; round < TUNE_REMATCH_ROUNDS && !fatal; round++)
-                    for (int k = 0; k < ncon; k++) {
-                        kconfig kc = {0};
-                        attn_result res;
-                        if (kconfig_parse(con[k], &kc, err, sizeof err) != 0) break;
-                        ao.timing.abandon_us = 0;
-                        if (attn_run(runner, s, dt, &kc, &ao, &res, err, sizeof err) != 0) { fatal = 1; break; }
-                        if (res.status == ST_OK && res.us.median < us[k]) us[k] = res.us.median;
-                    }
-                int w = 0;
-                for (int k = 1; k < ncon; k++)
-                    if (us[k] < us[w]) w = k;
-                if (!fatal && isfinite(us[w])) {
-                    if (!quiet)
-                        for (int k = 0; k < ncon; k++)
-                            fprintf(stderr, "fabench tune: %s: timed again %s: %.3f us (%s)%s\n", keys[ci], con[k], us[k],
-                                    src_name[src[k]], k == w ? ", the winner" : "");
-                    char wc[256];
-                    snprintf(wc, sizeof wc, "%s", con[w]);
-                    snprintf(best_cfg, sizeof best_cfg, "%s", wc);
-                    best_us = us[w];
-                    rematched = 1;
-                }
-            }
+            rematched = hh > 0;
         }
         if (best >= 0 && !fatal) {
             char f[6][64], date[32];
