@@ -287,7 +287,8 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     if (c->wg_tma) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_TMA=1");
     if (c->wg_ws) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_WS=1");
     if (c->wg_pingpong) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_PINGPONG=1");
-    if (c->grid_lpt) snprintf(defs[nd++], ATTN_DEFINE_LEN, "GRID_LPT=1");
+    if (c->wg_persist) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_PERSIST=1");
+    if (c->grid_lpt) snprintf(defs[nd++], ATTN_DEFINE_LEN, "GRID_LPT=%d", c->grid_lpt);
     if (shape_ragged(s)) snprintf(defs[nd++], ATTN_DEFINE_LEN, "VARLEN=1");
     if (shape_paged(s)) {
         snprintf(defs[nd++], ATTN_DEFINE_LEN, "PAGED=1");
@@ -664,6 +665,13 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         if (trc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
         if (trc != 0) { ret = -1; goto done; }
         p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = tm};
+    }
+    if (c->wg_persist) { /* NGRP; one row of work-groups, one per SM, walks all the query blocks */
+        const size_t items = p.grid[0] * p.grid[1];
+        const size_t sms = r->dev.info.compute_units > 0 ? (size_t)r->dev.info.compute_units : 1;
+        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = (int32_t)p.grid[1]};
+        p.grid[0] = items < sms ? items : sms;
+        p.grid[1] = 1;
     }
     p.cgrid[0] = rows;
     p.cgrid[1] = p.cgrid[2] = 1;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFEAT 15
+#define NFEAT 16
 #define BO_INIT 8          /* random probes before the model steers */
 #define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
@@ -56,7 +56,8 @@ static void features(const kconfig *c, double *f)
     f[11] = (double)c->wg_tma;
     f[12] = (double)c->wg_ws;
     f[13] = (double)c->wg_pingpong;
-    f[14] = (double)c->grid_lpt;
+    f[14] = (double)(c->grid_lpt != 0);
+    f[15] = (double)c->wg_persist;
 }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)

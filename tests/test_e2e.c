@@ -280,6 +280,8 @@ static void test_grid_lpt(void **state)
     shape_t dec = mk(4, 8, 2, 1, 300, 128, 1);
     const char *cfgs[] = {"GRID_LPT=1,MMA=fma,BLOCK_M=16,BLOCK_N=32", "GRID_LPT=1,MMA=fma,BLOCK_M=32,BLOCK_N=16,PACK_GQA=1",
                           "GRID_LPT=1,MMA=fma,BLOCK_M=16,BLOCK_N=32,SPLIT_KV=3",
+                          /* sections of 3 groups: 8 groups end in a short one, 6 in two whole ones */
+                          "GRID_LPT=3,MMA=fma,BLOCK_M=16,BLOCK_N=32", "GRID_LPT=5,MMA=fma,BLOCK_M=32,BLOCK_N=16,SPLIT_KV=2",
                           "GRID_LPT=1,MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"};
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
         if (strstr(cfgs[i], "MMA=mma") && !(dev.info.features & RT_FEAT_MMA_SYNC)) continue;

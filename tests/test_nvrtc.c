@@ -216,6 +216,11 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_SWIZZLE=0", 80, DT_BF16, 0, 2048, 1},
     /* the launch order read longest first (GRID_LPT) */
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,GRID_LPT=1", 128, DT_BF16, 1, 4096, 1},
+    /* one work-group per SM walking many query blocks (WG_PERSIST) */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PERSIST=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PERSIST=1", 128, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PERSIST=1", 64, DT_FP16, 1, 2048, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1", 256, DT_BF16, 1, 4096, 1},
 };
 
 static rt_device_info hopper(void)

@@ -362,6 +362,67 @@ static void test_tma(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* One work-group per SM walking many query blocks (WG_PERSIST): fewer blocks than SMs and
+ * several rounds (odd and even, the snake order), causal rows with no keys (Sq > Skv),
+ * sections of 4 groups with a short last one (Skv = 8192 at d = 128: 4 MiB of K and V a
+ * group), GQA packed and not, every head dim the copy engine takes, both 16-bit types;
+ * then the reference shapes and two llm classes timed with and without it in one run. */
+static void test_persist(void **state)
+{
+    (void)state;
+    need_hopper();
+    shape_t few = mk(2, 4, 2, 200, 333, 128, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), nc = mk(3, 8, 8, 700, 650, 64, 0);
+    shape_t tall = mk(2, 4, 4, 900, 300, 128, 1), sec = mk(1, 22, 2, 384, 8192, 128, 1), big = mk(2, 6, 2, 500, 500, 256, 1);
+    struct { shape_t *s; dtype_t dt; const char *cfg; } cases[] = {
+        {&few, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
+        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
+        {&many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,PACK_GQA=1,WG_PINGPONG=1"},
+        {&nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
+        {&nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_PIPE=1"},
+        {&tall, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1"},
+        {&sec, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
+        {&sec, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,PACK_GQA=1"},
+        {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1"},
+    };
+    int bad = 0;
+    attn_result res;
+    char cfg[256];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cfg, sizeof cfg, "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1,%s", cases[i].cfg);
+        status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
+        if (st != ST_OK) printf("    WRONG or failed: %s on %s: %s\n", cfg, cases[i].s->name, res.reason);
+        bad += st != ST_OK;
+    }
+    printf("persist: %s\n", bad ? "wrong results" : "right on every case");
+    shape_t timed_shapes[] = {mk(4, 32, 32, 4096, 4096, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1),
+                              mk(4, 32, 8, 4096, 4096, 128, 1), mk(4, 16, 16, 4096, 4096, 256, 1)};
+    const char *timed[] = {"MMA=wgmma,BLOCK_N=64,WG_TMA=1", "MMA=wgmma,BLOCK_N=64,WG_TMA=1,GRID_LPT=1",
+                           "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1",
+                           "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,GRID_LPT=1",
+                           "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PERSIST=1",
+                           "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PERSIST=1",
+                           "MMA=wgmma,STAGES=2,WG_TMA=1,WG_WS=1,WG_PERSIST=1",
+                           "MMA=wgmma,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1",
+                           "MMA=wgmma,BLOCK_N=176,STAGES=2,WG_TMA=1,WG_WS=1,WG_PERSIST=1",
+                           "MMA=wgmma,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1",
+                           "MMA=wgmma,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1",
+                           "MMA=wgmma,BLOCK_N=64,STAGES=4,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PERSIST=1"};
+    attn_opts t = timed_opts();
+    for (size_t k = 0; k < sizeof timed_shapes / sizeof timed_shapes[0]; k++)
+        for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
+            shape_t *s = &timed_shapes[k];
+            if (s->d == 256 && !strstr(timed[i], "BLOCK_N=64")) continue; /* d=256: 64-key tiles only */
+            if (!s->causal && strstr(timed[i], "GRID_LPT")) continue;
+            char c2[256];
+            snprintf(c2, sizeof c2, "%s%s", timed[i], s->hq != s->hkv ? ",PACK_GQA=1" : "");
+            if (run_on(runner, s, DT_BF16, c2, &t, &res) == ST_OK)
+                printf("    %s, %s: %.1f TFLOP/s\n", s->name, c2, shape_flops(s) / (res.us.median * 1e-6) / 1e12);
+            else
+                printf("    %s, %s: %s: %s\n", s->name, c2, status_name(res.status), res.reason);
+        }
+    assert_int_equal(bad, 0);
+}
+
 /* an argument picks tests by name (a cmocka pattern: test_tma, test_*) */
 int main(int argc, char **argv)
 {
@@ -373,6 +434,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_reference_speed),
         cmocka_unit_test(test_swizzle),
         cmocka_unit_test(test_tma),
+        cmocka_unit_test(test_persist),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
