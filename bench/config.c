@@ -343,8 +343,8 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
             snprintf(reason, len, "MMA=wgmma supports head dims 64, 80, 96, 128 and 256 (got %d)", s->d);
             return ST_UNSUPPORTED;
         }
-        if (c->wg_tma && s->d % 64) {
-            snprintf(reason, len, "WG_TMA=1 needs a head dim that is a multiple of 64 (got %d)", s->d);
+        if (c->wg_tma && s->d % 16) {
+            snprintf(reason, len, "WG_TMA=1 needs a head dim that is a multiple of 16 (got %d)", s->d);
             return ST_UNSUPPORTED;
         }
         if (c->wg_pipe && c->stages < (c->wg_ws ? 2 : 3)) {
