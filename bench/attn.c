@@ -288,6 +288,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     if (c->wg_ws) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_WS=1");
     if (c->wg_pingpong) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_PINGPONG=1");
     if (c->wg_persist) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_PERSIST=1");
+    if (c->wg_kvsplit) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_KVSPLIT=1");
     if (c->grid_lpt) snprintf(defs[nd++], ATTN_DEFINE_LEN, "GRID_LPT=%d", c->grid_lpt);
     if (shape_ragged(s)) snprintf(defs[nd++], ATTN_DEFINE_LEN, "VARLEN=1");
     if (shape_paged(s)) {

@@ -60,6 +60,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "WG_TMA")) { bad = parse_int(v, 0, 1, &c->wg_tma); c->set |= CFG_WG_TMA; }
         else if (!strcasecmp(k, "WG_WS")) { bad = parse_int(v, 0, 1, &c->wg_ws); c->set |= CFG_WG_WS; }
         else if (!strcasecmp(k, "WG_PINGPONG")) { bad = parse_int(v, 0, 1, &c->wg_pingpong); c->set |= CFG_WG_PINGPONG; }
+        else if (!strcasecmp(k, "WG_KVSPLIT")) { bad = parse_int(v, 0, 1, &c->wg_kvsplit); c->set |= CFG_WG_KVSPLIT; }
         else if (!strcasecmp(k, "WG_PERSIST")) { bad = parse_int(v, 0, 1, &c->wg_persist); c->set |= CFG_WG_PERSIST; }
         else if (!strcasecmp(k, "GRID_LPT")) { bad = parse_int(v, 0, 4096, &c->grid_lpt); c->set |= CFG_GRID_LPT; }
         else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); }
@@ -75,7 +76,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
-            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_PERSIST, GRID_LPT, FAULT_*)", k);
+            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, GRID_LPT, FAULT_*)", k);
             rc = FB_EXIT_BADINPUT;
             break;
         }
@@ -109,6 +110,7 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
     if (src->set & CFG_WG_WS) dst->wg_ws = src->wg_ws;
     if (src->set & CFG_WG_PINGPONG) dst->wg_pingpong = src->wg_pingpong;
     if (src->set & CFG_WG_PERSIST) dst->wg_persist = src->wg_persist;
+    if (src->set & CFG_WG_KVSPLIT) dst->wg_kvsplit = src->wg_kvsplit;
     if (src->set & CFG_GRID_LPT) dst->grid_lpt = src->grid_lpt;
     dst->set |= src->set;
     if (src->fault_skip_last_tile) dst->fault_skip_last_tile = 1;
@@ -124,10 +126,10 @@ void kconfig_str(const kconfig *c, char *out, size_t outlen)
 {
     char lpt[24] = "";
     if (c->grid_lpt) snprintf(lpt, sizeof lpt, ";GRID_LPT=%d", c->grid_lpt);
-    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s",
+    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
              c->wg_pipe ? ";WG_PIPE=1" : "", c->mma != MMA_WGMMA ? "" : c->wg_swizzle ? ";WG_SWIZZLE=1" : ";WG_SWIZZLE=0",
-             c->wg_tma ? ";WG_TMA=1" : "", c->wg_ws ? ";WG_WS=1" : "", c->wg_pingpong ? ";WG_PINGPONG=1" : "", c->wg_persist ? ";WG_PERSIST=1" : "",
+             c->wg_tma ? ";WG_TMA=1" : "", c->wg_ws ? ";WG_WS=1" : "", c->wg_pingpong ? ";WG_PINGPONG=1" : "", c->wg_kvsplit ? ";WG_KVSPLIT=1" : "", c->wg_persist ? ";WG_PERSIST=1" : "",
              lpt, c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
              c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" :
              c->fault_linear_pages ? ";FAULT_LINEAR_PAGES=1" : "");
@@ -283,9 +285,9 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         snprintf(reason, len, "BLOCK_N=%d (not a power of two) applies to MMA=wgmma only", c->block_n);
         return ST_UNSUPPORTED;
     }
-    if ((c->wg_pipe || c->wg_swizzle || c->wg_tma || c->wg_ws || c->wg_pingpong || c->wg_persist) && c->mma != MMA_WGMMA) {
+    if ((c->wg_pipe || c->wg_swizzle || c->wg_tma || c->wg_ws || c->wg_pingpong || c->wg_persist || c->wg_kvsplit) && c->mma != MMA_WGMMA) {
         snprintf(reason, len, "%s applies to MMA=wgmma only",
-                 c->wg_pipe ? "WG_PIPE" : c->wg_tma ? "WG_TMA" : c->wg_ws ? "WG_WS" : c->wg_pingpong ? "WG_PINGPONG" : c->wg_persist ? "WG_PERSIST" : "WG_SWIZZLE");
+                 c->wg_pipe ? "WG_PIPE" : c->wg_tma ? "WG_TMA" : c->wg_ws ? "WG_WS" : c->wg_pingpong ? "WG_PINGPONG" : c->wg_persist ? "WG_PERSIST" : c->wg_kvsplit ? "WG_KVSPLIT" : "WG_SWIZZLE");
         return ST_UNSUPPORTED;
     }
     if (c->wg_ws && !c->wg_tma) {
@@ -298,6 +300,10 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
     }
     if (c->wg_pingpong && (!c->wg_ws || c->num_warps != 8)) {
         snprintf(reason, len, "WG_PINGPONG=1 needs WG_WS=1 and two consumer warpgroups (NUM_WARPS=8)");
+        return ST_UNSUPPORTED;
+    }
+    if (c->wg_kvsplit && !c->wg_ws) {
+        snprintf(reason, len, "WG_KVSPLIT=1 needs WG_WS=1 (its producer warpgroup waits for K and V apart)");
         return ST_UNSUPPORTED;
     }
     if (c->wg_persist && (!c->wg_ws || c->split_kv != 1 || c->grid_lpt)) {

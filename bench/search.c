@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFEAT 16
+#define NFEAT 17
 #define BO_INIT 8          /* random probes before the model steers */
 #define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
@@ -58,6 +58,7 @@ static void features(const kconfig *c, double *f)
     f[13] = (double)c->wg_pingpong;
     f[14] = (double)(c->grid_lpt != 0);
     f[15] = (double)c->wg_persist;
+    f[16] = (double)c->wg_kvsplit;
 }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)

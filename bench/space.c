@@ -11,7 +11,7 @@
 
 static const char *const known_params[] = {"MMA", "BLOCK_M", "BLOCK_N", "NUM_WARPS", "WARP_M",
                                            "STAGES", "KPAD", "SPLIT_KV", "PACK_GQA", "WG_PIPE", "WG_SWIZZLE", "WG_TMA",
-                                           "WG_WS", "WG_PINGPONG", "GRID_LPT", "WG_PERSIST"};
+                                           "WG_WS", "WG_PINGPONG", "GRID_LPT", "WG_PERSIST", "WG_KVSPLIT"};
 static const char *const known_conds[] = {"feature:mma_sync", "dtype:16bit", "MMA=fma", "MMA=mma",
                                           "decode", "prefill", "gqa", "fill", "feature:mfma", "MMA=mfma",
                                           "feature:wgmma", "MMA=wgmma", "feature:tma", "causal"};
@@ -171,7 +171,7 @@ static int cfg_distance(const kconfig *a, const kconfig *b)
            (a->pack_gqa != b->pack_gqa) + (a->kpad != b->kpad) + (a->wg_pipe != b->wg_pipe) +
            (a->wg_swizzle != b->wg_swizzle) + (a->wg_tma != b->wg_tma) +
            (a->wg_ws != b->wg_ws) + (a->wg_pingpong != b->wg_pingpong) + (a->grid_lpt != b->grid_lpt) +
-           (a->wg_persist != b->wg_persist);
+           (a->wg_persist != b->wg_persist) + (a->wg_kvsplit != b->wg_kvsplit);
 }
 
 /* The order candidates are offered in, so that an exhaustive search cut short by --time has

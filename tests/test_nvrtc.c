@@ -219,6 +219,12 @@ static const wcase wcases[] = {
     /* the copy engine at head dims 80 and 96: a last box partly past the row (zeros) */
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1", 80, DT_BF16, 1, 2048, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1", 96, DT_FP16, 0, 2048, 1},
+    /* K and V on barriers of their own (WG_KVSPLIT): two stages for WG_PIPE, 176-key tiles
+     * (non-causal: with the causal mask 176-key WG_PIPE tiles spill 88 bytes, split or not) */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_KVSPLIT=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1", 256, DT_FP16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,PACK_GQA=1,SPLIT_KV=4", 128, DT_BF16, 1, 1, 1},
     /* one work-group per SM walking many query blocks (WG_PERSIST) */
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PERSIST=1", 128, DT_BF16, 0, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PERSIST=1", 128, DT_BF16, 1, 4096, 1},
