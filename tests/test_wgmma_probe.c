@@ -380,6 +380,28 @@ static void test_tma(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* One probe case: a shape, a dtype and a configuration (after a prefix the test adds). */
+typedef struct {
+    shape_t *s;
+    dtype_t dt;
+    const char *cfg;
+} probe_case;
+
+/* Runs each case as "prefix,cfg" and returns how many were not right (each printed). */
+static int run_probe_cases(const char *prefix, const probe_case *cases, size_t n)
+{
+    int bad = 0;
+    attn_result res;
+    char cfg[256];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(cfg, sizeof cfg, "%s,%s", prefix, cases[i].cfg);
+        status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
+        if (st != ST_OK) printf("    WRONG or failed: %s on %s: %s\n", cfg, cases[i].s->name, res.reason);
+        bad += st != ST_OK;
+    }
+    return bad;
+}
+
 /* One work-group per SM walking many query blocks (WG_PERSIST): fewer blocks than SMs and
  * several rounds (odd and even, the snake order), causal rows with no keys (Sq > Skv),
  * sections of 4 groups with a short last one (Skv = 8192 at d = 128: 4 MiB of K and V a
@@ -391,7 +413,7 @@ static void test_persist(void **state)
     need_hopper();
     shape_t few = mk(2, 4, 2, 200, 333, 128, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), nc = mk(3, 8, 8, 700, 650, 64, 0);
     shape_t tall = mk(2, 4, 4, 900, 300, 128, 1), sec = mk(1, 22, 2, 384, 8192, 128, 1), big = mk(2, 6, 2, 500, 500, 256, 1);
-    struct { shape_t *s; dtype_t dt; const char *cfg; } cases[] = {
+    const probe_case cases[] = {
         {&few, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
         {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
         {&many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,PACK_GQA=1,WG_PINGPONG=1"},
@@ -402,15 +424,8 @@ static void test_persist(void **state)
         {&sec, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,PACK_GQA=1"},
         {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1"},
     };
-    int bad = 0;
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1", cases, sizeof cases / sizeof cases[0]);
     attn_result res;
-    char cfg[256];
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        snprintf(cfg, sizeof cfg, "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1,%s", cases[i].cfg);
-        status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
-        if (st != ST_OK) printf("    WRONG or failed: %s on %s: %s\n", cfg, cases[i].s->name, res.reason);
-        bad += st != ST_OK;
-    }
     printf("persist: %s\n", bad ? "wrong results" : "right on every case");
     shape_t timed_shapes[] = {mk(4, 32, 32, 4096, 4096, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1),
                               mk(4, 32, 8, 4096, 4096, 128, 1), mk(4, 16, 16, 4096, 4096, 256, 1)};
@@ -451,7 +466,7 @@ static void test_kvsplit(void **state)
     need_hopper();
     shape_t c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0), big = mk(1, 2, 2, 300, 300, 256, 1);
     shape_t dec = mk(8, 32, 8, 1, 1000, 128, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), d80 = mk(2, 4, 2, 200, 333, 80, 1);
-    struct { shape_t *s; dtype_t dt; const char *cfg; } cases[] = {
+    const probe_case cases[] = {
         {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
         {&c128, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_PIPE=1,WG_PINGPONG=1"},
         {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1"},
@@ -465,15 +480,9 @@ static void test_kvsplit(void **state)
         {&d80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PERSIST=1"},
         {&d80, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_PIPE=1"},
     };
-    int bad = 0;
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1", cases, sizeof cases / sizeof cases[0]);
     attn_result res;
     char cfg[256];
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        snprintf(cfg, sizeof cfg, "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,%s", cases[i].cfg);
-        status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
-        if (st != ST_OK) printf("    WRONG or failed: %s on %s: %s\n", cfg, cases[i].s->name, res.reason);
-        bad += st != ST_OK;
-    }
     printf("kvsplit: %s\n", bad ? "wrong results" : "right on every case");
     shape_t ref[] = {mk(4, 32, 32, 4096, 4096, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1)};
     const char *timed[] = {"STAGES=3,WG_PIPE=1,WG_PINGPONG=1", "STAGES=3,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1",
