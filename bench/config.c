@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,31 @@ static int parse_int(const char *v, int lo, int hi, int *out)
 
 static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
+/* The wgmma-only switches (0 or 1): key, field and set bit, in the order kconfig_check
+ * names the first one set on another MMA kind. */
+static const struct {
+    const char *key;
+    size_t off;
+    unsigned bit;
+} wg_flags[] = {
+    {"WG_PIPE", offsetof(kconfig, wg_pipe), CFG_WG_PIPE},          {"WG_TMA", offsetof(kconfig, wg_tma), CFG_WG_TMA},
+    {"WG_WS", offsetof(kconfig, wg_ws), CFG_WG_WS},                {"WG_PINGPONG", offsetof(kconfig, wg_pingpong), CFG_WG_PINGPONG},
+    {"WG_PERSIST", offsetof(kconfig, wg_persist), CFG_WG_PERSIST}, {"WG_KVSPLIT", offsetof(kconfig, wg_kvsplit), CFG_WG_KVSPLIT},
+    {"WG_SWIZZLE", offsetof(kconfig, wg_swizzle), CFG_WG_SWIZZLE},
+};
+#define N_WG_FLAGS (sizeof wg_flags / sizeof wg_flags[0])
+
+static int *wg_flag(kconfig *c, size_t i) { return (int *)((char *)c + wg_flags[i].off); }
+static int wg_flag_get(const kconfig *c, size_t i) { return *(const int *)((const char *)c + wg_flags[i].off); }
+
+/* The wg_flags entry a key names, or -1. */
+static int wg_flag_index(const char *key)
+{
+    for (size_t i = 0; i < N_WG_FLAGS; i++)
+        if (!strcasecmp(key, wg_flags[i].key)) return (int)i;
+    return -1;
+}
+
 int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
 {
     char *copy = strdup(s ? s : "");
@@ -41,7 +67,12 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         *eq = 0;
         const char *k = tok, *v = eq + 1;
         int bad = 0;
-        if (!strcasecmp(k, "BLOCK_M")) { /* a power of two, or 16 * WARP_M * NUM_WARPS rows */
+        const int flag = wg_flag_index(k);
+        if (flag >= 0) {
+            bad = parse_int(v, 0, 1, wg_flag(c, flag));
+            c->set |= wg_flags[flag].bit;
+        }
+        else if (!strcasecmp(k, "BLOCK_M")) { /* a power of two, or 16 * WARP_M * NUM_WARPS rows */
             bad = parse_int(v, 1, 1024, &c->block_m) || !(is_pow2(c->block_m) || c->block_m % 16 == 0);
             c->set |= CFG_BLOCK_M;
         }
@@ -55,13 +86,6 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "WARP_M")) { bad = parse_int(v, 1, 2, &c->warp_m); c->set |= CFG_WARP_M; }
         else if (!strcasecmp(k, "PACK_GQA")) { bad = parse_int(v, 0, 1, &c->pack_gqa); c->set |= CFG_PACK_GQA; }
         else if (!strcasecmp(k, "STAGES")) { bad = parse_int(v, 1, 4, &c->stages); c->set |= CFG_STAGES; }
-        else if (!strcasecmp(k, "WG_PIPE")) { bad = parse_int(v, 0, 1, &c->wg_pipe); c->set |= CFG_WG_PIPE; }
-        else if (!strcasecmp(k, "WG_SWIZZLE")) { bad = parse_int(v, 0, 1, &c->wg_swizzle); c->set |= CFG_WG_SWIZZLE; }
-        else if (!strcasecmp(k, "WG_TMA")) { bad = parse_int(v, 0, 1, &c->wg_tma); c->set |= CFG_WG_TMA; }
-        else if (!strcasecmp(k, "WG_WS")) { bad = parse_int(v, 0, 1, &c->wg_ws); c->set |= CFG_WG_WS; }
-        else if (!strcasecmp(k, "WG_PINGPONG")) { bad = parse_int(v, 0, 1, &c->wg_pingpong); c->set |= CFG_WG_PINGPONG; }
-        else if (!strcasecmp(k, "WG_KVSPLIT")) { bad = parse_int(v, 0, 1, &c->wg_kvsplit); c->set |= CFG_WG_KVSPLIT; }
-        else if (!strcasecmp(k, "WG_PERSIST")) { bad = parse_int(v, 0, 1, &c->wg_persist); c->set |= CFG_WG_PERSIST; }
         else if (!strcasecmp(k, "GRID_LPT")) { bad = parse_int(v, 0, 4096, &c->grid_lpt); c->set |= CFG_GRID_LPT; }
         else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); }
         else if (!strcasecmp(k, "FAULT_HANG")) { bad = parse_int(v, 0, 1, &c->fault_hang); }
@@ -104,13 +128,8 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
     if (src->set & CFG_STAGES) dst->stages = src->stages;
     if (src->set & CFG_PACK_GQA) dst->pack_gqa = src->pack_gqa;
     if (src->set & CFG_WARP_M) dst->warp_m = src->warp_m;
-    if (src->set & CFG_WG_PIPE) dst->wg_pipe = src->wg_pipe;
-    if (src->set & CFG_WG_SWIZZLE) dst->wg_swizzle = src->wg_swizzle;
-    if (src->set & CFG_WG_TMA) dst->wg_tma = src->wg_tma;
-    if (src->set & CFG_WG_WS) dst->wg_ws = src->wg_ws;
-    if (src->set & CFG_WG_PINGPONG) dst->wg_pingpong = src->wg_pingpong;
-    if (src->set & CFG_WG_PERSIST) dst->wg_persist = src->wg_persist;
-    if (src->set & CFG_WG_KVSPLIT) dst->wg_kvsplit = src->wg_kvsplit;
+    for (size_t i = 0; i < N_WG_FLAGS; i++)
+        if (src->set & wg_flags[i].bit) *wg_flag(dst, i) = wg_flag_get(src, i);
     if (src->set & CFG_GRID_LPT) dst->grid_lpt = src->grid_lpt;
     dst->set |= src->set;
     if (src->fault_skip_last_tile) dst->fault_skip_last_tile = 1;
@@ -285,11 +304,12 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         snprintf(reason, len, "BLOCK_N=%d (not a power of two) applies to MMA=wgmma only", c->block_n);
         return ST_UNSUPPORTED;
     }
-    if ((c->wg_pipe || c->wg_swizzle || c->wg_tma || c->wg_ws || c->wg_pingpong || c->wg_persist || c->wg_kvsplit) && c->mma != MMA_WGMMA) {
-        snprintf(reason, len, "%s applies to MMA=wgmma only",
-                 c->wg_pipe ? "WG_PIPE" : c->wg_tma ? "WG_TMA" : c->wg_ws ? "WG_WS" : c->wg_pingpong ? "WG_PINGPONG" : c->wg_persist ? "WG_PERSIST" : c->wg_kvsplit ? "WG_KVSPLIT" : "WG_SWIZZLE");
-        return ST_UNSUPPORTED;
-    }
+    if (c->mma != MMA_WGMMA)
+        for (size_t i = 0; i < N_WG_FLAGS; i++)
+            if (wg_flag_get(c, i)) {
+                snprintf(reason, len, "%s applies to MMA=wgmma only", wg_flags[i].key);
+                return ST_UNSUPPORTED;
+            }
     if (c->wg_ws && !c->wg_tma) {
         snprintf(reason, len, "WG_WS=1 needs WG_TMA=1 (its producer warpgroup issues the copy engine's loads)");
         return ST_UNSUPPORTED;

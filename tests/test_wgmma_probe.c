@@ -248,6 +248,28 @@ static void test_reference_speed(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* One probe case: a shape, a dtype and a configuration (after a prefix the test adds). */
+typedef struct {
+    shape_t *s;
+    dtype_t dt;
+    const char *cfg;
+} probe_case;
+
+/* Runs each case as "prefix,cfg" and returns how many were not right (each printed). */
+static int run_probe_cases(const char *prefix, const probe_case *cases, size_t n)
+{
+    int bad = 0;
+    attn_result res;
+    char cfg[256];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(cfg, sizeof cfg, "%s,%s", prefix, cases[i].cfg);
+        status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
+        if (st != ST_OK) printf("    WRONG or failed: %s on %s: %s\n", cfg, cases[i].s->name, res.reason);
+        bad += st != ST_OK;
+    }
+    return bad;
+}
+
 /* Both shared-memory layouts (WG_SWIZZLE=0 and 1; the host picks 1 unless told) right on a
  * few cases, with and without WG_PIPE, and their speed on the reference shape. */
 static void test_swizzle(void **state)
@@ -256,7 +278,7 @@ static void test_swizzle(void **state)
     need_hopper();
     shape_t one = mk(1, 1, 1, 64, 64, 64, 0), c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0);
     shape_t big = mk(1, 2, 2, 300, 300, 256, 1), d80 = mk(2, 4, 2, 200, 333, 80, 1), d96 = mk(1, 4, 4, 150, 150, 96, 0);
-    struct { shape_t *s; dtype_t dt; const char *cfg; } cases[] = {
+    const probe_case cases[] = {
         {&one, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
         {&c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
         /* head dims 80 and 96 (swizzled rows padded to 128 elements) */
@@ -267,16 +289,9 @@ static void test_swizzle(void **state)
         {&nc, DT_FP16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=1"},
         {&big, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_PIPE=1"}, /* 230400 B of shared memory */
     };
-    int bad = 0;
+    int bad = run_probe_cases("WG_SWIZZLE=0", cases, sizeof cases / sizeof cases[0]);
+    bad += run_probe_cases("WG_SWIZZLE=1", cases, sizeof cases / sizeof cases[0]);
     attn_result res;
-    char cfg[256];
-    for (int sw = 0; sw < 2; sw++)
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            snprintf(cfg, sizeof cfg, "%s,WG_SWIZZLE=%d", cases[i].cfg, sw);
-            status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
-            if (st != ST_OK) printf("    WRONG or failed: %s on %s\n", cfg, cases[i].s->name);
-            bad += st != ST_OK;
-        }
     printf("swizzle: %s\n", bad ? "wrong results" : "both layouts right on every case");
     shape_t ref = mk(4, 32, 32, 4096, 4096, 128, 0);
     attn_opts t = timed_opts();
@@ -288,18 +303,13 @@ static void test_swizzle(void **state)
             printf("    ref non-causal, %s: %.1f TFLOP/s\n", timed[i], shape_flops(&ref) / (res.us.median * 1e-6) / 1e12);
     /* the copy engine at d = 80 and 96 (a last box partly past the row), with a producer
      * warpgroup too */
-    const char *tmac[] = {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1",
-                          "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_TMA=1,WG_PIPE=1",
-                          "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1",
-                          "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1"};
-    for (size_t i = 0; i < sizeof tmac / sizeof tmac[0]; i++)
-        for (int k = 0; k < 2; k++) {
-            shape_t *s = k ? &d96 : &d80;
-            const dtype_t dt = (i + (size_t)k) % 2 ? DT_FP16 : DT_BF16;
-            status_t st = run_on(runner, s, dt, tmac[i], &opts, &res);
-            if (st != ST_OK) printf("    WRONG or failed: %s on %s: %s\n", tmac[i], s->name, res.reason);
-            bad += st != ST_OK;
-        }
+    const char *tmac[] = {"NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2", "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_PIPE=1",
+                          "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1",
+                          "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_WS=1"};
+    probe_case tcases[2 * sizeof tmac / sizeof tmac[0]];
+    for (size_t i = 0; i < sizeof tcases / sizeof tcases[0]; i++) /* each on d = 80 and 96, the dtypes alternating */
+        tcases[i] = (probe_case){i % 2 ? &d96 : &d80, (i / 2 + i % 2) % 2 ? DT_FP16 : DT_BF16, tmac[i / 2]};
+    bad += run_probe_cases("MMA=wgmma,WG_TMA=1", tcases, sizeof tcases / sizeof tcases[0]);
     printf("d80/d96 with the copy engine: %s\n", bad ? "wrong results (see above)" : "right on every case");
     /* phi-2's prefill (d = 80, causal): wgmma beside the mma tiles */
     shape_t phi = mk(4, 32, 32, 2048, 2048, 80, 1);
@@ -378,28 +388,6 @@ static void test_tma(void **state)
                 printf("    ref c%d, %s: %.1f TFLOP/s\n", causal, timed[i], shape_flops(&ref) / (res.us.median * 1e-6) / 1e12);
         }
     assert_int_equal(bad, 0);
-}
-
-/* One probe case: a shape, a dtype and a configuration (after a prefix the test adds). */
-typedef struct {
-    shape_t *s;
-    dtype_t dt;
-    const char *cfg;
-} probe_case;
-
-/* Runs each case as "prefix,cfg" and returns how many were not right (each printed). */
-static int run_probe_cases(const char *prefix, const probe_case *cases, size_t n)
-{
-    int bad = 0;
-    attn_result res;
-    char cfg[256];
-    for (size_t i = 0; i < n; i++) {
-        snprintf(cfg, sizeof cfg, "%s,%s", prefix, cases[i].cfg);
-        status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
-        if (st != ST_OK) printf("    WRONG or failed: %s on %s: %s\n", cfg, cases[i].s->name, res.reason);
-        bad += st != ST_OK;
-    }
-    return bad;
 }
 
 /* One work-group per SM walking many query blocks (WG_PERSIST): fewer blocks than SMs and
