@@ -111,8 +111,47 @@ static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, 
 
 /* A class's fastest ok explored rows, distinct configurations, fastest first (at most
  * TUNE_REMATCH_TOP); earlier[i] says that row is older than row first_new (another run's). */
+/* The declared space's configurations for this shape, as kconfig_str writes them (the
+ * form explored.csv holds); NULL when out of memory. */
+static char **declared_strings(const space_t *sp, const rt_device_info *dev, const shape_t *s, dtype_t dt, long *n)
+{
+    kconfig *all;
+    long before;
+    *n = space_enumerate(sp, dev, s, dt, &all, &before);
+    if (*n < 0) return NULL;
+    char **out = malloc(sizeof(char *) * (size_t)(*n > 0 ? *n : 1));
+    for (long i = 0; out && i < *n; i++) {
+        char buf[256];
+        kconfig_str(&all[i], buf, sizeof buf);
+        if (!(out[i] = strdup(buf))) {
+            while (i-- > 0) free(out[i]);
+            free(out);
+            out = NULL;
+        }
+    }
+    free(all);
+    return out;
+}
+
+static void strings_free(char **v, long n)
+{
+    for (long i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}
+
+/* Is cfg one of the declared space's configurations for this class? (NULL: no filter) */
+static int in_declared(const char *const *decl, long ndecl, const char *cfg)
+{
+    if (!decl) return 1;
+    for (long i = 0; i < ndecl; i++)
+        if (!strcmp(decl[i], cfg)) return 1;
+    return 0;
+}
+
+/* The class's fastest ok explored configurations, skipping those that kernels/space.csv no
+ * longer declares (one a probe or a dropped switch explored must not win the class). */
 static int class_top(const csv_table *e, const char *gpu, const char *backend, const char *cls, size_t first_new,
-                     const char **out, int *earlier)
+                     const char *const *decl, long ndecl, const char **out, int *earlier)
 {
     int cg = csvt_col(e, "gpu"), cb = csvt_col(e, "backend"), cc = csvt_col(e, "shape_class"), cf = csvt_col(e, "config"),
         cs = csvt_col(e, "status"), cu = csvt_col(e, "median_us");
@@ -123,6 +162,7 @@ static int class_top(const csv_table *e, const char *gpu, const char *backend, c
         char **row = e->rows[i];
         if (strcmp(row[cs], "ok") || !row[cu][0] || strcmp(row[cc], cls) || strcmp(row[cb], backend) || strcmp(row[cg], gpu))
             continue;
+        if (!in_declared(decl, ndecl, row[cf])) continue;
         const double us = atof(row[cu]);
         int j = 0;
         while (j < n && strcmp(out[j], row[cf])) j++;
@@ -158,14 +198,14 @@ static void contend(const char **con, int *src, int *ncon, const char *cfg, int 
  * when that decided, 0 when nothing was stale (or nothing verified), -1 on a harness error. */
 static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_opts *ao, const csv_table *explored,
                         const rt_device *dev, const char *cls, size_t first_row, const char *new_cfg,
-                        const char *recorded, int quiet, char *best_cfg, size_t best_len, double *best_us,
-                        char *err, size_t errlen)
+                        const char *recorded, const char *const *decl, long ndecl, int quiet, char *best_cfg,
+                        size_t best_len, double *best_us, char *err, size_t errlen)
 {
     static const char *const src_name[] = {"this run's best", "an earlier run's row", "this run's", "tuning.csv's row"};
     const char *con[TUNE_REMATCH_TOP + 2], *top[TUNE_REMATCH_TOP];
     int src[TUNE_REMATCH_TOP + 2], top_earlier[TUNE_REMATCH_TOP], ncon = 0, stale = 0;
     contend(con, src, &ncon, new_cfg, 0);
-    const int nt = class_top(explored, dev->info.name, dev->rt->name, cls, first_row, top, top_earlier);
+    const int nt = class_top(explored, dev->info.name, dev->rt->name, cls, first_row, decl, ndecl, top, top_earlier);
     for (int k = 0; k < nt; k++) {
         const int before = ncon;
         contend(con, src, &ncon, top[k], top_earlier[k] ? 1 : 2);
@@ -518,6 +558,14 @@ int cmd_tune(int argc, char **argv)
     space_t space;
     int rc = space_file ? space_load(space_file, &space, err, sizeof err) : space_load_default(&space, err, sizeof err);
     if (rc != 0) { fprintf(stderr, "fabench tune: %s\n", err); return FB_EXIT_BADINPUT; }
+    /* the declared space (kernels/space.csv), which earlier runs' rows must still belong to */
+    space_t decl_space;
+    const space_t *declared = &space;
+    if (space_file) {
+        char e2[512];
+        declared = space_load_default(&decl_space, e2, sizeof e2) == 0 ? &decl_space : NULL;
+        if (!declared) fprintf(stderr, "fabench tune: note: %s; earlier rows are not checked against it\n", e2);
+    }
     shape_list_t shapes = {0};
     rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err) : shapes_load_suite(suite, &shapes, err, sizeof err);
     if (rc != 0) { fprintf(stderr, "fabench tune: %s\n", err); return FB_EXIT_BADINPUT; }
@@ -729,11 +777,24 @@ int cmd_tune(int argc, char **argv)
                                      strcmp(tuning->rows[r][cc], keys[ci])))
             r++;
         int cu = csvt_col(tuning, "median_us"), ccfg = csvt_col(tuning, "config");
-        int rematched = 0;
+        int rematched = 0, undeclared = 0;
         if (best >= 0 && !fatal && !stop_requested && new_cfg[0]) {
             const char *recorded = merge && r < tuning->nrows && ccfg >= 0 ? tuning->rows[r][ccfg] : NULL;
-            const int hh = head_to_head(runner, s, dt, &ao, explored, &dev, keys[ci], first_row, new_cfg, recorded, quiet,
-                                        best_cfg, sizeof best_cfg, &best_us, err, sizeof err);
+            /* earlier rows contend only while kernels/space.csv declares them (NULL when the
+             * declared space could not be read: no filter) */
+            long ndecl = 0;
+            char **decl = declared ? declared_strings(declared, &dev.info, s, dt, &ndecl) : NULL;
+            if (recorded && !in_declared((const char *const *)decl, ndecl, recorded)) {
+                if (!quiet)
+                    fprintf(stderr, "fabench tune: %s: tuning.csv's %s is not in %s any more; replaced\n", keys[ci],
+                            recorded, declared->source);
+                recorded = NULL;
+                undeclared = 1;
+            }
+            const int hh = head_to_head(runner, s, dt, &ao, explored, &dev, keys[ci], first_row, new_cfg, recorded,
+                                        (const char *const *)decl, ndecl, quiet, best_cfg, sizeof best_cfg, &best_us, err,
+                                        sizeof err);
+            strings_free(decl, ndecl);
             if (hh < 0) {
                 fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
                 fatal = 1;
@@ -754,7 +815,7 @@ int cmd_tune(int argc, char **argv)
                                              s->name, strategy, date};
             /* replace this class's row, if any (under --merge only when this run's winner is
              * faster; when both were timed again above, that decided) */
-            if (r < tuning->nrows && merge && !rematched && cu >= 0 && atof(tuning->rows[r][cu]) > 0 &&
+            if (r < tuning->nrows && merge && !rematched && !undeclared && cu >= 0 && atof(tuning->rows[r][cu]) > 0 &&
                 atof(tuning->rows[r][cu]) <= best_us) {
                 if (!quiet)
                     fprintf(stderr, "fabench tune: %s: kept tuning.csv's %s (%s us); this run's best took %.3f us\n", keys[ci],

@@ -530,6 +530,69 @@ static void test_tune_merge(void **state)
     csvt_free(t);
 }
 
+/* A row the declared space (kernels/space.csv) no longer holds, as a probe or a dropped
+ * switch leaves in explored.csv and tuning.csv, never enters the head-to-head, however fast
+ * its recorded time: under --merge the class's row is replaced by a declared configuration. */
+static void test_tune_undeclared(void **state)
+{
+    (void)state;
+    char shapes[512], res[512], sp[512], log[512], cmd[4096], p[600], err[FB_ERRLEN];
+    snprintf(shapes, sizeof shapes, "%s/ushapes.csv", tmpdir);
+    snprintf(res, sizeof res, "%s/ures", tmpdir);
+    snprintf(sp, sizeof sp, "%s/uspace.csv", tmpdir);
+    snprintf(log, sizeof log, "%s/undeclared.log", tmpdir);
+    write_file(shapes, "name,batch,hq,hkv,sq,skv,d,causal\nu,1,2,2,64,64,64,0\n");
+    write_file(sp, "param,value,when\nMMA,fma,\nBLOCK_M,32,\nBLOCK_N,32,\nNUM_WARPS,1,\nWARP_M,1,\nSTAGES,1,\n"
+                   "KPAD,1,\nSPLIT_KV,1,\nPACK_GQA,0,\n");
+    const char *fab = getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "build/fabench";
+    snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --space %s --rep-budget 0.01 --quiet", fab,
+             shapes, res, sp);
+    assert_int_equal(system(cmd), 0);
+    /* BLOCK_M=256 is declared for MMA=mma only */
+    const char *bad = "MMA=fma;BLOCK_M=256;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=1;PACK_GQA=0;KPAD=1";
+    csv_table *t;
+    snprintf(p, sizeof p, "%s/explored.csv", res);
+    assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
+    assert_int_equal(t->nrows, 1);
+    const char *row[64];
+    int cc = csvt_col(t, "config"), cu = csvt_col(t, "median_us");
+    assert_true(t->ncols <= 64);
+    for (size_t k = 0; k < t->ncols; k++) row[k] = t->rows[0][k];
+    row[cc] = bad;
+    row[cu] = "0.001";
+    assert_int_equal(csvt_add(t, row), 0);
+    assert_int_equal(csvt_write_atomic(t, p, err, sizeof err), 0);
+    csvt_free(t);
+    snprintf(p, sizeof p, "%s/tuning.csv", res);
+    assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
+    cc = csvt_col(t, "config");
+    free(t->rows[0][cc]);
+    t->rows[0][cc] = strdup(bad);
+    assert_int_equal(csvt_write_atomic(t, p, err, sizeof err), 0);
+    csvt_free(t);
+    plant_time(res, "0.001");
+    /* again with BLOCK_N=16 as well: a new row, so the earlier ones are stale */
+    write_file(sp, "param,value,when\nMMA,fma,\nBLOCK_M,32,\nBLOCK_N,16,\nNUM_WARPS,1,\nWARP_M,1,\nSTAGES,1,\n"
+                   "KPAD,1,\nSPLIT_KV,1,\nPACK_GQA,0,\n");
+    snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --space %s --rep-budget 0.01 --merge 2>%s",
+             fab, shapes, res, sp, log);
+    assert_int_equal(system(cmd), 0);
+    char *text;
+    size_t len;
+    assert_int_equal(fb_read_file(log, &text, &len, p, sizeof p), 0);
+    if (!strstr(text, "not in ") || !strstr(text, "any more; replaced")) fail_msg("no word of the undeclared row:\n%s", text);
+    char line[512];
+    snprintf(line, sizeof line, "timed again %s", bad);
+    if (strstr(text, line)) fail_msg("the undeclared row was timed again:\n%s", text);
+    if (!strstr(text, "timed again")) fail_msg("the declared earlier row was not timed again:\n%s", text);
+    free(text);
+    double us;
+    char got[256];
+    tuned_config(res, got, sizeof got, &us);
+    assert_string_not_equal(got, bad);
+    assert_true(us > 0.01);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -557,6 +620,7 @@ int main(void)
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_tune_end_to_end),
         cmocka_unit_test(test_tune_merge),
+        cmocka_unit_test(test_tune_undeclared),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
