@@ -778,29 +778,29 @@ int cmd_tune(int argc, char **argv)
             r++;
         int cu = csvt_col(tuning, "median_us"), ccfg = csvt_col(tuning, "config");
         int rematched = 0, undeclared = 0;
+        /* earlier rows contend, and tuning.csv's row is kept, only while kernels/space.csv
+         * declares them (decl NULL when the declared space could not be read: no filter) */
+        long ndecl = 0;
+        char **decl = best >= 0 && declared ? declared_strings(declared, &dev.info, s, dt, &ndecl) : NULL;
+        const char *recorded = merge && r < tuning->nrows && ccfg >= 0 ? tuning->rows[r][ccfg] : NULL;
+        if (recorded && !in_declared((const char *const *)decl, ndecl, recorded)) {
+            if (!quiet)
+                fprintf(stderr, "fabench tune: %s: tuning.csv's %s is not in %s any more; replaced\n", keys[ci], recorded,
+                        declared->source);
+            recorded = NULL;
+            undeclared = 1;
+        }
         if (best >= 0 && !fatal && !stop_requested && new_cfg[0]) {
-            const char *recorded = merge && r < tuning->nrows && ccfg >= 0 ? tuning->rows[r][ccfg] : NULL;
-            /* earlier rows contend only while kernels/space.csv declares them (NULL when the
-             * declared space could not be read: no filter) */
-            long ndecl = 0;
-            char **decl = declared ? declared_strings(declared, &dev.info, s, dt, &ndecl) : NULL;
-            if (recorded && !in_declared((const char *const *)decl, ndecl, recorded)) {
-                if (!quiet)
-                    fprintf(stderr, "fabench tune: %s: tuning.csv's %s is not in %s any more; replaced\n", keys[ci],
-                            recorded, declared->source);
-                recorded = NULL;
-                undeclared = 1;
-            }
             const int hh = head_to_head(runner, s, dt, &ao, explored, &dev, keys[ci], first_row, new_cfg, recorded,
                                         (const char *const *)decl, ndecl, quiet, best_cfg, sizeof best_cfg, &best_us, err,
                                         sizeof err);
-            strings_free(decl, ndecl);
             if (hh < 0) {
                 fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
                 fatal = 1;
             }
             rematched = hh > 0;
         }
+        strings_free(decl, ndecl);
         if (best >= 0 && !fatal) {
             char f[6][64], date[32];
             time_t now = time(NULL);

@@ -591,6 +591,22 @@ static void test_tune_undeclared(void **state)
     tuned_config(res, got, sizeof got, &us);
     assert_string_not_equal(got, bad);
     assert_true(us > 0.01);
+    /* the same command again explores nothing new (no head-to-head): still not kept */
+    snprintf(p, sizeof p, "%s/tuning.csv", res);
+    assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
+    cc = csvt_col(t, "config");
+    free(t->rows[0][cc]);
+    t->rows[0][cc] = strdup(bad);
+    assert_int_equal(csvt_write_atomic(t, p, err, sizeof err), 0);
+    csvt_free(t);
+    plant_time(res, "0.001");
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(fb_read_file(log, &text, &len, p, sizeof p), 0);
+    if (strstr(text, "timed again") || !strstr(text, "any more; replaced")) fail_msg("a resumed run:\n%s", text);
+    free(text);
+    tuned_config(res, got, sizeof got, &us);
+    assert_string_not_equal(got, bad);
+    assert_true(us > 0.01);
 }
 
 static int setup(void **state)
