@@ -466,19 +466,23 @@ static const char *tuned_config(const char *res, char *buf, size_t n, double *us
     return buf;
 }
 
-/* an earlier run's claim: the recorded row's time replaced by an impossible one */
-static void plant_time(const char *res, const char *us)
+/* tuning.csv's one row with a field replaced: an earlier run's claim */
+static void plant_field(const char *res, const char *col, const char *value)
 {
     char p[600], err[FB_ERRLEN];
     csv_table *t;
     snprintf(p, sizeof p, "%s/tuning.csv", res);
     assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
-    int cu = csvt_col(t, "median_us");
-    free(t->rows[0][cu]);
-    t->rows[0][cu] = strdup(us);
+    int c = csvt_col(t, col);
+    assert_true(c >= 0);
+    free(t->rows[0][c]);
+    t->rows[0][c] = strdup(value);
     assert_int_equal(csvt_write_atomic(t, p, err, sizeof err), 0);
     csvt_free(t);
 }
+
+/* the recorded row's time replaced by an impossible one */
+static void plant_time(const char *res, const char *us) { plant_field(res, "median_us", us); }
 
 static void test_tune_merge(void **state)
 {
@@ -563,13 +567,7 @@ static void test_tune_undeclared(void **state)
     assert_int_equal(csvt_add(t, row), 0);
     assert_int_equal(csvt_write_atomic(t, p, err, sizeof err), 0);
     csvt_free(t);
-    snprintf(p, sizeof p, "%s/tuning.csv", res);
-    assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
-    cc = csvt_col(t, "config");
-    free(t->rows[0][cc]);
-    t->rows[0][cc] = strdup(bad);
-    assert_int_equal(csvt_write_atomic(t, p, err, sizeof err), 0);
-    csvt_free(t);
+    plant_field(res, "config", bad);
     plant_time(res, "0.001");
     /* again with BLOCK_N=16 as well: a new row, so the earlier ones are stale */
     write_file(sp, "param,value,when\nMMA,fma,\nBLOCK_M,32,\nBLOCK_N,16,\nNUM_WARPS,1,\nWARP_M,1,\nSTAGES,1,\n"
@@ -592,13 +590,7 @@ static void test_tune_undeclared(void **state)
     assert_string_not_equal(got, bad);
     assert_true(us > 0.01);
     /* the same command again explores nothing new (no head-to-head): still not kept */
-    snprintf(p, sizeof p, "%s/tuning.csv", res);
-    assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
-    cc = csvt_col(t, "config");
-    free(t->rows[0][cc]);
-    t->rows[0][cc] = strdup(bad);
-    assert_int_equal(csvt_write_atomic(t, p, err, sizeof err), 0);
-    csvt_free(t);
+    plant_field(res, "config", bad);
     plant_time(res, "0.001");
     assert_int_equal(system(cmd), 0);
     assert_int_equal(fb_read_file(log, &text, &len, p, sizeof p), 0);
