@@ -149,14 +149,17 @@ static int in_declared(const char *const *decl, long ndecl, const char *cfg)
 }
 
 /* The class's fastest ok explored configurations, skipping those that kernels/space.csv no
- * longer declares (one a probe or a dropped switch explored must not win the class). */
+ * longer declares (one a probe or a dropped switch explored must not win the class);
+ * *best_earlier: the fastest of the rows earlier runs wrote, whether among those or not
+ * (NULL when there are none). */
 static int class_top(const csv_table *e, const char *gpu, const char *backend, const char *cls, size_t first_new,
-                     const char *const *decl, long ndecl, const char **out, int *earlier)
+                     const char *const *decl, long ndecl, const char **out, int *earlier, const char **best_earlier)
 {
     int cg = csvt_col(e, "gpu"), cb = csvt_col(e, "backend"), cc = csvt_col(e, "shape_class"), cf = csvt_col(e, "config"),
         cs = csvt_col(e, "status"), cu = csvt_col(e, "median_us");
-    double t[TUNE_REMATCH_TOP];
+    double t[TUNE_REMATCH_TOP], t_earlier = INFINITY;
     int n = 0;
+    *best_earlier = NULL;
     if (cg < 0 || cb < 0 || cc < 0 || cf < 0 || cs < 0 || cu < 0) return 0;
     for (size_t i = 0; i < e->nrows; i++) {
         char **row = e->rows[i];
@@ -164,6 +167,10 @@ static int class_top(const csv_table *e, const char *gpu, const char *backend, c
             continue;
         if (!in_declared(decl, ndecl, row[cf])) continue;
         const double us = atof(row[cu]);
+        if (i < first_new && us < t_earlier) {
+            t_earlier = us;
+            *best_earlier = row[cf];
+        }
         int j = 0;
         while (j < n && strcmp(out[j], row[cf])) j++;
         if (j < n) { /* a configuration twice: its faster row */
@@ -192,45 +199,60 @@ static void contend(const char **con, int *src, int *ncon, const char *cfg, int 
 
 /* Times measured by an earlier run (resumed explored rows; tuning.csv's row under --merge,
  * `recorded`) and this run's are not comparable: clocks, temperature and the machine
- * differ between runs. When the class's fastest rows include an earlier run's, the
- * contenders (this run's best, the class's fastest few, the recorded row) are timed again
- * here, back to back, and the faster in this run becomes best_cfg and *best_us. Returns 1
- * when that decided, 0 when nothing was stale (or nothing verified), -1 on a harness error. */
+ * differ between runs. When the class has earlier runs' rows, the contenders (this run's
+ * best, if any; the class's fastest few; the fastest earlier row; the recorded row) are
+ * timed again here, in turn, and the faster in this run becomes best_cfg and *best_us.
+ * They are timed as `fabench run` times them (verified on 2048 rows, then 0.05 s of
+ * warm-up and 0.3 s of repetitions), not with the search's short repetitions: on the
+ * H200 the short back-to-back timings ranked configurations within 3-10% of each other
+ * differently from the runs that then measured them (NOTES.md, stop 20). Returns 1 when
+ * that decided, 0 when nothing was stale (or nothing verified), -1 on a harness error. */
 static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_opts *ao, const csv_table *explored,
                         const rt_device *dev, const char *cls, size_t first_row, const char *new_cfg,
                         const char *recorded, const char *const *decl, long ndecl, int quiet, char *best_cfg,
                         size_t best_len, double *best_us, char *err, size_t errlen)
 {
     static const char *const src_name[] = {"this run's best", "an earlier run's row", "this run's", "tuning.csv's row"};
-    const char *con[TUNE_REMATCH_TOP + 2], *top[TUNE_REMATCH_TOP];
-    int src[TUNE_REMATCH_TOP + 2], top_earlier[TUNE_REMATCH_TOP], ncon = 0, stale = 0;
-    contend(con, src, &ncon, new_cfg, 0);
-    const int nt = class_top(explored, dev->info.name, dev->rt->name, cls, first_row, decl, ndecl, top, top_earlier);
+    const char *con[TUNE_REMATCH_TOP + 3], *top[TUNE_REMATCH_TOP], *earliest_best;
+    int src[TUNE_REMATCH_TOP + 3], top_earlier[TUNE_REMATCH_TOP], ncon = 0, stale = 0;
+    if (new_cfg[0]) contend(con, src, &ncon, new_cfg, 0);
+    const int nt = class_top(explored, dev->info.name, dev->rt->name, cls, first_row, decl, ndecl, top, top_earlier,
+                             &earliest_best);
     for (int k = 0; k < nt; k++) {
         const int before = ncon;
         contend(con, src, &ncon, top[k], top_earlier[k] ? 1 : 2);
         stale |= ncon > before && top_earlier[k];
+    }
+    if (earliest_best) {
+        const int before = ncon;
+        contend(con, src, &ncon, earliest_best, 1);
+        stale |= ncon > before;
     }
     if (recorded) {
         const int before = ncon;
         contend(con, src, &ncon, recorded, 3);
         stale |= ncon > before;
     }
-    if (!stale) return 0;
-    kconfig kc[TUNE_REMATCH_TOP + 2];
-    double us[TUNE_REMATCH_TOP + 2];
-    int parsed[TUNE_REMATCH_TOP + 2];
+    if (!stale || ncon < 2) return 0;
+    kconfig kc[TUNE_REMATCH_TOP + 3];
+    double us[TUNE_REMATCH_TOP + 3];
+    int parsed[TUNE_REMATCH_TOP + 3];
     for (int k = 0; k < ncon; k++) {
         us[k] = INFINITY;
         kc[k] = (kconfig){0};
         parsed[k] = kconfig_parse(con[k], &kc[k], err, errlen) == 0; /* an unreadable recorded row loses */
     }
-    ao->timing.abandon_us = 0;
+    attn_opts as_run = *ao, defaults;
+    attn_opts_defaults(&defaults);
+    as_run.timing.abandon_us = 0;
+    as_run.timing.warmup_s = defaults.timing.warmup_s;
+    if (as_run.timing.budget_s < defaults.timing.budget_s) as_run.timing.budget_s = defaults.timing.budget_s;
+    as_run.verify_rows = defaults.verify_rows;
     for (int round = 0; round < TUNE_REMATCH_ROUNDS; round++)
         for (int k = 0; k < ncon; k++) {
             attn_result res;
             if (!parsed[k]) continue;
-            if (attn_run(runner, s, dt, &kc[k], ao, &res, err, errlen) != 0) return -1;
+            if (attn_run(runner, s, dt, &kc[k], &as_run, &res, err, errlen) != 0) return -1;
             if (res.status == ST_OK && res.us.median < us[k]) us[k] = res.us.median;
         }
     int w = 0;
@@ -779,9 +801,11 @@ int cmd_tune(int argc, char **argv)
         int cu = csvt_col(tuning, "median_us"), ccfg = csvt_col(tuning, "config");
         int rematched = 0, undeclared = 0;
         /* earlier rows contend, and tuning.csv's row is kept, only while kernels/space.csv
-         * declares them (decl NULL when the declared space could not be read: no filter) */
+         * declares them under --merge, and only from this run's space without it (decl NULL
+         * when the declared space could not be read: no filter) */
         long ndecl = 0;
-        char **decl = best >= 0 && declared ? declared_strings(declared, &dev.info, s, dt, &ndecl) : NULL;
+        const space_t *contenders = merge ? declared : &space;
+        char **decl = best >= 0 && contenders ? declared_strings(contenders, &dev.info, s, dt, &ndecl) : NULL;
         const char *recorded = merge && r < tuning->nrows && ccfg >= 0 ? tuning->rows[r][ccfg] : NULL;
         if (recorded && !in_declared((const char *const *)decl, ndecl, recorded)) {
             if (!quiet)
@@ -790,7 +814,7 @@ int cmd_tune(int argc, char **argv)
             recorded = NULL;
             undeclared = 1;
         }
-        if (best >= 0 && !fatal && !stop_requested && new_cfg[0]) {
+        if (best >= 0 && !fatal && !stop_requested) {
             const int hh = head_to_head(runner, s, dt, &ao, explored, &dev, keys[ci], first_row, new_cfg, recorded,
                                         (const char *const *)decl, ndecl, quiet, best_cfg, sizeof best_cfg, &best_us, err,
                                         sizeof err);
