@@ -393,6 +393,9 @@ static int supervise(int argc, char **argv)
     sa.sa_handler = forward_sigint;
     sigaction(SIGINT, &sa, &old);
     int rc = 1;
+    char t0s[64]; /* the whole tune's start, for the wall time its last process reports */
+    snprintf(t0s, sizeof t0s, "%.6f", fb_now());
+    setenv("FABENCH_TUNE_T0", t0s, 1);
     for (int restarts = 0;; restarts++) {
         unlink(inflight);
         pid_t pid = fork();
@@ -487,6 +490,7 @@ static void usage(FILE *f)
 
 int cmd_tune(int argc, char **argv)
 {
+    const double tune_t0 = fb_now();
     const int child = getenv("FABENCH_TUNE_CHILD") != NULL;
     const char *inflight = child ? getenv("FABENCH_TUNE_INFLIGHT") : NULL;
     {   /* the supervisor (unless asked not to): it runs no GPU code itself */
@@ -861,9 +865,23 @@ int cmd_tune(int argc, char **argv)
     }
     long compiled, cached;
     attn_counts(runner, &compiled, &cached);
+    /* wall time since the tune began (the supervisor's start, across restarted processes) */
+    const char *t0env = child ? getenv("FABENCH_TUNE_T0") : NULL;
+    const double wall = fb_now() - (t0env && atof(t0env) > 0 ? atof(t0env) : tune_t0);
     if (!quiet)
-        fprintf(stderr, "fabench tune: %zu classes; %ld binaries compiled, %ld loaded from the cache; results in %s/\n",
-                nclass, compiled, cached, dir);
+        fprintf(stderr, "fabench tune: %zu classes in %.0f s; %ld binaries compiled, %ld loaded from the cache; results in %s/\n",
+                nclass, wall, compiled, cached, dir);
+    {   /* the manifest keeps it beside the command line: <backend>.tune.wall_s */
+        csv_table *man = NULL;
+        char key[96], val[32];
+        snprintf(key, sizeof key, "%s.tune.wall_s", dev.rt->name);
+        snprintf(val, sizeof val, "%.1f", wall);
+        if (csvt_read(p_manifest, &man, err, sizeof err) == 0) {
+            if (manifest_set(man, key, val) != 0 || csvt_write_atomic(man, p_manifest, err, sizeof err) != 0)
+                fprintf(stderr, "fabench tune: %s: the wall time was not recorded\n", p_manifest);
+            csvt_free(man);
+        }
+    }
     if (stop_requested && !quiet) fprintf(stderr, "fabench tune: interrupted; finished rows kept; the same command resumes\n");
     free(rep);
     free(keys);

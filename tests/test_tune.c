@@ -438,9 +438,13 @@ static void test_tune_end_to_end(void **state)
     size_t len;
     assert_int_equal(fb_read_file(log, &text, &len, p, sizeof p), 0);
     if (!strstr(text, " 0 binaries compiled, 6 loaded from the cache")) fail_msg("second tune compiled again:\n%s", text);
+    if (!strstr(text, "2 classes in ")) fail_msg("no wall time in the summary:\n%s", text);
     free(text);
     snprintf(p, sizeof p, "%s/manifest.csv", res);
     assert_true(count_rows(p) > 5);
+    assert_int_equal(fb_read_file(p, &text, &len, err, sizeof err), 0); /* the wall time beside the command */
+    if (!strstr(text, "opencl.tune.wall_s,")) fail_msg("%s has no opencl.tune.wall_s:\n%s", p, text);
+    free(text);
     /* --time shorter than anything can take: each class still gets its default tried, and a
      * tuning row when that verifies (on the H200 a cold compile once took all of a short --time) */
     snprintf(res, sizeof res, "%s/tres", tmpdir);
