@@ -205,17 +205,19 @@ static void contend(const char **con, int *src, int *ncon, const char *cfg, int 
  * They are timed as `fabench run` times them (verified on 2048 rows, then 0.05 s of
  * warm-up and 0.3 s of repetitions), not with the search's short repetitions: on the
  * H200 the short back-to-back timings ranked configurations within 3-10% of each other
- * differently from the runs that then measured them (NOTES.md, stop 20). Returns 1 when
- * that decided, 0 when nothing was stale (or nothing verified), -1 on a harness error. */
+ * differently from the runs that then measured them (NOTES.md, stop 20). `force`: time
+ * whatever contenders there are even when nothing is stale (the search's best is not one
+ * of them: kernels/space.csv does not declare it). Returns 1 when that decided, 0 when
+ * nothing was stale (or nothing verified), -1 on a harness error. */
 static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_opts *ao, const csv_table *explored,
                         const rt_device *dev, const char *cls, size_t first_row, const char *new_cfg,
-                        const char *recorded, const char *const *decl, long ndecl, int quiet, char *best_cfg,
-                        size_t best_len, double *best_us, char *err, size_t errlen)
+                        const char *recorded, const char *const *decl, long ndecl, int force, int quiet,
+                        char *best_cfg, size_t best_len, double *best_us, char *err, size_t errlen)
 {
     static const char *const src_name[] = {"this run's best", "an earlier run's row", "this run's", "tuning.csv's row"};
     const char *con[TUNE_REMATCH_TOP + 3], *top[TUNE_REMATCH_TOP], *earliest_best;
     int src[TUNE_REMATCH_TOP + 3], top_earlier[TUNE_REMATCH_TOP], ncon = 0, stale = 0;
-    if (new_cfg[0]) contend(con, src, &ncon, new_cfg, 0);
+    if (new_cfg[0] && in_declared(decl, ndecl, new_cfg)) contend(con, src, &ncon, new_cfg, 0);
     const int nt = class_top(explored, dev->info.name, dev->rt->name, cls, first_row, decl, ndecl, top, top_earlier,
                              &earliest_best);
     for (int k = 0; k < nt; k++) {
@@ -233,7 +235,7 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
         contend(con, src, &ncon, recorded, 3);
         stale |= ncon > before;
     }
-    if (!stale || ncon < 2) return 0;
+    if (force ? ncon < 1 : !stale || ncon < 2) return 0;
     kconfig kc[TUNE_REMATCH_TOP + 3];
     double us[TUNE_REMATCH_TOP + 3];
     int parsed[TUNE_REMATCH_TOP + 3];
@@ -810,18 +812,24 @@ int cmd_tune(int argc, char **argv)
         long ndecl = 0;
         const space_t *contenders = merge ? declared : &space;
         char **decl = best >= 0 && contenders ? declared_strings(contenders, &dev.info, s, dt, &ndecl) : NULL;
+        if (best >= 0 && contenders && !decl) {
+            fprintf(stderr, "fabench tune: out of memory\n");
+            fatal = 1;
+        }
         const char *recorded = merge && r < tuning->nrows && ccfg >= 0 ? tuning->rows[r][ccfg] : NULL;
+        char recorded_cfg[256] = "";
         if (recorded && !in_declared((const char *const *)decl, ndecl, recorded)) {
-            if (!quiet)
-                fprintf(stderr, "fabench tune: %s: tuning.csv's %s is not in %s any more; replaced\n", keys[ci], recorded,
-                        declared->source);
+            snprintf(recorded_cfg, sizeof recorded_cfg, "%s", recorded); /* for the note where it is replaced */
             recorded = NULL;
             undeclared = 1;
         }
-        if (best >= 0 && !fatal && !stop_requested) {
+        /* under --merge a probe's --space may hold what kernels/space.csv does not: the
+         * search's best must then give way to a declared contender */
+        const int best_undeclared = best >= 0 && !in_declared((const char *const *)decl, ndecl, best_cfg);
+        if (best >= 0 && !fatal && !stop_requested && !restart) {
             const int hh = head_to_head(runner, s, dt, &ao, explored, &dev, keys[ci], first_row, new_cfg, recorded,
-                                        (const char *const *)decl, ndecl, quiet, best_cfg, sizeof best_cfg, &best_us, err,
-                                        sizeof err);
+                                        (const char *const *)decl, ndecl, best_undeclared, quiet, best_cfg, sizeof best_cfg,
+                                        &best_us, err, sizeof err);
             if (hh < 0) {
                 fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
                 fatal = 1;
@@ -829,7 +837,13 @@ int cmd_tune(int argc, char **argv)
             rematched = hh > 0;
         }
         strings_free(decl, ndecl);
-        if (best >= 0 && !fatal) {
+        if (best >= 0 && best_undeclared && !rematched && !fatal) {
+            if (!quiet)
+                fprintf(stderr, "fabench tune: %s: no configuration %s declares verified; its tuning.csv row is left as it was\n",
+                        keys[ci], declared ? declared->source : "kernels/space.csv");
+            best = -1; /* nothing to write */
+        }
+        if (best >= 0 && !fatal && !restart) {
             char f[6][64], date[32];
             time_t now = time(NULL);
             struct tm tm;
@@ -849,6 +863,9 @@ int cmd_tune(int argc, char **argv)
                     fprintf(stderr, "fabench tune: %s: kept tuning.csv's %s (%s us); this run's best took %.3f us\n", keys[ci],
                             tuning->rows[r][csvt_col(tuning, "config")], tuning->rows[r][cu], best_us);
             } else if (r < tuning->nrows) {
+                if (undeclared && !quiet)
+                    fprintf(stderr, "fabench tune: %s: tuning.csv's %s is not in %s any more; replaced\n", keys[ci],
+                            recorded_cfg, declared ? declared->source : "kernels/space.csv");
                 for (size_t k = 0; k < TUNING_NCOLS; k++) {
                     char *v = strdup(row[k]);
                     if (v) { free(tuning->rows[r][k]); tuning->rows[r][k] = v; }

@@ -605,6 +605,38 @@ static void test_tune_undeclared(void **state)
     tuned_config(res, got, sizeof got, &us);
     assert_string_not_equal(got, bad);
     assert_true(us > 0.01);
+    /* no earlier rows at all (explored.csv gone): no head-to-head, and the undeclared
+     * recorded row, however fast, is replaced by this run's best all the same */
+    plant_field(res, "config", bad);
+    plant_time(res, "0.001");
+    snprintf(p, sizeof p, "%s/explored.csv", res);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(system(cmd), 0);
+    tuned_config(res, got, sizeof got, &us);
+    assert_string_not_equal(got, bad);
+    assert_true(us > 0.01);
+    /* a probe's --space under --merge that holds only the undeclared configuration, no
+     * earlier rows, and tuning.csv's declared row claiming to be slow: the probe is explored
+     * (a row of its own) but never timed against it, and the class keeps a declared
+     * winner, timed again by itself */
+    write_file(sp, "param,value,when\nMMA,fma,\nBLOCK_M,256,\nBLOCK_N,16,\nNUM_WARPS,1,\nWARP_M,1,\nSTAGES,1,\n"
+                   "KPAD,1,\nSPLIT_KV,1,\nPACK_GQA,0,\n");
+    assert_int_equal(unlink(p), 0);
+    plant_time(res, "1000000000");
+    assert_int_equal(system(cmd), 0);
+    snprintf(p, sizeof p, "%s/explored.csv", res);
+    assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
+    int probed = 0;
+    for (size_t i = 0; i < t->nrows; i++)
+        probed |= !strcmp(t->rows[i][csvt_col(t, "config")], bad) && !strcmp(t->rows[i][csvt_col(t, "status")], "ok");
+    csvt_free(t);
+    assert_true(probed);
+    assert_int_equal(fb_read_file(log, &text, &len, err, sizeof err), 0);
+    if (strstr(text, line)) fail_msg("the probe's undeclared best was timed again:\n%s", text);
+    free(text);
+    tuned_config(res, got, sizeof got, &us);
+    assert_string_not_equal(got, bad);
+    assert_true(us > 0.01 && us < 1e8);
 }
 
 static int setup(void **state)
