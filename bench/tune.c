@@ -111,24 +111,32 @@ static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, 
 
 /* A class's fastest ok explored rows, distinct configurations, fastest first (at most
  * TUNE_REMATCH_TOP); earlier[i] says that row is older than row first_new (another run's). */
-/* The declared space's configurations for this shape, as kconfig_str writes them (the
- * form explored.csv holds); NULL when out of memory. */
-static char **declared_strings(const space_t *sp, const rt_device_info *dev, const shape_t *s, dtype_t dt, long *n)
+/* Configurations as kconfig_str writes them (the form explored.csv holds); NULL when out
+ * of memory. */
+static char **config_strings(const kconfig *c, long n)
 {
-    kconfig *all;
-    long before;
-    *n = space_enumerate(sp, dev, s, dt, &all, &before);
-    if (*n < 0) return NULL;
-    char **out = malloc(sizeof(char *) * (size_t)(*n > 0 ? *n : 1));
-    for (long i = 0; out && i < *n; i++) {
+    char **out = malloc(sizeof(char *) * (size_t)(n > 0 ? n : 1));
+    for (long i = 0; out && i < n; i++) {
         char buf[256];
-        kconfig_str(&all[i], buf, sizeof buf);
+        kconfig_str(&c[i], buf, sizeof buf);
         if (!(out[i] = strdup(buf))) {
             while (i-- > 0) free(out[i]);
             free(out);
             out = NULL;
         }
     }
+    return out;
+}
+
+/* A space's configurations for this shape as strings (config_strings); NULL when out of
+ * memory. */
+static char **declared_strings(const space_t *sp, const rt_device_info *dev, const shape_t *s, dtype_t dt, long *n)
+{
+    kconfig *all;
+    long before;
+    *n = space_enumerate(sp, dev, s, dt, &all, &before);
+    if (*n < 0) return NULL;
+    char **out = config_strings(all, *n);
     free(all);
     return out;
 }
@@ -589,7 +597,7 @@ int cmd_tune(int argc, char **argv)
     /* the declared space (kernels/space.csv), which earlier runs' rows must still belong to */
     space_t decl_space;
     const space_t *declared = &space;
-    if (space_file) {
+    if (space_file && merge) { /* only --merge consults it */
         char e2[512];
         declared = space_load_default(&decl_space, e2, sizeof e2) == 0 ? &decl_space : NULL;
         if (!declared) fprintf(stderr, "fabench tune: note: %s; earlier rows are not checked against it\n", e2);
@@ -793,6 +801,18 @@ int cmd_tune(int argc, char **argv)
         }
         attn_precompile_wait(pjob, 1);
         searcher_free(se);
+        /* the head-to-head's admissible configurations: this run's candidates without
+         * --merge (already enumerated), the declared space's with it */
+        long ndecl = 0;
+        char **decl = NULL;
+        if (best >= 0) {
+            if (!merge) decl = config_strings(cands, ndecl = n);
+            else if (declared) decl = declared_strings(declared, &dev.info, s, dt, &ndecl);
+            if (!decl && (!merge || declared)) {
+                fprintf(stderr, "fabench tune: out of memory\n");
+                fatal = 1;
+            }
+        }
         free(cands);
         if (!quiet)
             fprintf(stderr, "%s[%zu/%zu] %s: %ld configurations in the space, %ld fit the device, %ld explored; best %s%s%s\n",
@@ -806,16 +826,8 @@ int cmd_tune(int argc, char **argv)
             r++;
         int cu = csvt_col(tuning, "median_us"), ccfg = csvt_col(tuning, "config");
         int rematched = 0, undeclared = 0;
-        /* earlier rows contend, and tuning.csv's row is kept, only while kernels/space.csv
-         * declares them under --merge, and only from this run's space without it (decl NULL
-         * when the declared space could not be read: no filter) */
-        long ndecl = 0;
-        const space_t *contenders = merge ? declared : &space;
-        char **decl = best >= 0 && contenders ? declared_strings(contenders, &dev.info, s, dt, &ndecl) : NULL;
-        if (best >= 0 && contenders && !decl) {
-            fprintf(stderr, "fabench tune: out of memory\n");
-            fatal = 1;
-        }
+        /* earlier rows contend, and tuning.csv's row is kept, only while decl holds them
+         * (NULL under --merge when kernels/space.csv could not be read: no filter) */
         const char *recorded = merge && r < tuning->nrows && ccfg >= 0 ? tuning->rows[r][ccfg] : NULL;
         char recorded_cfg[256] = "";
         if (recorded && !in_declared((const char *const *)decl, ndecl, recorded)) {

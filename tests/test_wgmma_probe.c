@@ -256,6 +256,17 @@ typedef struct {
 } probe_case;
 
 /* Runs each case as "prefix,cfg" and returns how many were not right (each printed). */
+/* One timed configuration on a shape, printed as "    LABEL, CONFIG: N TFLOP/s" (or its
+ * status and reason): the probes' timings, each in the same run as those it is set beside. */
+static void time_one(const char *label, const shape_t *s, const char *config, const attn_opts *t)
+{
+    attn_result res;
+    if (run_on(runner, s, DT_BF16, config, t, &res) == ST_OK)
+        printf("    %s, %s: %.1f TFLOP/s\n", label, config, shape_flops(s) / (res.us.median * 1e-6) / 1e12);
+    else
+        printf("    %s, %s: %s: %s\n", label, config, status_name(res.status), res.reason);
+}
+
 static int run_probe_cases(const char *prefix, const probe_case *cases, size_t n)
 {
     int bad = 0;
@@ -291,16 +302,13 @@ static void test_swizzle(void **state)
     };
     int bad = run_probe_cases("WG_SWIZZLE=0", cases, sizeof cases / sizeof cases[0]);
     bad += run_probe_cases("WG_SWIZZLE=1", cases, sizeof cases / sizeof cases[0]);
-    attn_result res;
     printf("swizzle: %s\n", bad ? "wrong results" : "both layouts right on every case");
     shape_t ref = mk(4, 32, 32, 4096, 4096, 128, 0);
     attn_opts t = timed_opts();
     const char *timed[] = {"MMA=wgmma,WG_SWIZZLE=0", "MMA=wgmma,WG_SWIZZLE=1",
                            "MMA=wgmma,BLOCK_N=64,STAGES=3,WG_PIPE=1,WG_SWIZZLE=1",
                            "MMA=wgmma,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_SWIZZLE=1"};
-    for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++)
-        if (run_on(runner, &ref, DT_BF16, timed[i], &t, &res) == ST_OK)
-            printf("    ref non-causal, %s: %.1f TFLOP/s\n", timed[i], shape_flops(&ref) / (res.us.median * 1e-6) / 1e12);
+    for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) time_one("ref non-causal", &ref, timed[i], &t);
     /* the copy engine at d = 80 and 96 (a last box partly past the row), with a producer
      * warpgroup too */
     const char *tmac[] = {"NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2", "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_PIPE=1",
@@ -317,9 +325,7 @@ static void test_swizzle(void **state)
                           "MMA=wgmma,WG_TMA=1", "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1",
                           "MMA=wgmma,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1",
                           "MMA=wgmma,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1"};
-    for (size_t i = 0; i < sizeof phic / sizeof phic[0]; i++)
-        if (run_on(runner, &phi, DT_BF16, phic[i], &t, &res) == ST_OK)
-            printf("    d80 causal, %s: %.1f TFLOP/s\n", phic[i], shape_flops(&phi) / (res.us.median * 1e-6) / 1e12);
+    for (size_t i = 0; i < sizeof phic / sizeof phic[0]; i++) time_one("d80 causal", &phi, phic[i], &t);
     assert_int_equal(bad, 0);
 }
 
@@ -384,8 +390,7 @@ static void test_tma(void **state)
     for (int causal = 0; causal < 2; causal++)
         for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
             ref.causal = causal;
-            if (run_on(runner, &ref, DT_BF16, timed[i], &t, &res) == ST_OK)
-                printf("    ref c%d, %s: %.1f TFLOP/s\n", causal, timed[i], shape_flops(&ref) / (res.us.median * 1e-6) / 1e12);
+            time_one(causal ? "ref c1" : "ref c0", &ref, timed[i], &t);
         }
     assert_int_equal(bad, 0);
 }
@@ -413,7 +418,6 @@ static void test_persist(void **state)
         {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1"},
     };
     const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1", cases, sizeof cases / sizeof cases[0]);
-    attn_result res;
     printf("persist: %s\n", bad ? "wrong results" : "right on every case");
     shape_t timed_shapes[] = {mk(4, 32, 32, 4096, 4096, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1),
                               mk(4, 32, 8, 4096, 4096, 128, 1), mk(4, 16, 16, 4096, 4096, 256, 1)};
@@ -436,10 +440,7 @@ static void test_persist(void **state)
             if (!s->causal && strstr(timed[i], "GRID_LPT")) continue;
             char c2[256];
             snprintf(c2, sizeof c2, "%s%s", timed[i], s->hq != s->hkv ? ",PACK_GQA=1" : "");
-            if (run_on(runner, s, DT_BF16, c2, &t, &res) == ST_OK)
-                printf("    %s, %s: %.1f TFLOP/s\n", s->name, c2, shape_flops(s) / (res.us.median * 1e-6) / 1e12);
-            else
-                printf("    %s, %s: %s: %s\n", s->name, c2, status_name(res.status), res.reason);
+            time_one(s->name, s, c2, &t);
         }
     assert_int_equal(bad, 0);
 }
@@ -469,7 +470,6 @@ static void test_kvsplit(void **state)
         {&d80, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_PIPE=1"},
     };
     const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1", cases, sizeof cases / sizeof cases[0]);
-    attn_result res;
     char cfg[256];
     printf("kvsplit: %s\n", bad ? "wrong results" : "right on every case");
     shape_t ref[] = {mk(4, 32, 32, 4096, 4096, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1)};
@@ -483,8 +483,7 @@ static void test_kvsplit(void **state)
         for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
             if (ref[k].causal && strstr(timed[i], "BLOCK_N=1")) continue; /* 176/192-key tiles: non-causal */
             snprintf(cfg, sizeof cfg, "MMA=wgmma,WG_TMA=1,WG_WS=1,%s", timed[i]);
-            if (run_on(runner, &ref[k], DT_BF16, cfg, &t, &res) == ST_OK)
-                printf("    ref c%d, %s: %.1f TFLOP/s\n", ref[k].causal, timed[i], shape_flops(&ref[k]) / (res.us.median * 1e-6) / 1e12);
+            time_one(ref[k].causal ? "ref c1" : "ref c0", &ref[k], cfg, &t);
         }
     assert_int_equal(bad, 0);
 }
