@@ -282,13 +282,12 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "WRITE_LSE=%d", write_lse ? 1 : 0);
     /* wgmma exists only on the architecture-specific target (sm_90a): the runtime compiles for it */
     if (c->mma == MMA_WGMMA) snprintf(defs[nd++], ATTN_DEFINE_LEN, "ARCH_SPECIFIC=1");
-    if (c->wg_pipe) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_PIPE=1");
-    if (c->mma == MMA_WGMMA) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_SWIZZLE=%d", c->wg_swizzle);
-    if (c->wg_tma) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_TMA=1");
-    if (c->wg_ws) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_WS=1");
-    if (c->wg_pingpong) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_PINGPONG=1");
-    if (c->wg_persist) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_PERSIST=1");
-    if (c->wg_kvsplit) snprintf(defs[nd++], ATTN_DEFINE_LEN, "WG_KVSPLIT=1");
+    /* the wgmma switches: those set, and WG_SWIZZLE always (its default is 1) */
+    const char *key;
+    int on;
+    for (size_t i = 0; (key = kconfig_wg_switch(c, i, &on)); i++)
+        if (on || (c->mma == MMA_WGMMA && !strcmp(key, "WG_SWIZZLE")))
+            snprintf(defs[nd++], ATTN_DEFINE_LEN, "%s=%d", key, on);
     if (c->grid_lpt) snprintf(defs[nd++], ATTN_DEFINE_LEN, "GRID_LPT=%d", c->grid_lpt);
     if (shape_ragged(s)) snprintf(defs[nd++], ATTN_DEFINE_LEN, "VARLEN=1");
     if (shape_paged(s)) {

@@ -38,7 +38,7 @@ int attn_source(const char *runtime, char **out, char *err, size_t errlen);
 
 /* The -D defines ("NAME=VALUE") that select one configuration of the kernel for a shape
  * class; returns how many were written (at most ATTN_MAX_DEFINES). */
-#define ATTN_MAX_DEFINES 28
+#define ATTN_MAX_DEFINES 32
 #define ATTN_DEFINE_LEN 48
 int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
                  char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN]);

@@ -1,11 +1,11 @@
-/* search.c: exhaustive, random and Gaussian-process (bo) searchers. */
+/* search.c: exhaustive, random, Gaussian-process (bo) and hill-climbing (local) searchers. */
 #include "search.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define NFEAT 17
+#define NFEAT 19
 #define BO_INIT 8          /* random probes before the model steers */
 #define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
@@ -14,7 +14,9 @@
 #define BO_REFIT 16        /* every this many more (each fit factorises K ~160 times) */
 
 struct searcher {
-    int bo;
+    int bo, local;
+    long best_idx;       /* the fastest candidate told so far (-1: none) */
+    double best_us;
     long n, next;        /* exhaustive/random: position in order */
     long *order;         /* the exhaustive or random order */
     char *asked;
@@ -36,7 +38,7 @@ static uint64_t mix64(uint64_t *s)
 
 int search_strategy_known(const char *s)
 {
-    return !strcmp(s, "exhaustive") || !strcmp(s, "random") || !strcmp(s, "bo");
+    return !strcmp(s, "exhaustive") || !strcmp(s, "random") || !strcmp(s, "bo") || !strcmp(s, "local");
 }
 
 /* Each parameter mapped to about [0, 1]. */
@@ -59,6 +61,8 @@ static void features(const kconfig *c, double *f)
     f[14] = (double)(c->grid_lpt != 0);
     f[15] = (double)c->wg_persist;
     f[16] = (double)c->wg_kvsplit;
+    f[17] = (double)c->wg_defer;
+    f[18] = (double)c->wg_pvturn;
 }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)
@@ -68,6 +72,9 @@ searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint6
     if (!se) return NULL;
     se->n = n;
     se->bo = !strcmp(strategy, "bo");
+    se->local = !strcmp(strategy, "local");
+    se->best_idx = -1;
+    se->best_us = INFINITY;
     se->order = malloc(sizeof(long) * (size_t)(n ? n : 1));
     se->asked = calloc((size_t)(n ? n : 1), 1);
     se->feat = malloc(sizeof *se->feat * (size_t)(n ? n : 1));
@@ -80,7 +87,7 @@ searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint6
         se->ls[f] = BO_LENGTH;
         for (long i = 1; i < n && !se->varies[f]; i++) se->varies[f] = se->feat[i][f] != se->feat[0][f];
     }
-    if (strcmp(strategy, "exhaustive"))
+    if (strcmp(strategy, "exhaustive") && !se->local)
         for (long i = n - 1; i > 0; i--) { /* Fisher-Yates, reproducible from the seed */
             long j = (long)(mix64(&seed) % (uint64_t)(i + 1));
             long t = se->order[i];
@@ -99,8 +106,42 @@ void searcher_first(searcher *se, long idx)
     se->order[0] = idx;
 }
 
+/* How many features of candidates a and b differ. */
+static int feat_distance(const searcher *se, long a, long b)
+{
+    int d = 0;
+    for (int f = 0; f < NFEAT; f++) d += se->feat[a][f] != se->feat[b][f];
+    return d;
+}
+
+/* local: the first candidate in order, not yet asked (nor in taken[0..nt)), exactly dist
+ * features from candidate from; -1 if none. */
+static long local_next(const searcher *se, long from, int dist, const long *taken, long nt)
+{
+    for (long p = 0; p < se->n; p++) {
+        const long c = se->order[p];
+        if (se->asked[c] || feat_distance(se, from, c) != dist) continue;
+        long t = 0;
+        while (t < nt && taken[t] != c) t++;
+        if (t == nt) return c;
+    }
+    return -1;
+}
+
 void searcher_preview(const searcher *se, long *out, long k)
 {
+    if (se->local && se->n > 0) { /* the start, then its neighbours one and two parameters away */
+        long m = 0;
+        out[m++] = se->order[0];
+        for (int dist = 1; dist <= 2; dist++)
+            for (long c; m < k && (c = local_next(se, se->order[0], dist, out, m)) >= 0;) out[m++] = c;
+        for (long p = 0; m < k && p < se->n; p++) {
+            long t = 0;
+            while (t < m && out[t] != se->order[p]) t++;
+            if (t == m) out[m++] = se->order[p];
+        }
+        return;
+    }
     for (long i = 0; i < k && i < se->n; i++) out[i] = se->order[i];
 }
 
@@ -227,6 +268,8 @@ long searcher_ask(searcher *se)
 {
     long idx = -1;
     if (se->bo && se->nobs >= BO_INIT && se->nobs < BO_MAX_OBS) idx = bo_pick(se);
+    if (se->local && se->best_idx >= 0) /* the climb: around the best so far */
+        for (int dist = 1; dist <= 2 && idx < 0; dist++) idx = local_next(se, se->best_idx, dist, NULL, 0);
     while (idx < 0 && se->next < se->n) {
         long c = se->order[se->next++];
         if (!se->asked[c]) idx = c;
@@ -237,8 +280,13 @@ long searcher_ask(searcher *se)
 
 void searcher_tell(searcher *se, long idx, double us)
 {
-    if (idx < 0 || idx >= se->n || se->nobs >= BO_MAX_OBS) return;
+    if (idx < 0 || idx >= se->n) return;
     se->asked[idx] = 1;
+    if (us < se->best_us) { /* NaN (failed) never is */
+        se->best_us = us;
+        se->best_idx = idx;
+    }
+    if (se->nobs >= BO_MAX_OBS) return;
     se->obs_idx[se->nobs] = idx;
     se->obs_us[se->nobs] = us;
     se->nobs++;

@@ -1,6 +1,8 @@
 /* search.h: searchers over a list of candidate configurations, behind one ask/tell
- * interface: exhaustive (in order), random (a seeded permutation) and bo (a Gaussian-
- * process model of log time with expected improvement, after a few random probes). */
+ * interface: exhaustive (in order), random (a seeded permutation), bo (a Gaussian-
+ * process model of log time with expected improvement, after a few random probes) and
+ * local (a hill climb from the first candidate: the unasked ones one parameter away from
+ * the best so far, then two away, then the rest in order). */
 #ifndef FABENCH_SEARCH_H
 #define FABENCH_SEARCH_H
 
@@ -10,7 +12,7 @@
 
 typedef struct searcher searcher;
 
-/* strategy: "exhaustive", "random" or "bo". NULL when out of memory or unknown. */
+/* strategy: "exhaustive", "random", "bo" or "local". NULL when out of memory or unknown. */
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed);
 /* Index of the next candidate to try, or -1 when all were asked. */
 long searcher_ask(searcher *se);

@@ -11,7 +11,8 @@
 
 static const char *const known_params[] = {"MMA", "BLOCK_M", "BLOCK_N", "NUM_WARPS", "WARP_M",
                                            "STAGES", "KPAD", "SPLIT_KV", "PACK_GQA", "WG_PIPE", "WG_SWIZZLE", "WG_TMA",
-                                           "WG_WS", "WG_PINGPONG", "GRID_LPT", "WG_PERSIST", "WG_KVSPLIT"};
+                                           "WG_WS", "WG_PINGPONG", "GRID_LPT", "WG_PERSIST", "WG_KVSPLIT",
+                                           "WG_DEFER", "WG_PVTURN"};
 static const char *const known_conds[] = {"feature:mma_sync", "dtype:16bit", "MMA=fma", "MMA=mma",
                                           "decode", "prefill", "gqa", "fill", "feature:mfma", "MMA=mfma",
                                           "feature:wgmma", "MMA=wgmma", "feature:tma", "causal"};
@@ -86,6 +87,11 @@ int space_load(const char *path, space_t *sp, char *err, size_t errlen)
         space_param *p = NULL;
         for (int k = 0; k < sp->nparams; k++)
             if (!strcmp(sp->p[k].name, name)) p = &sp->p[k];
+        if (!p && sp->nparams == SPACE_MAX_PARAMS) {
+            snprintf(err, errlen, "%s:%d: field 'param': more than %d parameters", path, line, SPACE_MAX_PARAMS);
+            rc = FB_EXIT_BADINPUT;
+            break;
+        }
         if (!p) {
             p = &sp->p[sp->nparams++];
             snprintf(p->name, sizeof p->name, "%s", name);
@@ -171,7 +177,8 @@ static int cfg_distance(const kconfig *a, const kconfig *b)
            (a->pack_gqa != b->pack_gqa) + (a->kpad != b->kpad) + (a->wg_pipe != b->wg_pipe) +
            (a->wg_swizzle != b->wg_swizzle) + (a->wg_tma != b->wg_tma) +
            (a->wg_ws != b->wg_ws) + (a->wg_pingpong != b->wg_pingpong) + (a->grid_lpt != b->grid_lpt) +
-           (a->wg_persist != b->wg_persist) + (a->wg_kvsplit != b->wg_kvsplit);
+           (a->wg_persist != b->wg_persist) + (a->wg_kvsplit != b->wg_kvsplit) +
+           (a->wg_defer != b->wg_defer) + (a->wg_pvturn != b->wg_pvturn);
 }
 
 /* The order candidates are offered in, so that an exhaustive search cut short by --time has

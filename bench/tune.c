@@ -196,6 +196,31 @@ static int class_top(const csv_table *e, const char *gpu, const char *backend, c
     return n;
 }
 
+/* The row of tuning for this device, its runtime and class key; tuning->nrows if none. */
+static size_t class_row(const csv_table *tuning, const rt_device *dev, const char *key)
+{
+    const int cg = csvt_col(tuning, "gpu"), cb = csvt_col(tuning, "backend"), cc = csvt_col(tuning, "shape_class");
+    size_t r = 0;
+    while (r < tuning->nrows && (strcmp(tuning->rows[r][cg], dev->info.name) || strcmp(tuning->rows[r][cb], dev->rt->name) ||
+                                 strcmp(tuning->rows[r][cc], key)))
+        r++;
+    return r;
+}
+
+/* The candidate whose canonical form is cfg (a ',' or ';' separated text form), or -1. */
+static long cand_index(const kconfig *cands, long n, const char *cfg)
+{
+    char want[256], cs[256], err[FB_ERRLEN];
+    kconfig k = {0};
+    if (kconfig_parse(cfg, &k, err, sizeof err) != 0) return -1;
+    kconfig_str(&k, want, sizeof want);
+    for (long i = 0; i < n; i++) {
+        kconfig_str(&cands[i], cs, sizeof cs);
+        if (!strcmp(cs, want)) return i;
+    }
+    return -1;
+}
+
 /* A contender for the head-to-head, unless it is one already. */
 static void contend(const char **con, int *src, int *ncon, const char *cfg, int source)
 {
@@ -479,8 +504,11 @@ static void usage(FILE *f)
             "  --device SEL        as for `fabench run`\n"
             "  --suite NAME | --shapes FILE\n"
             "  --dtype T           override the shapes' dtype (default bf16 where a shape names none)\n"
-            "  --strategy S        exhaustive (default), random, or bo (a Gaussian-process model of\n"
-            "                      the time steers the search after 8 random probes)\n"
+            "  --strategy S        exhaustive (default), random, bo (a Gaussian-process model of\n"
+            "                      the time steers the search after 8 random probes), or local (a\n"
+            "                      hill climb from the class's tuning.csv row, else the default:\n"
+            "                      one parameter changed at a time around the best so far; for\n"
+            "                      refining earlier winners after the space grew)\n"
             "  --budget N          at most N candidates timed per class (default: all)\n"
             "  --time S            at most S seconds per class (one with no verified candidate when\n"
             "                      the time is up tries up to 3 more, so that it gets a winner)\n"
@@ -554,7 +582,7 @@ int cmd_tune(int argc, char **argv)
             break;
         case O_STRATEGY:
             if (!search_strategy_known(optarg)) {
-                fprintf(stderr, "fabench tune: --strategy: unknown '%s' (known: exhaustive, random, bo)\n", optarg);
+                fprintf(stderr, "fabench tune: --strategy: unknown '%s' (known: exhaustive, random, bo, local)\n", optarg);
                 return FB_EXIT_BADINPUT;
             }
             strategy = optarg;
@@ -674,15 +702,19 @@ int cmd_tune(int argc, char **argv)
         double t0 = fb_now(), best_us = INFINITY;
         searcher *se = searcher_new(strategy, cands, n, seed);
         if (!se) { free(cands); fatal = 1; break; }
-        {   /* the default configuration first */
+        {   /* the default configuration first; for local, the class's tuning.csv row
+             * (where the space still holds it) ahead of it: the climb starts there */
             kconfig dc = {0};
-            char ds[256], cs2[256];
+            char ds[256];
             kconfig_complete(&dc, &dev.info, s, dt);
             kconfig_str(&dc, ds, sizeof ds);
-            for (long i = 0; i < n; i++) {
-                kconfig_str(&cands[i], cs2, sizeof cs2);
-                if (!strcmp(cs2, ds)) { searcher_first(se, i); break; }
-            }
+            long i = cand_index(cands, n, ds);
+            if (i >= 0) searcher_first(se, i);
+            const size_t r = class_row(tuning, &dev, keys[ci]);
+            const int ccfg = csvt_col(tuning, "config");
+            if (!strcmp(strategy, "local") && r < tuning->nrows && ccfg >= 0 &&
+                (i = cand_index(cands, n, tuning->rows[r][ccfg])) >= 0)
+                searcher_first(se, i);
         }
         attn_precompile_job *pjob = NULL;
         {   /* compile what the searcher may ask for on all cores (into the disk cache), in
@@ -819,11 +851,7 @@ int cmd_tune(int argc, char **argv)
                     is_tty ? "\r" : "", ci + 1, nclass, keys[ci], before, n, explored_n,
                     best >= 0 ? "" : "none verified", best >= 0 ? best_cfg : "", "");
         /* this class's tuning.csv row, if any */
-        int cg = csvt_col(tuning, "gpu"), cb = csvt_col(tuning, "backend"), cc = csvt_col(tuning, "shape_class");
-        size_t r = 0;
-        while (r < tuning->nrows && (strcmp(tuning->rows[r][cg], dev.info.name) || strcmp(tuning->rows[r][cb], dev.rt->name) ||
-                                     strcmp(tuning->rows[r][cc], keys[ci])))
-            r++;
+        const size_t r = class_row(tuning, &dev, keys[ci]);
         int cu = csvt_col(tuning, "median_us"), ccfg = csvt_col(tuning, "config");
         int rematched = 0, undeclared = 0;
         /* earlier rows contend, and tuning.csv's row is kept, only while decl holds them

@@ -230,6 +230,13 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PERSIST=1", 128, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PERSIST=1", 64, DT_FP16, 1, 2048, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1", 256, DT_BF16, 1, 4096, 1},
+    /* FlashAttention-3's order: O's rescale beside the next S (WG_DEFER), the ping-pong turn
+     * covering the previous tile's P V too (WG_PVTURN) */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PVTURN=1", 128, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1", 128, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1,WG_PVTURN=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_DEFER=1", 64, DT_FP16, 1, 2048, 1},
 };
 
 static rt_device_info hopper(void)
@@ -282,6 +289,9 @@ static void test_kernel_wgmma(void **state)
     if (!have_sass) print_message("no nvdisasm or cuobjdump on PATH: HGMMA checked in PTX only (wgmma.mma_async)\n");
     for (size_t i = 0; i < sizeof wcases / sizeof wcases[0]; i++) {
         const wcase *wc = &wcases[i];
+        /* FABENCH_TEST_WCASES=TEXT: only the cases whose configuration contains TEXT */
+        const char *only = getenv("FABENCH_TEST_WCASES");
+        if (only && *only && !strstr(wc->cfg, only)) continue;
         kconfig c;
         char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
         const char *dp[ATTN_MAX_DEFINES];

@@ -255,7 +255,6 @@ typedef struct {
     const char *cfg;
 } probe_case;
 
-/* Runs each case as "prefix,cfg" and returns how many were not right (each printed). */
 /* One timed configuration on a shape, printed as "    LABEL, CONFIG: N TFLOP/s" (or its
  * status and reason): the probes' timings, each in the same run as those it is set beside. */
 static void time_one(const char *label, const shape_t *s, const char *config, const attn_opts *t)
@@ -267,6 +266,7 @@ static void time_one(const char *label, const shape_t *s, const char *config, co
         printf("    %s, %s: %s: %s\n", label, config, status_name(res.status), res.reason);
 }
 
+/* Runs each case as "prefix,cfg" and returns how many were not right (each printed). */
 static int run_probe_cases(const char *prefix, const probe_case *cases, size_t n)
 {
     int bad = 0;
@@ -488,6 +488,49 @@ static void test_kvsplit(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* FlashAttention-3's order of a tile's work: O's rescale for tile j-1 beside tile j's S
+ * (WG_DEFER), the ping-pong turn covering the previous tile's P V too (WG_PVTURN); right on
+ * odd lengths, GQA, causal, d 64/80/128/256, fp16, split barriers, persistent blocks and
+ * without the producer warpgroup; then timed beside the reference winner. */
+static void test_defer(void **state)
+{
+    (void)state;
+    need_hopper();
+    shape_t c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0), big = mk(1, 2, 2, 300, 300, 256, 1);
+    shape_t many = mk(4, 16, 4, 1000, 1000, 128, 1), d80 = mk(2, 4, 2, 200, 333, 80, 1), sq = mk(1, 4, 4, 1, 517, 128, 0);
+    const probe_case ws[] = {
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PINGPONG=1,WG_DEFER=1"},
+        {&c128, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PINGPONG=1,WG_PVTURN=1"},
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_KVSPLIT=1,WG_DEFER=1"},
+        {&nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_DEFER=1"},
+        {&nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=3,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&sq, DT_BF16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_DEFER=1"},
+        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PINGPONG=1,WG_PERSIST=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&d80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+    };
+    const probe_case plain[] = {
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_DEFER=1"},
+        {&nc, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_DEFER=1"},
+        {&big, DT_BF16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_DEFER=1,WG_TMA=1"},
+    };
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PIPE=1", ws, sizeof ws / sizeof ws[0]) +
+                    run_probe_cases("MMA=wgmma,WG_PIPE=1", plain, sizeof plain / sizeof plain[0]);
+    printf("defer/pvturn: %s\n", bad ? "wrong results" : "right on every case");
+    shape_t ref[] = {mk(4, 32, 32, 4096, 4096, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1)};
+    const char *timed[] = {"", ",WG_DEFER=1", ",WG_PVTURN=1", ",WG_DEFER=1,WG_PVTURN=1"};
+    attn_opts t = timed_opts();
+    char cfg[256];
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
+            snprintf(cfg, sizeof cfg, "MMA=wgmma,WG_TMA=1,WG_WS=1,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1%s", timed[i]);
+            time_one(ref[k].causal ? "ref c1" : "ref c0", &ref[k], cfg, &t);
+        }
+    assert_int_equal(bad, 0);
+}
+
 /* an argument picks tests by name (a cmocka pattern: test_tma, test_*) */
 int main(int argc, char **argv)
 {
@@ -501,6 +544,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_tma),
         cmocka_unit_test(test_persist),
         cmocka_unit_test(test_kvsplit),
+        cmocka_unit_test(test_defer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
