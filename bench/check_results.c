@@ -18,6 +18,7 @@
 #include "csvio.h"
 #include "shapes.h"
 #include "refcheck.h"
+#include "search.h"
 
 /* ---------- value types ---------- */
 
@@ -31,7 +32,7 @@ typedef enum {
     V_BOOL,     /* 0 or 1 */
     V_CONFIG,   /* KEY=VALUE;... as kconfig_parse reads it */
     V_CLASS,    /* a shape class key: bf16-d128-c1-g4-q4096-k4096 */
-    V_STRATEGY, /* exhaustive, random, bo */
+    V_STRATEGY, /* exhaustive, random, bo, local */
     V_SOURCE,   /* ptx, sass */
     V_SUMSOURCE, /* ptx, sass, runtime */
     V_HEX       /* hexadecimal digits */
@@ -209,8 +210,8 @@ static const char *check_value(const col_spec *cs, const char *v, char *buf, siz
         snprintf(buf, len, "'%.80s' is not a shape class (DTYPE-dD-cC-gG-qQ-kK, Q and K powers of two)", v);
         return buf;
     case V_STRATEGY:
-        if (!strcmp(v, "exhaustive") || !strcmp(v, "random") || !strcmp(v, "bo")) return NULL;
-        snprintf(buf, len, "unknown strategy '%.60s' (exhaustive, random, bo)", v);
+        if (search_strategy_known(v)) return NULL;
+        snprintf(buf, len, "unknown strategy '%.60s' (exhaustive, random, bo, local)", v);
         return buf;
     case V_SOURCE:
         if (!strcmp(v, "ptx") || !strcmp(v, "sass")) return NULL;
