@@ -147,6 +147,16 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
     if (src->fault_linear_pages) dst->fault_linear_pages = 1;
 }
 
+int kconfig_distance(const kconfig *a, const kconfig *b)
+{
+    int d = (a->mma != b->mma) + (a->block_m != b->block_m) + (a->block_n != b->block_n) +
+            (a->num_warps != b->num_warps) + (a->warp_m != b->warp_m) + (a->stages != b->stages) +
+            (a->split_kv != b->split_kv) + (a->pack_gqa != b->pack_gqa) + (a->kpad != b->kpad) +
+            (a->grid_lpt != b->grid_lpt);
+    for (size_t i = 0; i < N_WG_FLAGS; i++) d += wg_flag_get(a, i) != wg_flag_get(b, i);
+    return d;
+}
+
 int kconfig_threads(const kconfig *c) { return c->num_warps * 32 + (c->wg_ws ? 128 : 0); }
 
 void kconfig_str(const kconfig *c, char *out, size_t outlen)

@@ -46,6 +46,9 @@ void kconfig_str(const kconfig *c, char *out, size_t outlen);
  * in c through *on; NULL past the last. */
 const char *kconfig_wg_switch(const kconfig *c, size_t i, int *on);
 
+/* How many tuned fields of a and b differ (the MMA kind among them). */
+int kconfig_distance(const kconfig *a, const kconfig *b);
+
 /* Threads per work-group: NUM_WARPS warps, plus the producer warpgroup of WG_WS=1. */
 int kconfig_threads(const kconfig *c);
 

@@ -169,18 +169,6 @@ static int space_fills(const space_t *sp, const int *idx, const kconfig *c, cons
     return 1;
 }
 
-/* How many tuned fields of a and b differ (the MMA kind aside). */
-static int cfg_distance(const kconfig *a, const kconfig *b)
-{
-    return (a->block_m != b->block_m) + (a->block_n != b->block_n) + (a->num_warps != b->num_warps) +
-           (a->warp_m != b->warp_m) + (a->stages != b->stages) + (a->split_kv != b->split_kv) +
-           (a->pack_gqa != b->pack_gqa) + (a->kpad != b->kpad) + (a->wg_pipe != b->wg_pipe) +
-           (a->wg_swizzle != b->wg_swizzle) + (a->wg_tma != b->wg_tma) +
-           (a->wg_ws != b->wg_ws) + (a->wg_pingpong != b->wg_pingpong) + (a->grid_lpt != b->grid_lpt) +
-           (a->wg_persist != b->wg_persist) + (a->wg_kvsplit != b->wg_kvsplit) +
-           (a->wg_defer != b->wg_defer) + (a->wg_pvturn != b->wg_pvturn);
-}
-
 /* The order candidates are offered in, so that an exhaustive search cut short by --time has
  * tried the likely winners: the MMA kind the device's default picks for this shape first,
  * then the other tensor-core kinds, then fma; within a kind, the fewest fields away from
@@ -199,7 +187,7 @@ static void likely_first(kconfig *v, long n, const rt_device_info *dev, const sh
     }
     for (long i = 0; i < n; i++) {
         int kind = v[i].mma == pref.mma ? 0 : v[i].mma != MMA_FMA ? 1 : 2;
-        key[i] = (long)kind * 100 + cfg_distance(&v[i], &def[v[i].mma]);
+        key[i] = (long)kind * 100 + kconfig_distance(&v[i], &def[v[i].mma]);
     }
     for (long i = 1; i < n; i++) { /* insertion sort: stable, and n is a few hundred */
         kconfig c = v[i];

@@ -207,18 +207,19 @@ static size_t class_row(const csv_table *tuning, const rt_device *dev, const cha
     return r;
 }
 
-/* The candidate whose canonical form is cfg (a ',' or ';' separated text form), or -1. */
-static long cand_index(const kconfig *cands, long n, const char *cfg)
+/* The candidate nearest to cfg (a ',' or ';' separated text form): the first with the
+ * fewest tuned fields different, their number in *dist; -1 if cfg does not parse or n = 0. */
+static long cand_nearest(const kconfig *cands, long n, const char *cfg, int *dist)
 {
-    char want[256], cs[256], err[FB_ERRLEN];
+    char err[FB_ERRLEN];
     kconfig k = {0};
     if (kconfig_parse(cfg, &k, err, sizeof err) != 0) return -1;
-    kconfig_str(&k, want, sizeof want);
+    long best = -1;
     for (long i = 0; i < n; i++) {
-        kconfig_str(&cands[i], cs, sizeof cs);
-        if (!strcmp(cs, want)) return i;
+        const int d = kconfig_distance(&cands[i], &k);
+        if (best < 0 || d < *dist) { best = i; *dist = d; }
     }
-    return -1;
+    return best;
 }
 
 /* A contender for the head-to-head, unless it is one already. */
@@ -692,6 +693,7 @@ int cmd_tune(int argc, char **argv)
         else if (shape_flops(&shapes.v[i]) > shape_flops(&shapes.v[rep[k]])) rep[k] = i;
     }
     int restart = 0; /* a child whose device hung: the supervisor starts a fresh one */
+    size_t nfinished = 0; /* classes this process finished (fewer than nclass when stopped) */
     for (size_t ci = 0; ci < nclass && !stop_requested && !fatal && !restart; ci++) {
         const shape_t *s = &shapes.v[rep[ci]];
         dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
@@ -703,17 +705,19 @@ int cmd_tune(int argc, char **argv)
         searcher *se = searcher_new(strategy, cands, n, seed);
         if (!se) { free(cands); fatal = 1; break; }
         {   /* the default configuration first; for local, the class's tuning.csv row
-             * (where the space still holds it) ahead of it: the climb starts there */
+             * ahead of it (or, where the space no longer holds that row, the candidate
+             * nearest to it): the climb starts there */
             kconfig dc = {0};
             char ds[256];
+            int dist = 0;
             kconfig_complete(&dc, &dev.info, s, dt);
             kconfig_str(&dc, ds, sizeof ds);
-            long i = cand_index(cands, n, ds);
-            if (i >= 0) searcher_first(se, i);
+            long i = cand_nearest(cands, n, ds, &dist);
+            if (i >= 0 && dist == 0) searcher_first(se, i);
             const size_t r = class_row(tuning, &dev, keys[ci]);
             const int ccfg = csvt_col(tuning, "config");
             if (!strcmp(strategy, "local") && r < tuning->nrows && ccfg >= 0 &&
-                (i = cand_index(cands, n, tuning->rows[r][ccfg])) >= 0)
+                (i = cand_nearest(cands, n, tuning->rows[r][ccfg], &dist)) >= 0)
                 searcher_first(se, i);
         }
         attn_precompile_job *pjob = NULL;
@@ -919,15 +923,20 @@ int cmd_tune(int argc, char **argv)
                 fatal = 1;
             }
         }
+        if (!stop_requested && !fatal && !restart) nfinished++;
     }
     long compiled, cached;
     attn_counts(runner, &compiled, &cached);
     /* wall time since the tune began (the supervisor's start, across restarted processes) */
     const char *t0env = child ? getenv("FABENCH_TUNE_T0") : NULL;
     const double wall = fb_now() - (t0env && atof(t0env) > 0 ? atof(t0env) : tune_t0);
-    if (!quiet)
-        fprintf(stderr, "fabench tune: %zu classes in %.0f s; %ld binaries compiled, %ld loaded from the cache; results in %s/\n",
-                nclass, wall, compiled, cached, dir);
+    if (!quiet) {
+        char done[64];
+        if (nfinished < nclass) snprintf(done, sizeof done, "%zu of %zu classes", nfinished, nclass);
+        else snprintf(done, sizeof done, "%zu classes", nclass);
+        fprintf(stderr, "fabench tune: %s in %.0f s; %ld binaries compiled, %ld loaded from the cache; results in %s/\n", done,
+                wall, compiled, cached, dir);
+    }
     {   /* the manifest keeps it beside the command line: <backend>.tune.wall_s */
         csv_table *man = NULL;
         char key[96], val[32];

@@ -63,11 +63,12 @@ check "disk full: no temp file left behind" "[ -z \"\$(ls $T | grep tmp)\" ]"
 
 # 7. SIGINT in the middle of tune: finished rows kept, exit 130, the same command resumes
 tune=(tune --device opencl:0 --shapes "$T/s.csv" --results "$T/tr" --strategy random --budget 12 --rep-budget 0.01 --seed 3 --quiet)
-$fab "${tune[@]}" & pid=$!
+$fab "${tune[@]:0:${#tune[@]}-1}" 2> "$T/tune-int.err" & pid=$!  # without --quiet: its summary
 for _ in $(seq 600); do [ -f "$T/tr/explored.csv" ] && [ "$(wc -l < "$T/tr/explored.csv")" -ge 3 ] && break; sleep 0.1; done
 kill -INT $pid; wait $pid; rc=$?
 n1=$(($(wc -l < "$T/tr/explored.csv") - 1))
 check "SIGINT in tune: exit 130" "[ $rc -eq 130 ]"
+check "SIGINT in tune: the summary counts the classes finished (N of 2)" "grep -q 'fabench tune: [01] of 2 classes in' $T/tune-int.err && grep -q 'interrupted' $T/tune-int.err"
 check "SIGINT in tune: explored.csv whole, with the finished rows ($n1)" "csv_ok $T/tr/explored.csv 2"
 $fab "${tune[@]}"; rc=$?
 n2=$(($(wc -l < "$T/tr/explored.csv") - 1))

@@ -115,17 +115,6 @@ static void test_bo_converges(void **state)
     assert_true(bo_hits >= random_hits);
 }
 
-/* How many tuned fields of a and b differ. */
-static int fields_apart(const kconfig *a, const kconfig *b)
-{
-    return (a->mma != b->mma) + (a->block_m != b->block_m) + (a->block_n != b->block_n) + (a->num_warps != b->num_warps) +
-           (a->warp_m != b->warp_m) + (a->stages != b->stages) + (a->split_kv != b->split_kv) +
-           (a->pack_gqa != b->pack_gqa) + (a->kpad != b->kpad) + (a->wg_pipe != b->wg_pipe) +
-           (a->wg_swizzle != b->wg_swizzle) + (a->wg_tma != b->wg_tma) + (a->wg_ws != b->wg_ws) +
-           (a->wg_pingpong != b->wg_pingpong) + (a->grid_lpt != b->grid_lpt) + (a->wg_persist != b->wg_persist) +
-           (a->wg_kvsplit != b->wg_kvsplit) + (a->wg_defer != b->wg_defer) + (a->wg_pvturn != b->wg_pvturn);
-}
-
 static void test_local_climbs(void **state)
 {
     (void)state;
@@ -142,15 +131,15 @@ static void test_local_climbs(void **state)
     long preview[4];
     searcher_preview(se, preview, 4);
     assert_int_equal(preview[0], start);
-    assert_int_equal(fields_apart(&cands[preview[1]], &cands[start]), 1);
+    assert_int_equal(kconfig_distance(&cands[preview[1]], &cands[start]), 1);
     long idx = searcher_ask(se), best = idx, asked = 1, reached = -1, near = 0;
     assert_int_equal(idx, start);
     double best_t = objective(&cands[idx]);
     searcher_tell(se, idx, best_t);
     while ((idx = searcher_ask(se)) >= 0 && asked < ncand / 4) {
         asked++;
-        if (reached < 0) near += fields_apart(&cands[idx], &cands[best]) <= 2; /* the climb, until it arrives */
-        if (asked <= 4) assert_int_equal(fields_apart(&cands[idx], &cands[best]), 1); /* the start has many neighbours */
+        if (reached < 0) near += kconfig_distance(&cands[idx], &cands[best]) <= 2; /* the climb, until it arrives */
+        if (asked <= 4) assert_int_equal(kconfig_distance(&cands[idx], &cands[best]), 1); /* the start has many neighbours */
         const double t = objective(&cands[idx]);
         searcher_tell(se, idx, t);
         if (t < best_t) { best_t = t; best = idx; }

@@ -538,6 +538,66 @@ static void test_tune_merge(void **state)
     csvt_free(t);
 }
 
+/* The config column of explored.csv's row i in res. */
+static void explored_config(const char *res, size_t i, char *buf, size_t n)
+{
+    char p[600], err[FB_ERRLEN];
+    csv_table *t;
+    snprintf(p, sizeof p, "%s/explored.csv", res);
+    assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
+    if (i >= t->nrows) fail_msg("%s: %zu rows, row %zu asked for", p, t->nrows, i);
+    snprintf(buf, n, "%s", t->rows[i][csvt_col(t, "config")]);
+    csvt_free(t);
+}
+
+/* --strategy local starts its climb at the class's tuning.csv row, or, where the space does
+ * not hold that row, at the candidate nearest to it. */
+static void test_tune_local_start(void **state)
+{
+    (void)state;
+    char shapes[512], res[512], res2[512], sp[512], cmd[2048], got[256], first[256];
+    snprintf(shapes, sizeof shapes, "%s/lshapes.csv", tmpdir);
+    snprintf(res, sizeof res, "%s/lres", tmpdir);
+    snprintf(res2, sizeof res2, "%s/lres2", tmpdir);
+    snprintf(sp, sizeof sp, "%s/lspace.csv", tmpdir);
+    write_file(shapes, "name,batch,hq,hkv,sq,skv,d,causal\nl,1,2,2,64,64,64,0\n");
+    write_file(sp, "param,value,when\nMMA,fma,\nBLOCK_M,32,\nBLOCK_N,16,\nBLOCK_N,32,\nNUM_WARPS,1,\nNUM_WARPS,2,\n"
+                   "WARP_M,1,\nSTAGES,1,\nKPAD,1,\nSPLIT_KV,1,\nPACK_GQA,0,\n");
+    const char *fab = getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "build/fabench";
+    const char *fmt = "%s tune --device opencl:0 --shapes %s --results %s --space %s --strategy %s --budget 1 "
+                      "--rep-budget 0.01 --quiet";
+    snprintf(cmd, sizeof cmd, fmt, fab, shapes, res, sp, "exhaustive");
+    assert_int_equal(system(cmd), 0);
+    explored_config(res, 0, first, sizeof first);
+    /* a recorded row the space holds, other than the one explored: the climb's first step */
+    const char *a = "MMA=fma;BLOCK_M=32;BLOCK_N=32;NUM_WARPS=2;WARP_M=1;STAGES=1;SPLIT_KV=1;PACK_GQA=0;KPAD=1";
+    const char *b = "MMA=fma;BLOCK_M=32;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=1;PACK_GQA=0;KPAD=1";
+    const char *start = strcmp(first, a) ? a : b;
+    plant_field(res, "config", start);
+    snprintf(cmd, sizeof cmd, fmt, fab, shapes, res, sp, "local");
+    assert_int_equal(system(cmd), 0);
+    explored_config(res, 1, got, sizeof got);
+    assert_string_equal(got, start);
+    /* a recorded row the space does not hold (64-row blocks): the nearest candidate */
+    char src[600], dst[600], *text;
+    size_t len;
+    snprintf(src, sizeof src, "%s/tuning.csv", res);
+    snprintf(dst, sizeof dst, "mkdir -p %s", res2);
+    assert_int_equal(system(dst), 0);
+    snprintf(dst, sizeof dst, "%s/tuning.csv", res2);
+    assert_int_equal(fb_read_file(src, &text, &len, got, sizeof got), 0);
+    write_file(dst, text);
+    free(text);
+    const char *away = strcmp(start, a) ? "MMA=fma;BLOCK_M=64;BLOCK_N=32;NUM_WARPS=2;WARP_M=1;STAGES=1;SPLIT_KV=1;PACK_GQA=0;KPAD=1"
+                                        : "MMA=fma;BLOCK_M=64;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=1;PACK_GQA=0;KPAD=1";
+    const char *near = strcmp(start, a) ? a : b;
+    plant_field(res2, "config", away);
+    snprintf(cmd, sizeof cmd, fmt, fab, shapes, res2, sp, "local");
+    assert_int_equal(system(cmd), 0);
+    explored_config(res2, 0, got, sizeof got);
+    assert_string_equal(got, near);
+}
+
 /* A row the declared space (kernels/space.csv) no longer holds, as a probe or a dropped
  * switch leaves in explored.csv and tuning.csv, never enters the head-to-head, however fast
  * its recorded time: under --merge the class's row is replaced by a declared configuration. */
@@ -667,6 +727,7 @@ int main(void)
         cmocka_unit_test(test_tune_end_to_end),
         cmocka_unit_test(test_tune_merge),
         cmocka_unit_test(test_tune_undeclared),
+        cmocka_unit_test(test_tune_local_start),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
