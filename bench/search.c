@@ -15,6 +15,8 @@
 
 struct searcher {
     int bo, local;
+    long seed[SEARCH_MAX_SEEDS]; /* local: asked first, in this order */
+    int nseed;
     long best_idx;       /* the fastest candidate told so far (-1: none) */
     double best_us;
     long n, next;        /* exhaustive/random: position in order */
@@ -106,6 +108,14 @@ void searcher_first(searcher *se, long idx)
     se->order[0] = idx;
 }
 
+void searcher_seed(searcher *se, long idx)
+{
+    if (!se->local || idx < 0 || idx >= se->n || se->nseed == SEARCH_MAX_SEEDS) return;
+    for (int i = 0; i < se->nseed; i++)
+        if (se->seed[i] == idx) return;
+    se->seed[se->nseed++] = idx;
+}
+
 /* How many features of candidates a and b differ. */
 static int feat_distance(const searcher *se, long a, long b)
 {
@@ -130,11 +140,14 @@ static long local_next(const searcher *se, long from, int dist, const long *take
 
 void searcher_preview(const searcher *se, long *out, long k)
 {
-    if (se->local && se->n > 0) { /* the start, then its neighbours one and two parameters away */
+    if (se->local && se->n > 0) { /* the seeds (else the first in order), then the first one's
+                                   * neighbours one and two parameters away */
         long m = 0;
-        out[m++] = se->order[0];
+        for (int i = 0; i < se->nseed && m < k; i++) out[m++] = se->seed[i];
+        if (m == 0) out[m++] = se->order[0];
+        const long start = out[0];
         for (int dist = 1; dist <= 2; dist++)
-            for (long c; m < k && (c = local_next(se, se->order[0], dist, out, m)) >= 0;) out[m++] = c;
+            for (long c; m < k && (c = local_next(se, start, dist, out, m)) >= 0;) out[m++] = c;
         for (long p = 0; m < k && p < se->n; p++) {
             long t = 0;
             while (t < m && out[t] != se->order[p]) t++;
@@ -268,7 +281,9 @@ long searcher_ask(searcher *se)
 {
     long idx = -1;
     if (se->bo && se->nobs >= BO_INIT && se->nobs < BO_MAX_OBS) idx = bo_pick(se);
-    if (se->local && se->best_idx >= 0) /* the climb: around the best so far */
+    for (int i = 0; se->local && idx < 0 && i < se->nseed; i++) /* the seeds not asked yet */
+        if (!se->asked[se->seed[i]]) idx = se->seed[i];
+    if (se->local && idx < 0 && se->best_idx >= 0) /* the climb: around the best so far */
         for (int dist = 1; dist <= 2 && idx < 0; dist++) idx = local_next(se, se->best_idx, dist, NULL, 0);
     while (idx < 0 && se->next < se->n) {
         long c = se->order[se->next++];

@@ -1,8 +1,8 @@
 /* search.h: searchers over a list of candidate configurations, behind one ask/tell
  * interface: exhaustive (in order), random (a seeded permutation), bo (a Gaussian-
  * process model of log time with expected improvement, after a few random probes) and
- * local (a hill climb from the first candidate: the unasked ones one parameter away from
- * the best so far, then two away, then the rest in order). */
+ * local (a hill climb: its seeds first, then the unasked candidates one parameter away
+ * from the best so far, then two away, then the rest in order). */
 #ifndef FABENCH_SEARCH_H
 #define FABENCH_SEARCH_H
 
@@ -21,6 +21,11 @@ void searcher_tell(searcher *se, long idx, double us);
 /* Candidate idx is asked for first, whatever the strategy (the runtime's default, so a
  * search cut short never ends worse than no search). */
 void searcher_first(searcher *se, long idx);
+/* local: candidate idx is asked before the climb starts (seeds are asked in the order given,
+ * at most SEARCH_MAX_SEEDS); the climb then starts from the best of them. The other
+ * strategies ignore it. */
+#define SEARCH_MAX_SEEDS 8
+void searcher_seed(searcher *se, long idx);
 /* The first k candidates it would ask for if told nothing (for precompiling). */
 void searcher_preview(const searcher *se, long *out, long k);
 void searcher_free(searcher *se);

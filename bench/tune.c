@@ -222,6 +222,43 @@ static long cand_nearest(const kconfig *cands, long n, const char *cfg, int *dis
     return best;
 }
 
+/* --strategy local: besides the class's own row, the rows of this many nearest other
+ * classes seed the climb (a class tuned poorly, or not at all, starts where a neighbour
+ * ended; another 16-bit dtype counts as near) */
+#define TUNE_LOCAL_BORROW 2
+
+static double class_distance(const char *cls, const shape_t *s, dtype_t dt, int share, double dtype_cost);
+
+/* The seeds of a local climb for class key (shape s): the candidate nearest the class's
+ * tuning.csv row, then those nearest the rows of the TUNE_LOCAL_BORROW nearest other
+ * classes of this GPU and runtime. */
+static void local_seeds(searcher *se, const csv_table *tuning, const rt_device *dev, const char *key, const shape_t *s,
+                        dtype_t dt, const kconfig *cands, long n)
+{
+    const int cg = csvt_col(tuning, "gpu"), cb = csvt_col(tuning, "backend"), cc = csvt_col(tuning, "shape_class"),
+              cf = csvt_col(tuning, "config");
+    if (cg < 0 || cb < 0 || cc < 0 || cf < 0) return;
+    const size_t r = class_row(tuning, dev, key);
+    int dist;
+    if (r < tuning->nrows) searcher_seed(se, cand_nearest(cands, n, tuning->rows[r][cf], &dist));
+    const int share = shape_ragged(s) ? tune_decode_share(s) : -1;
+    size_t used[TUNE_LOCAL_BORROW];
+    for (int b = 0; b < TUNE_LOCAL_BORROW; b++) {
+        size_t pick = tuning->nrows;
+        double pd = INFINITY;
+        for (size_t j = 0; j < tuning->nrows; j++) {
+            int taken = j == r;
+            for (int u = 0; u < b; u++) taken |= used[u] == j;
+            if (taken || strcmp(tuning->rows[j][cg], dev->info.name) || strcmp(tuning->rows[j][cb], dev->rt->name)) continue;
+            const double d = class_distance(tuning->rows[j][cc], s, dt, share, 0.5);
+            if (d < pd) { pd = d; pick = j; }
+        }
+        if (pick == tuning->nrows) break;
+        used[b] = pick;
+        searcher_seed(se, cand_nearest(cands, n, tuning->rows[pick][cf], &dist));
+    }
+}
+
 /* A contender for the head-to-head, unless it is one already. */
 static void contend(const char **con, int *src, int *ncon, const char *cfg, int source)
 {
@@ -304,6 +341,32 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
     return 1;
 }
 
+/* How far a tuning row of class cls stands from shape s (dtype dt; share: its decode share,
+ * -1 for a dense batch) as a source of its configuration: 0 for its own class; INFINITY
+ * when cls does not parse or the head dim, causality or page size differ. Another dtype
+ * costs dtype_cost (INFINITY: never). */
+static double class_distance(const char *cls, const shape_t *s, dtype_t dt, int share, double dtype_cost)
+{
+    char cdt[16];
+    int d, c, g, q, k, w, vs, pg;
+    if (parse_class(cls, cdt, sizeof cdt, &d, &c, &g, &q, &k, &w, &vs, &pg) != 0) return INFINITY;
+    if (d != s->d || c != (s->causal ? 1 : 0) || pg != s->page) return INFINITY;
+    double dist = strcmp(cdt, dtype_name(dt)) ? dtype_cost : 0.0;
+    dist += fabs(log2((double)q) - log2((double)pow2_ceil(s->sq))) + fabs(log2((double)k) - log2((double)pow2_ceil(s->skv))) +
+            fabs(log2((double)g) - log2((double)(s->hq / s->hkv)));
+    /* a row without the work bucket (an older table) stands for every batch size, but
+     * for a decode shape behind a row of its own bucket: it was tuned at one batch size,
+     * so it is only the nearest (its SPLIT_KV and PACK_GQA are derived again) */
+    const int sw = pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ ? pow2_ceil(s->batch * s->hkv) : 0;
+    if (w > 0) dist += sw > 0 ? fabs(log2((double)w) - log2((double)sw)) : 1.0;
+    else if (sw > 0) dist += 0.5;
+    /* ragged batches: the nearest decode share; a dense row for a ragged batch (or the
+     * other way round) only when nothing closer exists: another kernel was tuned */
+    if ((share >= 0) != (vs >= 0)) dist += 2.0;
+    else if (vs >= 0) dist += abs(vs - share) / 25.0;
+    return dist;
+}
+
 int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
                 char *source, size_t srclen, char *err, size_t errlen)
 {
@@ -339,23 +402,7 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
             return 2;
         }
         if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
-        char cdt[16];
-        int d, c, g, q, k, w, vs, pg;
-        if (parse_class(t->rows[i][cc], cdt, sizeof cdt, &d, &c, &g, &q, &k, &w, &vs, &pg) != 0) continue;
-        if (strcmp(cdt, dtype_name(dt)) || d != s->d || c != (s->causal ? 1 : 0) || pg != s->page) continue;
-        double dist = fabs(log2((double)q) - log2((double)pow2_ceil(s->sq))) +
-                      fabs(log2((double)k) - log2((double)pow2_ceil(s->skv))) +
-                      fabs(log2((double)g) - log2((double)(s->hq / s->hkv)));
-        /* a row without the work bucket (an older table) stands for every batch size, but
-         * for a decode shape behind a row of its own bucket: it was tuned at one batch size,
-         * so it is only the nearest (its SPLIT_KV and PACK_GQA are derived again) */
-        const int sw = pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ ? pow2_ceil(s->batch * s->hkv) : 0;
-        if (w > 0) dist += sw > 0 ? fabs(log2((double)w) - log2((double)sw)) : 1.0;
-        else if (sw > 0) dist += 0.5;
-        /* ragged batches: the nearest decode share; a dense row for a ragged batch (or the
-         * other way round) only when nothing closer exists: another kernel was tuned */
-        if ((share >= 0) != (vs >= 0)) dist += 2.0;
-        else if (vs >= 0) dist += abs(vs - share) / 25.0;
+        const double dist = class_distance(t->rows[i][cc], s, dt, share, INFINITY);
         if (dist < best_dist) { best_dist = dist; best = (int)i; }
     }
     if (best < 0) {
@@ -507,9 +554,10 @@ static void usage(FILE *f)
             "  --dtype T           override the shapes' dtype (default bf16 where a shape names none)\n"
             "  --strategy S        exhaustive (default), random, bo (a Gaussian-process model of\n"
             "                      the time steers the search after 8 random probes), or local (a\n"
-            "                      hill climb from the class's tuning.csv row, else the default:\n"
-            "                      one parameter changed at a time around the best so far; for\n"
-            "                      refining earlier winners after the space grew)\n"
+            "                      hill climb: the class's tuning.csv row and the rows of its two\n"
+            "                      nearest classes first, then one parameter changed at a time\n"
+            "                      around the best so far; for refining earlier winners after\n"
+            "                      the space grew, or a class from its neighbours')\n"
             "  --budget N          at most N candidates timed per class (default: all)\n"
             "  --time S            at most S seconds per class (one with no verified candidate when\n"
             "                      the time is up tries up to 3 more, so that it gets a winner)\n"
@@ -704,9 +752,8 @@ int cmd_tune(int argc, char **argv)
         double t0 = fb_now(), best_us = INFINITY;
         searcher *se = searcher_new(strategy, cands, n, seed);
         if (!se) { free(cands); fatal = 1; break; }
-        {   /* the default configuration first; for local, the class's tuning.csv row
-             * ahead of it (or, where the space no longer holds that row, the candidate
-             * nearest to it): the climb starts there */
+        {   /* the default configuration first; a local climb starts from its seeds (the
+             * class's tuning.csv row and its nearest neighbours'), else from the default */
             kconfig dc = {0};
             char ds[256];
             int dist = 0;
@@ -714,11 +761,7 @@ int cmd_tune(int argc, char **argv)
             kconfig_str(&dc, ds, sizeof ds);
             long i = cand_nearest(cands, n, ds, &dist);
             if (i >= 0 && dist == 0) searcher_first(se, i);
-            const size_t r = class_row(tuning, &dev, keys[ci]);
-            const int ccfg = csvt_col(tuning, "config");
-            if (!strcmp(strategy, "local") && r < tuning->nrows && ccfg >= 0 &&
-                (i = cand_nearest(cands, n, tuning->rows[r][ccfg], &dist)) >= 0)
-                searcher_first(se, i);
+            if (!strcmp(strategy, "local")) local_seeds(se, tuning, &dev, keys[ci], s, dt, cands, n);
         }
         attn_precompile_job *pjob = NULL;
         {   /* compile what the searcher may ask for on all cores (into the disk cache), in

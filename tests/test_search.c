@@ -150,6 +150,28 @@ static void test_local_climbs(void **state)
                   "before it within two parameters of the best so far\n", ncand, worst / opt, reached, near, reached - 1);
     assert_true(reached > 0 && reached <= ncand / 4);
     assert_int_equal(near, reached - 1);
+
+    /* seeds: asked first, in the order given (a repeat ignored), then the climb from the
+     * best of them */
+    se = searcher_new("local", cands, ncand, 1);
+    long seeds[3] = {start, ncand / 2, ncand - 1};
+    for (int i = 0; i < 3; i++) searcher_seed(se, seeds[i]);
+    searcher_seed(se, start);
+    searcher_preview(se, preview, 4);
+    for (int i = 0; i < 3; i++) assert_int_equal(preview[i], seeds[i]);
+    best = -1;
+    best_t = INFINITY;
+    for (int i = 0; i < 3; i++) {
+        idx = searcher_ask(se);
+        assert_int_equal(idx, seeds[i]);
+        const double t = objective(&cands[idx]);
+        searcher_tell(se, idx, t);
+        if (t < best_t) { best_t = t; best = idx; }
+    }
+    assert_true(best >= 0); /* these seeds all run on the synthetic objective */
+    idx = searcher_ask(se);
+    assert_int_equal(kconfig_distance(&cands[idx], &cands[best]), 1);
+    searcher_free(se);
 }
 
 int main(void)

@@ -551,7 +551,8 @@ static void explored_config(const char *res, size_t i, char *buf, size_t n)
 }
 
 /* --strategy local starts its climb at the class's tuning.csv row, or, where the space does
- * not hold that row, at the candidate nearest to it. */
+ * not hold that row, at the candidate nearest to it; a class with no row starts at its
+ * nearest class's row. */
 static void test_tune_local_start(void **state)
 {
     (void)state;
@@ -596,6 +597,17 @@ static void test_tune_local_start(void **state)
     assert_int_equal(system(cmd), 0);
     explored_config(res2, 0, got, sizeof got);
     assert_string_equal(got, near);
+    /* a class with no row of its own (Sq = 128, another class) starts where its nearest
+     * neighbour's row is: res's one row, set to the start above (not what an exhaustive
+     * order asks first) */
+    char shapes2[512];
+    plant_field(res, "config", start);
+    snprintf(shapes2, sizeof shapes2, "%s/lshapes2.csv", tmpdir);
+    write_file(shapes2, "name,batch,hq,hkv,sq,skv,d,causal\nl2,1,2,2,128,64,64,0\n");
+    snprintf(cmd, sizeof cmd, fmt, fab, shapes2, res, sp, "local");
+    assert_int_equal(system(cmd), 0);
+    explored_config(res, 2, got, sizeof got);
+    assert_string_equal(got, start);
 }
 
 /* A row the declared space (kernels/space.csv) no longer holds, as a probe or a dropped
