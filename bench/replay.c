@@ -18,6 +18,7 @@
 #include "csvio.h"
 #include "search.h"
 #include "stats.h"
+#include "tune.h"
 
 static const char *const conv_header[] = {"gpu", "backend", "shape_class", "strategy", "seed", "step",
                                           "config", "median_us", "best_us", "optimum_us"};
@@ -76,6 +77,43 @@ static int add_cand(rclass *c, const char *cfg, double us, char *err, size_t err
     snprintf(c->cfg[c->n], sizeof c->cfg[0], "%s", cfg);
     c->us[c->n++] = us;
     return 0;
+}
+
+/* The candidate of c nearest configuration k (fewest tuned fields different). */
+static long nearest_cand(const rclass *c, const kconfig *k)
+{
+    long best = -1;
+    int bd = 0;
+    for (long i = 0; i < c->n; i++) {
+        const int d = kconfig_distance(&c->cands[i], k);
+        if (best < 0 || d < bd) { best = i; bd = d; }
+    }
+    return best;
+}
+
+/* local: the seeds `fabench tune` would give class k, from this file alone. Its own best is
+ * what the replay is after, so only the TUNE_LOCAL_BORROW nearest other classes of the same
+ * GPU and runtime lend theirs (their fastest verified configuration). */
+static void replay_seeds(searcher *se, const rclass *cls, size_t ncls, size_t k)
+{
+    size_t used[TUNE_LOCAL_BORROW];
+    for (int b = 0; b < TUNE_LOCAL_BORROW; b++) {
+        size_t pick = ncls;
+        double pd = INFINITY;
+        for (size_t o = 0; o < ncls; o++) {
+            int taken = o == k;
+            for (int u = 0; u < b; u++) taken |= used[u] == o;
+            if (taken || strcmp(cls[o].gpu, cls[k].gpu) || strcmp(cls[o].backend, cls[k].backend)) continue;
+            const double d = tune_class_distance(cls[o].cls, cls[k].cls, TUNE_BORROW_DTYPE_COST);
+            if (d < pd) { pd = d; pick = o; }
+        }
+        if (pick == ncls) return;
+        used[b] = pick;
+        long fastest = -1;
+        for (long i = 0; i < cls[pick].n; i++)
+            if (!isnan(cls[pick].us[i]) && (fastest < 0 || cls[pick].us[i] < cls[pick].us[fastest])) fastest = i;
+        if (fastest >= 0) searcher_seed(se, nearest_cand(&cls[k], &cls[pick].cands[fastest]));
+    }
 }
 
 static int cmp_long(const void *a, const void *b)
@@ -235,6 +273,7 @@ int cmd_tune_replay(int argc, char **argv)
                 searcher *se = searcher_new(strat[si], c->cands, c->n, (uint64_t)seed);
                 if (!se) { fail = 1; break; }
                 if (first_idx >= 0) searcher_first(se, first_idx);
+                replay_seeds(se, cls, ncls, k); /* local only; the others ignore seeds */
                 double best = INFINITY, at_budget = INFINITY;
                 long step = 0, found = -1, idx;
                 while ((idx = searcher_ask(se)) >= 0) {

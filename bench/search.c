@@ -124,35 +124,33 @@ static int feat_distance(const searcher *se, long a, long b)
     return d;
 }
 
-/* local: the first candidate in order, not yet asked (nor in taken[0..nt)), exactly dist
- * features from candidate from; -1 if none. */
-static long local_next(const searcher *se, long from, int dist, const long *taken, long nt)
+/* local: the candidate not yet asked (nor in taken[0..nt)) with the fewest features
+ * different from candidate from, the first in order among equals; -1 if none is left. */
+static long local_next(const searcher *se, long from, const long *taken, long nt)
 {
-    for (long p = 0; p < se->n; p++) {
+    long pick = -1;
+    int pd = NFEAT + 1;
+    for (long p = 0; p < se->n && pd > 1; p++) {
         const long c = se->order[p];
-        if (se->asked[c] || feat_distance(se, from, c) != dist) continue;
+        if (se->asked[c]) continue;
+        const int d = feat_distance(se, from, c);
+        if (d >= pd) continue;
         long t = 0;
         while (t < nt && taken[t] != c) t++;
-        if (t == nt) return c;
+        if (t == nt) { pick = c; pd = d; }
     }
-    return -1;
+    return pick;
 }
 
 void searcher_preview(const searcher *se, long *out, long k)
 {
-    if (se->local && se->n > 0) { /* the seeds (else the first in order), then the first one's
-                                   * neighbours one and two parameters away */
+    if (se->local && se->n > 0) { /* the seeds (else the first in order), then the candidates
+                                   * nearest the first of them */
         long m = 0;
         for (int i = 0; i < se->nseed && m < k; i++) out[m++] = se->seed[i];
         if (m == 0) out[m++] = se->order[0];
         const long start = out[0];
-        for (int dist = 1; dist <= 2; dist++)
-            for (long c; m < k && (c = local_next(se, start, dist, out, m)) >= 0;) out[m++] = c;
-        for (long p = 0; m < k && p < se->n; p++) {
-            long t = 0;
-            while (t < m && out[t] != se->order[p]) t++;
-            if (t == m) out[m++] = se->order[p];
-        }
+        for (long c; m < k && (c = local_next(se, start, out, m)) >= 0;) out[m++] = c;
         return;
     }
     for (long i = 0; i < k && i < se->n; i++) out[i] = se->order[i];
@@ -283,8 +281,8 @@ long searcher_ask(searcher *se)
     if (se->bo && se->nobs >= BO_INIT && se->nobs < BO_MAX_OBS) idx = bo_pick(se);
     for (int i = 0; se->local && idx < 0 && i < se->nseed; i++) /* the seeds not asked yet */
         if (!se->asked[se->seed[i]]) idx = se->seed[i];
-    if (se->local && idx < 0 && se->best_idx >= 0) /* the climb: around the best so far */
-        for (int dist = 1; dist <= 2 && idx < 0; dist++) idx = local_next(se, se->best_idx, dist, NULL, 0);
+    if (se->local && idx < 0 && se->best_idx >= 0) /* the climb: nearest the best so far */
+        idx = local_next(se, se->best_idx, NULL, 0);
     while (idx < 0 && se->next < se->n) {
         long c = se->order[se->next++];
         if (!se->asked[c]) idx = c;

@@ -1,8 +1,8 @@
 /* search.h: searchers over a list of candidate configurations, behind one ask/tell
  * interface: exhaustive (in order), random (a seeded permutation), bo (a Gaussian-
  * process model of log time with expected improvement, after a few random probes) and
- * local (a hill climb: its seeds first, then the unasked candidates one parameter away
- * from the best so far, then two away, then the rest in order). */
+ * local (a hill climb: its seeds first, then always the unasked candidate with the fewest
+ * parameters different from the best so far). */
 #ifndef FABENCH_SEARCH_H
 #define FABENCH_SEARCH_H
 

@@ -222,18 +222,11 @@ static long cand_nearest(const kconfig *cands, long n, const char *cfg, int *dis
     return best;
 }
 
-/* --strategy local: besides the class's own row, the rows of this many nearest other
- * classes seed the climb (a class tuned poorly, or not at all, starts where a neighbour
- * ended; another 16-bit dtype counts as near) */
-#define TUNE_LOCAL_BORROW 2
-
-static double class_distance(const char *cls, const shape_t *s, dtype_t dt, int share, double dtype_cost);
-
-/* The seeds of a local climb for class key (shape s): the candidate nearest the class's
- * tuning.csv row, then those nearest the rows of the TUNE_LOCAL_BORROW nearest other
- * classes of this GPU and runtime. */
-static void local_seeds(searcher *se, const csv_table *tuning, const rt_device *dev, const char *key, const shape_t *s,
-                        dtype_t dt, const kconfig *cands, long n)
+/* The seeds of a local climb for class key: the candidate nearest the class's tuning.csv
+ * row, then those nearest the rows of the TUNE_LOCAL_BORROW nearest other classes of this
+ * GPU and runtime. */
+static void local_seeds(searcher *se, const csv_table *tuning, const rt_device *dev, const char *key, const kconfig *cands,
+                        long n)
 {
     const int cg = csvt_col(tuning, "gpu"), cb = csvt_col(tuning, "backend"), cc = csvt_col(tuning, "shape_class"),
               cf = csvt_col(tuning, "config");
@@ -241,7 +234,6 @@ static void local_seeds(searcher *se, const csv_table *tuning, const rt_device *
     const size_t r = class_row(tuning, dev, key);
     int dist;
     if (r < tuning->nrows) searcher_seed(se, cand_nearest(cands, n, tuning->rows[r][cf], &dist));
-    const int share = shape_ragged(s) ? tune_decode_share(s) : -1;
     size_t used[TUNE_LOCAL_BORROW];
     for (int b = 0; b < TUNE_LOCAL_BORROW; b++) {
         size_t pick = tuning->nrows;
@@ -250,7 +242,7 @@ static void local_seeds(searcher *se, const csv_table *tuning, const rt_device *
             int taken = j == r;
             for (int u = 0; u < b; u++) taken |= used[u] == j;
             if (taken || strcmp(tuning->rows[j][cg], dev->info.name) || strcmp(tuning->rows[j][cb], dev->rt->name)) continue;
-            const double d = class_distance(tuning->rows[j][cc], s, dt, share, 0.5);
+            const double d = tune_class_distance(tuning->rows[j][cc], key, TUNE_BORROW_DTYPE_COST);
             if (d < pd) { pd = d; pick = j; }
         }
         if (pick == tuning->nrows) break;
@@ -341,29 +333,26 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
     return 1;
 }
 
-/* How far a tuning row of class cls stands from shape s (dtype dt; share: its decode share,
- * -1 for a dense batch) as a source of its configuration: 0 for its own class; INFINITY
- * when cls does not parse or the head dim, causality or page size differ. Another dtype
- * costs dtype_cost (INFINITY: never). */
-static double class_distance(const char *cls, const shape_t *s, dtype_t dt, int share, double dtype_cost)
+double tune_class_distance(const char *row, const char *key, double dtype_cost)
 {
-    char cdt[16];
-    int d, c, g, q, k, w, vs, pg;
-    if (parse_class(cls, cdt, sizeof cdt, &d, &c, &g, &q, &k, &w, &vs, &pg) != 0) return INFINITY;
-    if (d != s->d || c != (s->causal ? 1 : 0) || pg != s->page) return INFINITY;
-    double dist = strcmp(cdt, dtype_name(dt)) ? dtype_cost : 0.0;
-    dist += fabs(log2((double)q) - log2((double)pow2_ceil(s->sq))) + fabs(log2((double)k) - log2((double)pow2_ceil(s->skv))) +
-            fabs(log2((double)g) - log2((double)(s->hq / s->hkv)));
+    char rdt[16], kdt[16];
+    int rd, rc, rg, rq, rk, rw, rv, rp, d, c, g, q, k, w, v, p;
+    if (parse_class(row, rdt, sizeof rdt, &rd, &rc, &rg, &rq, &rk, &rw, &rv, &rp) != 0 ||
+        parse_class(key, kdt, sizeof kdt, &d, &c, &g, &q, &k, &w, &v, &p) != 0)
+        return INFINITY;
+    if (rd != d || rc != c || rp != p) return INFINITY;
+    double dist = strcmp(rdt, kdt) ? dtype_cost : 0.0;
+    dist += fabs(log2((double)rq) - log2((double)q)) + fabs(log2((double)rk) - log2((double)k)) +
+            fabs(log2((double)rg) - log2((double)g));
     /* a row without the work bucket (an older table) stands for every batch size, but
-     * for a decode shape behind a row of its own bucket: it was tuned at one batch size,
+     * for a decode class behind a row of its own bucket: it was tuned at one batch size,
      * so it is only the nearest (its SPLIT_KV and PACK_GQA are derived again) */
-    const int sw = pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ ? pow2_ceil(s->batch * s->hkv) : 0;
-    if (w > 0) dist += sw > 0 ? fabs(log2((double)w) - log2((double)sw)) : 1.0;
-    else if (sw > 0) dist += 0.5;
+    if (rw > 0) dist += w > 0 ? fabs(log2((double)rw) - log2((double)w)) : 1.0;
+    else if (w > 0) dist += 0.5;
     /* ragged batches: the nearest decode share; a dense row for a ragged batch (or the
      * other way round) only when nothing closer exists: another kernel was tuned */
-    if ((share >= 0) != (vs >= 0)) dist += 2.0;
-    else if (vs >= 0) dist += abs(vs - share) / 25.0;
+    if ((v >= 0) != (rv >= 0)) dist += 2.0;
+    else if (rv >= 0) dist += abs(rv - v) / 25.0;
     return dist;
 }
 
@@ -390,7 +379,6 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
     }
     char want[96];
     tune_class_key(s, dt, want, sizeof want);
-    const int share = shape_ragged(s) ? tune_decode_share(s) : -1; /* the shape's -v, once */
     int best = -1;
     double best_dist = INFINITY;
     for (size_t i = 0; i < t->nrows; i++) {
@@ -402,7 +390,7 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
             return 2;
         }
         if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
-        const double dist = class_distance(t->rows[i][cc], s, dt, share, INFINITY);
+        const double dist = tune_class_distance(t->rows[i][cc], want, INFINITY);
         if (dist < best_dist) { best_dist = dist; best = (int)i; }
     }
     if (best < 0) {
@@ -761,7 +749,7 @@ int cmd_tune(int argc, char **argv)
             kconfig_str(&dc, ds, sizeof ds);
             long i = cand_nearest(cands, n, ds, &dist);
             if (i >= 0 && dist == 0) searcher_first(se, i);
-            if (!strcmp(strategy, "local")) local_seeds(se, tuning, &dev, keys[ci], s, dt, cands, n);
+            if (!strcmp(strategy, "local")) local_seeds(se, tuning, &dev, keys[ci], cands, n);
         }
         attn_precompile_job *pjob = NULL;
         {   /* compile what the searcher may ask for on all cores (into the disk cache), in

@@ -356,6 +356,15 @@ if [ -f "$SPACE" ]; then
     run tune-replay "$T/explored.csv" --strategy exhaustive --budget-frac 0.01 --tolerance 0 --first "$best"
     check "tune-replay: --first asks that configuration first, as tune does with the default" 0 \
         out "asked first" out "1 of 1 runs"
+    # local: seeded with the nearest other class's fastest configuration (here a copy of the
+    # class at Sq = 2048 with the same times), it lands on the best at once; alone it starts
+    # in file order as exhaustive does and misses it at a 1% budget
+    run tune-replay "$T/explored.csv" --strategy local --seeds 1 --budget-frac 0.01 --tolerance 0
+    check "tune-replay: local with no other class to learn from misses the best at a 1% budget" 0 out "local" out "0 of 1 runs"
+    { cat "$T/explored.csv"; tail -n +2 "$T/explored.csv" | sed 's/-q4096-k4096,/-q2048-k4096,/'; } > "$T/explored2.csv"
+    run tune-replay "$T/explored2.csv" --strategy local --seeds 1 --budget-frac 0.01 --tolerance 0
+    check "tune-replay: local seeded by the nearest class finds the best at a 1% budget in both classes" 0 \
+        out "summary over 2 classes" out "2 of 2 runs within tolerance"
     run tune-replay "$T/explored.csv" --first "BLOCK_M=7"
     check "tune-replay: a bad --first exits 2" 2 err "--first"
     run tune-replay "$T/explored.csv" --strategy annealing
