@@ -593,6 +593,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     rt_buf *cu[2] = {0}; /* ragged: cu_seqlens of Q and of K/V */
     rt_buf *pg[3] = {0}; /* paged: K and V in pages, the block table */
     rt_buf *tm = NULL;   /* WG_TMA: the tensor maps of K and V */
+    rt_buf *sched = NULL; /* WG_DYNAMIC: the scheduler's two counters */
     int32_t *hcu = ragged ? malloc(2 * ((size_t)s->batch + 1) * sizeof *hcu) : NULL;
     const void *hq = NULL, *hk = NULL, *hv = NULL;
     int ret = 0;
@@ -673,6 +674,15 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         p.grid[0] = items < sms ? items : sms;
         p.grid[1] = 1;
     }
+    if (c->wg_dynamic) { /* SCHED: zero here; each launch's last work-group zeroes it again */
+        const int32_t zero[2] = {0, 0};
+        if (rt->alloc(r->ctx, sizeof zero, &sched, reason, sizeof reason) != 0) {
+            set_status(res, ST_RESOURCE_LIMIT, reason);
+            goto done;
+        }
+        if (rt->upload(r->ctx, sched, zero, sizeof zero, err, errlen)) { ret = -1; goto done; }
+        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = sched};
+    }
     p.cgrid[0] = rows;
     p.cgrid[1] = p.cgrid[2] = 1;
     p.cargs[0] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[5]};
@@ -743,6 +753,7 @@ hung:
         memset(cu, 0, sizeof cu);
         memset(pg, 0, sizeof pg);
         tm = NULL;
+        sched = NULL;
         inputs_drop(r, 0);
     }
 done:
@@ -750,6 +761,7 @@ done:
     for (int i = 0; i < 2; i++) if (cu[i]) rt->buf_free(cu[i]);
     for (int i = 0; i < 3; i++) if (pg[i]) rt->buf_free(pg[i]);
     if (tm) rt->buf_free(tm);
+    if (sched) rt->buf_free(sched);
     free(hcu);
     /* a run that went wrong may have written anywhere: the next one starts from fresh inputs */
     if (ret != 0 || (res->status != ST_OK && res->status != ST_RESOURCE_LIMIT && res->status != ST_UNSUPPORTED &&

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFEAT 19
+#define NFEAT 20
 #define BO_INIT 8          /* random probes before the model steers */
 #define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
@@ -65,6 +65,7 @@ static void features(const kconfig *c, double *f)
     f[16] = (double)c->wg_kvsplit;
     f[17] = (double)c->wg_defer;
     f[18] = (double)c->wg_pvturn;
+    f[19] = (double)c->wg_dynamic;
 }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)

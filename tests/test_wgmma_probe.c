@@ -488,6 +488,47 @@ static void test_kvsplit(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Persistent work-groups that take their next query block from a global counter as they
+ * free up (WG_DYNAMIC): right on the persistent cases (each run twice by the harness, so
+ * the counters' reset for the next launch is checked too); then timed beside the static
+ * share and the plain grid on small grids, where a block's start-up is a large share, and
+ * on the reference shapes. */
+static void test_dynamic(void **state)
+{
+    (void)state;
+    need_hopper();
+    shape_t few = mk(2, 4, 2, 200, 333, 128, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), nc = mk(3, 8, 8, 700, 650, 64, 0);
+    shape_t tall = mk(2, 4, 4, 900, 300, 128, 1), sec = mk(1, 22, 2, 384, 8192, 128, 1), big = mk(2, 6, 2, 500, 500, 256, 1);
+    const probe_case cases[] = {
+        {&few, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
+        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
+        {&many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,PACK_GQA=1,WG_PINGPONG=1"},
+        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
+        {&tall, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1"},
+        {&sec, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
+        {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1,WG_KVSPLIT=1"},
+    };
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_DYNAMIC=1", cases, sizeof cases / sizeof cases[0]);
+    printf("dynamic: %s\n", bad ? "wrong results" : "right on every case");
+    shape_t timed_shapes[] = {mk(4, 32, 8, 1024, 1024, 128, 1), mk(4, 64, 8, 1024, 1024, 128, 1),
+                              mk(1, 32, 8, 1024, 1024, 128, 1), mk(4, 32, 32, 4096, 4096, 128, 1),
+                              mk(4, 32, 32, 4096, 4096, 128, 0)};
+    const char *base = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1";
+    const char *timed[] = {"", ",GRID_LPT=1", ",WG_PERSIST=1", ",WG_PERSIST=1,WG_DYNAMIC=1",
+                           ",WG_DEFER=1,WG_PVTURN=1", ",WG_DEFER=1,WG_PVTURN=1,WG_PERSIST=1,WG_DYNAMIC=1"};
+    attn_opts t = timed_opts();
+    for (size_t k = 0; k < sizeof timed_shapes / sizeof timed_shapes[0]; k++)
+        for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
+            shape_t *s = &timed_shapes[k];
+            if (!s->causal && strstr(timed[i], "GRID_LPT")) continue;
+            char c2[300];
+            snprintf(c2, sizeof c2, "%s%s%s", base, timed[i], s->hq != s->hkv ? ",PACK_GQA=1" : "");
+            time_one(s->name, s, c2, &t);
+        }
+    assert_int_equal(bad, 0);
+}
+
 /* FlashAttention-3's order of a tile's work: O's rescale for tile j-1 beside tile j's S
  * (WG_DEFER), the ping-pong turn covering the previous tile's P V too (WG_PVTURN); right on
  * odd lengths, GQA, causal, d 64/80/128/256, fp16, split barriers, persistent blocks and
@@ -545,6 +586,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_persist),
         cmocka_unit_test(test_kvsplit),
         cmocka_unit_test(test_defer),
+        cmocka_unit_test(test_dynamic),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
