@@ -281,6 +281,29 @@ static int run_probe_cases(const char *prefix, const probe_case *cases, size_t n
     return bad;
 }
 
+/* The persistent work-groups' cases (rounds fewer and more than the SMs, rows with no
+ * keys, L2 sections, GQA packing, d = 64 to 256, FlashAttention-3's order, split barriers)
+ * run as "prefix,case"; returns how many were not right. */
+static int run_persist_cases(const char *prefix)
+{
+    shape_t few = mk(2, 4, 2, 200, 333, 128, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), nc = mk(3, 8, 8, 700, 650, 64, 0);
+    shape_t tall = mk(2, 4, 4, 900, 300, 128, 1), sec = mk(1, 22, 2, 384, 8192, 128, 1), big = mk(2, 6, 2, 500, 500, 256, 1);
+    const probe_case cases[] = {
+        {&few, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
+        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
+        {&many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,PACK_GQA=1,WG_PINGPONG=1"},
+        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
+        {&nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_PIPE=1"},
+        {&tall, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1"},
+        {&sec, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
+        {&sec, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,PACK_GQA=1"},
+        {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1"},
+        {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1,WG_KVSPLIT=1"},
+    };
+    return run_probe_cases(prefix, cases, sizeof cases / sizeof cases[0]);
+}
+
 /* Both shared-memory layouts (WG_SWIZZLE=0 and 1; the host picks 1 unless told) right on a
  * few cases, with and without WG_PIPE, and their speed on the reference shape. */
 static void test_swizzle(void **state)
@@ -404,20 +427,7 @@ static void test_persist(void **state)
 {
     (void)state;
     need_hopper();
-    shape_t few = mk(2, 4, 2, 200, 333, 128, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), nc = mk(3, 8, 8, 700, 650, 64, 0);
-    shape_t tall = mk(2, 4, 4, 900, 300, 128, 1), sec = mk(1, 22, 2, 384, 8192, 128, 1), big = mk(2, 6, 2, 500, 500, 256, 1);
-    const probe_case cases[] = {
-        {&few, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
-        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
-        {&many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,PACK_GQA=1,WG_PINGPONG=1"},
-        {&nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
-        {&nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_PIPE=1"},
-        {&tall, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1"},
-        {&sec, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
-        {&sec, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,PACK_GQA=1"},
-        {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1"},
-    };
-    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1", cases, sizeof cases / sizeof cases[0]);
+    const int bad = run_persist_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1");
     printf("persist: %s\n", bad ? "wrong results" : "right on every case");
     shape_t timed_shapes[] = {mk(4, 32, 32, 4096, 4096, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1),
                               mk(4, 32, 8, 4096, 4096, 128, 1), mk(4, 16, 16, 4096, 4096, 256, 1)};
@@ -497,19 +507,7 @@ static void test_dynamic(void **state)
 {
     (void)state;
     need_hopper();
-    shape_t few = mk(2, 4, 2, 200, 333, 128, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), nc = mk(3, 8, 8, 700, 650, 64, 0);
-    shape_t tall = mk(2, 4, 4, 900, 300, 128, 1), sec = mk(1, 22, 2, 384, 8192, 128, 1), big = mk(2, 6, 2, 500, 500, 256, 1);
-    const probe_case cases[] = {
-        {&few, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
-        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
-        {&many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,PACK_GQA=1,WG_PINGPONG=1"},
-        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
-        {&nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
-        {&tall, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1"},
-        {&sec, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
-        {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1,WG_KVSPLIT=1"},
-    };
-    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_DYNAMIC=1", cases, sizeof cases / sizeof cases[0]);
+    const int bad = run_persist_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_DYNAMIC=1");
     printf("dynamic: %s\n", bad ? "wrong results" : "right on every case");
     shape_t timed_shapes[] = {mk(4, 32, 8, 1024, 1024, 128, 1), mk(4, 64, 8, 1024, 1024, 128, 1),
                               mk(1, 32, 8, 1024, 1024, 128, 1), mk(4, 32, 32, 4096, 4096, 128, 1),
