@@ -104,7 +104,7 @@ static void replay_seeds(searcher *se, const rclass *cls, size_t ncls, size_t k)
             int taken = o == k;
             for (int u = 0; u < b; u++) taken |= used[u] == o;
             if (taken || strcmp(cls[o].gpu, cls[k].gpu) || strcmp(cls[o].backend, cls[k].backend)) continue;
-            const double d = tune_class_distance(cls[o].cls, cls[k].cls, TUNE_BORROW_DTYPE_COST);
+            const double d = tune_class_distance(cls[o].cls, cls[k].cls, TUNE_BORROW_DTYPE_COST, TUNE_BORROW_CAUSAL_COST);
             if (d < pd) { pd = d; pick = o; }
         }
         if (pick == ncls) return;

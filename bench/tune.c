@@ -242,7 +242,7 @@ static void local_seeds(searcher *se, const csv_table *tuning, const rt_device *
             int taken = j == r;
             for (int u = 0; u < b; u++) taken |= used[u] == j;
             if (taken || strcmp(tuning->rows[j][cg], dev->info.name) || strcmp(tuning->rows[j][cb], dev->rt->name)) continue;
-            const double d = tune_class_distance(tuning->rows[j][cc], key, TUNE_BORROW_DTYPE_COST);
+            const double d = tune_class_distance(tuning->rows[j][cc], key, TUNE_BORROW_DTYPE_COST, TUNE_BORROW_CAUSAL_COST);
             if (d < pd) { pd = d; pick = j; }
         }
         if (pick == tuning->nrows) break;
@@ -333,15 +333,15 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
     return 1;
 }
 
-double tune_class_distance(const char *row, const char *key, double dtype_cost)
+double tune_class_distance(const char *row, const char *key, double dtype_cost, double causal_cost)
 {
     char rdt[16], kdt[16];
     int rd, rc, rg, rq, rk, rw, rv, rp, d, c, g, q, k, w, v, p;
     if (parse_class(row, rdt, sizeof rdt, &rd, &rc, &rg, &rq, &rk, &rw, &rv, &rp) != 0 ||
         parse_class(key, kdt, sizeof kdt, &d, &c, &g, &q, &k, &w, &v, &p) != 0)
         return INFINITY;
-    if (rd != d || rc != c || rp != p) return INFINITY;
-    double dist = strcmp(rdt, kdt) ? dtype_cost : 0.0;
+    if (rd != d || rp != p || (rc != c && isinf(causal_cost))) return INFINITY;
+    double dist = (strcmp(rdt, kdt) ? dtype_cost : 0.0) + (rc != c ? causal_cost : 0.0);
     dist += fabs(log2((double)rq) - log2((double)q)) + fabs(log2((double)rk) - log2((double)k)) +
             fabs(log2((double)rg) - log2((double)g));
     /* a row without the work bucket (an older table) stands for every batch size, but
@@ -390,7 +390,7 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
             return 2;
         }
         if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
-        const double dist = tune_class_distance(t->rows[i][cc], want, INFINITY);
+        const double dist = tune_class_distance(t->rows[i][cc], want, INFINITY, INFINITY);
         if (dist < best_dist) { best_dist = dist; best = (int)i; }
     }
     if (best < 0) {

@@ -31,17 +31,18 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
                     kconfig *cfg, char *source, size_t srclen, char *err, size_t errlen);
 
 /* How far a tuning row of class row stands from class key as a source of its
- * configuration: 0 for the same class; INFINITY when either does not parse or the head dim,
- * causality or page size differ; otherwise the log2 distances of Sq, Skv, the GQA ratio
- * and the decode work bucket, plus the decode-share gap of ragged batches, plus dtype_cost
- * for another dtype (INFINITY: never). */
-double tune_class_distance(const char *row, const char *key, double dtype_cost);
+ * configuration: 0 for the same class; INFINITY when either does not parse or the head dim
+ * or page size differ; otherwise the log2 distances of Sq, Skv, the GQA ratio and the
+ * decode work bucket, plus the decode-share gap of ragged batches, plus dtype_cost for
+ * another dtype and causal_cost for the other causality (INFINITY: never). */
+double tune_class_distance(const char *row, const char *key, double dtype_cost, double causal_cost);
 
 /* --strategy local: besides the class's own row, the winners of this many nearest other
  * classes seed the climb (a class tuned poorly, or not at all, starts where a neighbour
  * ended); another dtype counts this much farther */
 #define TUNE_LOCAL_BORROW 2
 #define TUNE_BORROW_DTYPE_COST 0.5
+#define TUNE_BORROW_CAUSAL_COST 1.0 /* a class with no neighbour of its causality borrows from the other */
 
 int cmd_tune(int argc, char **argv);
 

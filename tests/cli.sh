@@ -365,6 +365,10 @@ if [ -f "$SPACE" ]; then
     run tune-replay "$T/explored2.csv" --strategy local --seeds 1 --budget-frac 0.01 --tolerance 0
     check "tune-replay: local seeded by the nearest class finds the best at a 1% budget in both classes" 0 \
         out "summary over 2 classes" out "2 of 2 runs within tolerance"
+    { cat "$T/explored.csv"; tail -n +2 "$T/explored.csv" | sed 's/-c0-g1-q4096-k4096,/-c1-g1-q4096-k4096,/'; } > "$T/explored3.csv"
+    run tune-replay "$T/explored3.csv" --strategy local --seeds 1 --budget-frac 0.01 --tolerance 0
+    check "tune-replay: local borrows from the other causality when no class of its own is near" 0 \
+        out "summary over 2 classes" out "2 of 2 runs within tolerance"
     run tune-replay "$T/explored.csv" --first "BLOCK_M=7"
     check "tune-replay: a bad --first exits 2" 2 err "--first"
     run tune-replay "$T/explored.csv" --strategy annealing
