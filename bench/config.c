@@ -158,6 +158,16 @@ int kconfig_distance(const kconfig *a, const kconfig *b)
     return d;
 }
 
+long kconfig_nearest(const kconfig *cands, long n, const kconfig *k, int *dist)
+{
+    long best = -1;
+    for (long i = 0; i < n; i++) {
+        const int d = kconfig_distance(&cands[i], k);
+        if (best < 0 || d < *dist) { best = i; *dist = d; }
+    }
+    return best;
+}
+
 int kconfig_threads(const kconfig *c) { return c->num_warps * 32 + (c->wg_ws ? 128 : 0); }
 
 void kconfig_str(const kconfig *c, char *out, size_t outlen)

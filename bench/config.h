@@ -50,6 +50,10 @@ const char *kconfig_wg_switch(const kconfig *c, size_t i, int *on);
 /* How many tuned fields of a and b differ (the MMA kind among them). */
 int kconfig_distance(const kconfig *a, const kconfig *b);
 
+/* The first of cands[0..n) with the fewest tuned fields different from k, their number in
+ * *dist; -1 when n = 0. */
+long kconfig_nearest(const kconfig *cands, long n, const kconfig *k, int *dist);
+
 /* Threads per work-group: NUM_WARPS warps, plus the producer warpgroup of WG_WS=1. */
 int kconfig_threads(const kconfig *c);
 

@@ -79,40 +79,25 @@ static int add_cand(rclass *c, const char *cfg, double us, char *err, size_t err
     return 0;
 }
 
-/* The candidate of c nearest configuration k (fewest tuned fields different). */
-static long nearest_cand(const rclass *c, const kconfig *k)
-{
-    long best = -1;
-    int bd = 0;
-    for (long i = 0; i < c->n; i++) {
-        const int d = kconfig_distance(&c->cands[i], k);
-        if (best < 0 || d < bd) { best = i; bd = d; }
-    }
-    return best;
-}
-
 /* local: the seeds `fabench tune` would give class k, from this file alone. Its own best is
  * what the replay is after, so only the TUNE_LOCAL_BORROW nearest other classes of the same
  * GPU and runtime lend theirs (their fastest verified configuration). */
 static void replay_seeds(searcher *se, const rclass *cls, size_t ncls, size_t k)
 {
-    size_t used[TUNE_LOCAL_BORROW];
-    for (int b = 0; b < TUNE_LOCAL_BORROW; b++) {
-        size_t pick = ncls;
-        double pd = INFINITY;
-        for (size_t o = 0; o < ncls; o++) {
-            int taken = o == k;
-            for (int u = 0; u < b; u++) taken |= used[u] == o;
-            if (taken || strcmp(cls[o].gpu, cls[k].gpu) || strcmp(cls[o].backend, cls[k].backend)) continue;
-            const double d = tune_class_distance(cls[o].cls, cls[k].cls, TUNE_BORROW_DTYPE_COST, TUNE_BORROW_CAUSAL_COST);
-            if (d < pd) { pd = d; pick = o; }
-        }
-        if (pick == ncls) return;
-        used[b] = pick;
+    const char **keys = malloc(sizeof *keys * (ncls ? ncls : 1));
+    if (!keys) return;
+    for (size_t o = 0; o < ncls; o++) /* the other classes of this GPU and runtime */
+        keys[o] = o == k || strcmp(cls[o].gpu, cls[k].gpu) || strcmp(cls[o].backend, cls[k].backend) ? NULL : cls[o].cls;
+    size_t lend[TUNE_LOCAL_BORROW];
+    const int m = tune_borrow_classes(cls[k].cls, keys, ncls, lend);
+    free(keys);
+    for (int b = 0; b < m; b++) {
+        const rclass *o = &cls[lend[b]];
         long fastest = -1;
-        for (long i = 0; i < cls[pick].n; i++)
-            if (!isnan(cls[pick].us[i]) && (fastest < 0 || cls[pick].us[i] < cls[pick].us[fastest])) fastest = i;
-        if (fastest >= 0) searcher_seed(se, nearest_cand(&cls[k], &cls[pick].cands[fastest]));
+        for (long i = 0; i < o->n; i++)
+            if (!isnan(o->us[i]) && (fastest < 0 || o->us[i] < o->us[fastest])) fastest = i;
+        int dist;
+        if (fastest >= 0) searcher_seed(se, kconfig_nearest(cls[k].cands, cls[k].n, &o->cands[fastest], &dist));
     }
 }
 

@@ -214,12 +214,26 @@ static long cand_nearest(const kconfig *cands, long n, const char *cfg, int *dis
     char err[FB_ERRLEN];
     kconfig k = {0};
     if (kconfig_parse(cfg, &k, err, sizeof err) != 0) return -1;
-    long best = -1;
-    for (long i = 0; i < n; i++) {
-        const int d = kconfig_distance(&cands[i], &k);
-        if (best < 0 || d < *dist) { best = i; *dist = d; }
+    return kconfig_nearest(cands, n, &k, dist);
+}
+
+int tune_borrow_classes(const char *key, const char *const *keys, size_t n, size_t *out)
+{
+    int m = 0;
+    for (; m < TUNE_LOCAL_BORROW; m++) {
+        size_t pick = n;
+        double pd = INFINITY;
+        for (size_t j = 0; j < n; j++) {
+            int taken = !keys[j] || !strcmp(keys[j], key);
+            for (int u = 0; u < m; u++) taken |= out[u] == j;
+            if (taken) continue;
+            const double d = tune_class_distance(keys[j], key, TUNE_BORROW_DTYPE_COST, TUNE_BORROW_CAUSAL_COST);
+            if (d < pd) { pd = d; pick = j; }
+        }
+        if (pick == n) break;
+        out[m] = pick;
     }
-    return best;
+    return m;
 }
 
 /* The seeds of a local climb for class key: the candidate nearest the class's tuning.csv
@@ -234,21 +248,16 @@ static void local_seeds(searcher *se, const csv_table *tuning, const rt_device *
     const size_t r = class_row(tuning, dev, key);
     int dist;
     if (r < tuning->nrows) searcher_seed(se, cand_nearest(cands, n, tuning->rows[r][cf], &dist));
-    size_t used[TUNE_LOCAL_BORROW];
-    for (int b = 0; b < TUNE_LOCAL_BORROW; b++) {
-        size_t pick = tuning->nrows;
-        double pd = INFINITY;
-        for (size_t j = 0; j < tuning->nrows; j++) {
-            int taken = j == r;
-            for (int u = 0; u < b; u++) taken |= used[u] == j;
-            if (taken || strcmp(tuning->rows[j][cg], dev->info.name) || strcmp(tuning->rows[j][cb], dev->rt->name)) continue;
-            const double d = tune_class_distance(tuning->rows[j][cc], key, TUNE_BORROW_DTYPE_COST, TUNE_BORROW_CAUSAL_COST);
-            if (d < pd) { pd = d; pick = j; }
-        }
-        if (pick == tuning->nrows) break;
-        used[b] = pick;
-        searcher_seed(se, cand_nearest(cands, n, tuning->rows[pick][cf], &dist));
-    }
+    /* the other rows of this GPU and runtime */
+    const char **keys = malloc(sizeof *keys * (tuning->nrows ? tuning->nrows : 1));
+    if (!keys) return;
+    for (size_t j = 0; j < tuning->nrows; j++)
+        keys[j] = strcmp(tuning->rows[j][cg], dev->info.name) || strcmp(tuning->rows[j][cb], dev->rt->name)
+                      ? NULL : tuning->rows[j][cc];
+    size_t lend[TUNE_LOCAL_BORROW];
+    const int m = tune_borrow_classes(key, keys, tuning->nrows, lend);
+    for (int b = 0; b < m; b++) searcher_seed(se, cand_nearest(cands, n, tuning->rows[lend[b]][cf], &dist));
+    free(keys);
 }
 
 /* A contender for the head-to-head, unless it is one already. */

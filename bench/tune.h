@@ -37,6 +37,12 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
  * another dtype and causal_cost for the other causality (INFINITY: never). */
 double tune_class_distance(const char *row, const char *key, double dtype_cost, double causal_cost);
 
+/* The classes that lend a local climb of class key their winners: the indices of the up
+ * to TUNE_LOCAL_BORROW entries of keys[0..n) nearest to it (tune_class_distance with the
+ * borrowing costs; NULL entries and key itself skipped), nearest first, into out; returns
+ * how many. */
+int tune_borrow_classes(const char *key, const char *const *keys, size_t n, size_t *out);
+
 /* --strategy local: besides the class's own row, the winners of this many nearest other
  * classes seed the climb (a class tuned poorly, or not at all, starts where a neighbour
  * ended); another dtype counts this much farther */
