@@ -32,7 +32,7 @@ typedef enum {
     V_BOOL,     /* 0 or 1 */
     V_CONFIG,   /* KEY=VALUE;... as kconfig_parse reads it */
     V_CLASS,    /* a shape class key: bf16-d128-c1-g4-q4096-k4096 */
-    V_STRATEGY, /* exhaustive, random, bo, local */
+    V_STRATEGY, /* exhaustive, random, bo, local, halving */
     V_SOURCE,   /* ptx, sass */
     V_SUMSOURCE, /* ptx, sass, runtime */
     V_HEX       /* hexadecimal digits */
@@ -211,7 +211,7 @@ static const char *check_value(const col_spec *cs, const char *v, char *buf, siz
         return buf;
     case V_STRATEGY:
         if (search_strategy_known(v)) return NULL;
-        snprintf(buf, len, "unknown strategy '%.60s' (exhaustive, random, bo, local)", v);
+        snprintf(buf, len, "unknown strategy '%.60s' (exhaustive, random, bo, local, halving)", v);
         return buf;
     case V_SOURCE:
         if (!strcmp(v, "ptx") || !strcmp(v, "sass")) return NULL;

@@ -41,7 +41,9 @@ static void usage(FILE *f)
             "  --min-configs N    skip classes with fewer recorded configurations (default 16)\n"
             "  --first CONFIG     ask this configuration first in every class that has it, as\n"
             "                     `fabench tune` does with the runtime's default (K=V,...)\n"
-            "  --out FILE         convergence.csv (best so far after each step)\n");
+            "  --out FILE         convergence.csv (best so far after each step)\n\n"
+            "halving replays as random over its first rung: with one recorded time per configuration\n"
+            "its later rungs, which time the survivors again for longer, cannot change the order.\n");
 }
 
 typedef struct {
@@ -167,7 +169,7 @@ int cmd_tune_replay(int argc, char **argv)
     char *save = NULL;
     for (char *tok = strtok_r(slist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (!search_strategy_known(tok) || nstrat == 8) {
-            fprintf(stderr, "fabench tune-replay: --strategy: unknown or too many: '%s' (known: exhaustive, random, bo, local)\n", tok);
+            fprintf(stderr, "fabench tune-replay: --strategy: unknown or too many: '%s' (known: exhaustive, random, bo, local, halving)\n", tok);
             return FB_EXIT_BADINPUT;
         }
         strat[nstrat++] = tok;
@@ -259,9 +261,14 @@ int cmd_tune_replay(int argc, char **argv)
                 if (!se) { fail = 1; break; }
                 if (first_idx >= 0) searcher_first(se, first_idx);
                 replay_seeds(se, cls, ncls, k); /* local only; the others ignore seeds */
+                searcher_budget(se, budget);    /* halving only: its first rung */
                 double best = INFINITY, at_budget = INFINITY;
                 long step = 0, found = -1, idx;
                 while ((idx = searcher_ask(se)) >= 0) {
+                    if (searcher_rung(se) > 0) { /* halving timing a survivor again: the same record */
+                        searcher_tell(se, idx, c->us[idx]);
+                        continue;
+                    }
                     step++;
                     searcher_tell(se, idx, c->us[idx]);
                     if (!isnan(c->us[idx]) && c->us[idx] < best) best = c->us[idx];

@@ -1,4 +1,5 @@
-/* search.c: exhaustive, random, Gaussian-process (bo) and hill-climbing (local) searchers. */
+/* search.c: exhaustive, random, Gaussian-process (bo), hill-climbing (local) and successive-
+ * halving (halving) searchers. */
 #include "search.h"
 
 #include <math.h>
@@ -14,7 +15,13 @@
 #define BO_REFIT 16        /* every this many more (each fit factorises K ~160 times) */
 
 struct searcher {
-    int bo, local;
+    int bo, local, halving;
+    long rung_n0;        /* halving: candidates in rung 0 (the budget; 0: all) */
+    long n0_asked;       /* halving: how many rung 0 has asked */
+    int rung;            /* halving: the rung of the last ask (0: first timing) */
+    long *members;       /* halving: the current rung's candidates (rungs above 0) */
+    long nmem, cur;
+    double *last_us;     /* halving: each candidate's latest time (NaN: failed or never told) */
     long seed[SEARCH_MAX_SEEDS]; /* local: asked first, in this order */
     int nseed;
     long best_idx;       /* the fastest candidate told so far (-1: none) */
@@ -40,7 +47,8 @@ static uint64_t mix64(uint64_t *s)
 
 int search_strategy_known(const char *s)
 {
-    return !strcmp(s, "exhaustive") || !strcmp(s, "random") || !strcmp(s, "bo") || !strcmp(s, "local");
+    return !strcmp(s, "exhaustive") || !strcmp(s, "random") || !strcmp(s, "bo") || !strcmp(s, "local") ||
+           !strcmp(s, "halving");
 }
 
 /* Each parameter mapped to about [0, 1]. */
@@ -76,13 +84,17 @@ searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint6
     se->n = n;
     se->bo = !strcmp(strategy, "bo");
     se->local = !strcmp(strategy, "local");
+    se->halving = !strcmp(strategy, "halving");
     se->best_idx = -1;
     se->best_us = INFINITY;
     se->order = malloc(sizeof(long) * (size_t)(n ? n : 1));
     se->asked = calloc((size_t)(n ? n : 1), 1);
     se->feat = malloc(sizeof *se->feat * (size_t)(n ? n : 1));
-    if (!se->order || !se->asked || !se->feat) { searcher_free(se); return NULL; }
+    se->members = malloc(sizeof(long) * (size_t)(n ? n : 1));
+    se->last_us = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    if (!se->order || !se->asked || !se->feat || !se->members || !se->last_us) { searcher_free(se); return NULL; }
     for (long i = 0; i < n; i++) {
+        se->last_us[i] = NAN;
         se->order[i] = i;
         features(&cands[i], se->feat[i]);
     }
@@ -276,8 +288,82 @@ out:
     return pick;
 }
 
+void searcher_budget(searcher *se, long budget)
+{
+    se->rung_n0 = budget > 0 ? budget : 0;
+}
+
+int searcher_rung(const searcher *se)
+{
+    return se->rung;
+}
+
+/* Sorts idx[0..n) by t[idx] ascending, failures (NaN) last; stable (n is at most the budget). */
+static void sort_by_time(long *idx, long n, const double *t)
+{
+    for (long i = 1; i < n; i++) {
+        const long c = idx[i];
+        long j = i;
+        while (j > 0 && (isnan(t[idx[j - 1]]) ? !isnan(t[c]) : !isnan(t[c]) && t[c] < t[idx[j - 1]])) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = c;
+    }
+}
+
+/* halving: the next candidate of the current rung, promoting the faster half of a finished
+ * rung to the next one (each of its candidates timed twice as long); -1 once one is left. */
+static long halving_ask(searcher *se)
+{
+    if (se->rung == 0 && (se->rung_n0 == 0 || se->n0_asked < se->rung_n0)) {
+        while (se->next < se->n) {
+            long c = se->order[se->next++];
+            if (!se->asked[c]) {
+                se->n0_asked++;
+                return c;
+            }
+        }
+    }
+    if (se->rung > 0 && se->cur < se->nmem) return se->members[se->cur++];
+    /* the rung is done: its members are rung 0's asked candidates, or members[] */
+    if (se->rung == 0) {
+        se->nmem = 0;
+        for (long c = 0; c < se->n; c++)
+            if (se->asked[c]) se->members[se->nmem++] = c;
+    }
+    long ok = 0;
+    for (long i = 0; i < se->nmem; i++) ok += !isnan(se->last_us[se->members[i]]);
+    sort_by_time(se->members, se->nmem, se->last_us);
+    if (ok <= 2) { /* one survivor: the winner (if any) stays in members[0] */
+        se->nmem = ok > 0;
+        se->cur = se->nmem;
+        return -1;
+    }
+    se->nmem = (ok + 1) / 2;
+    se->rung++;
+    se->cur = 0;
+    return se->members[se->cur++];
+}
+
+long searcher_best(const searcher *se, double *us)
+{
+    if (se->halving && se->rung > 0) { /* the fastest of the rung reached, by its latest times */
+        long b = -1;
+        for (long i = 0; i < se->nmem; i++) {
+            const long c = se->members[i];
+            if (!isnan(se->last_us[c]) && (b < 0 || se->last_us[c] < se->last_us[b])) b = c;
+        }
+        if (us) *us = b >= 0 ? se->last_us[b] : INFINITY;
+        return b;
+    }
+    if (us) *us = se->best_us;
+    return se->best_idx;
+}
+
 long searcher_ask(searcher *se)
 {
+    if (se->halving) return halving_ask(se);
     long idx = -1;
     if (se->bo && se->nobs >= BO_INIT && se->nobs < BO_MAX_OBS) idx = bo_pick(se);
     for (int i = 0; se->local && idx < 0 && i < se->nseed; i++) /* the seeds not asked yet */
@@ -296,6 +382,7 @@ void searcher_tell(searcher *se, long idx, double us)
 {
     if (idx < 0 || idx >= se->n) return;
     se->asked[idx] = 1;
+    se->last_us[idx] = us;
     if (us < se->best_us) { /* NaN (failed) never is */
         se->best_us = us;
         se->best_idx = idx;
@@ -312,5 +399,7 @@ void searcher_free(searcher *se)
     free(se->order);
     free(se->asked);
     free(se->feat);
+    free(se->members);
+    free(se->last_us);
     free(se);
 }

@@ -2,7 +2,9 @@
  * interface: exhaustive (in order), random (a seeded permutation), bo (a Gaussian-
  * process model of log time with expected improvement, after a few random probes) and
  * local (a hill climb: its seeds first, then always the unasked candidate with the fewest
- * parameters different from the best so far). */
+ * parameters different from the best so far) and halving (successive halving: rung 0 times
+ * candidates in a seeded random order, each rung after it times the faster half of the one
+ * before again, twice as long, until one is left). */
 #ifndef FABENCH_SEARCH_H
 #define FABENCH_SEARCH_H
 
@@ -12,10 +14,21 @@
 
 typedef struct searcher searcher;
 
-/* strategy: "exhaustive", "random", "bo" or "local". NULL when out of memory or unknown. */
+/* strategy: "exhaustive", "random", "bo", "local" or "halving". NULL when out of memory or
+ * unknown. */
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed);
-/* Index of the next candidate to try, or -1 when all were asked. */
+/* Index of the next candidate to try, or -1 when all were asked. halving asks a candidate
+ * again in each rung it survives to: searcher_rung says which rung the last ask was for. */
 long searcher_ask(searcher *se);
+/* halving: rung 0 holds at most this many candidates (budget <= 0: all of them); the rungs
+ * after it time candidates already counted. The other strategies ignore it. */
+void searcher_budget(searcher *se, long budget);
+/* The rung of the last ask: 0 for a first timing (always, but for halving); r > 0 asks for a
+ * timing 2^r times as long of a candidate told before. */
+int searcher_rung(const searcher *se);
+/* The best candidate so far and its time (-1 and infinity if none): the fastest told; for
+ * halving past rung 0, the fastest of the highest rung by its latest times. */
+long searcher_best(const searcher *se, double *us);
 /* The result of candidate idx: its median time in microseconds, NaN when it failed. */
 void searcher_tell(searcher *se, long idx, double us);
 /* Candidate idx is asked for first, whatever the strategy (the runtime's default, so a

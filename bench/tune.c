@@ -423,6 +423,59 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
     return 1;
 }
 
+/* The explored row of this device, runtime, class and configuration (the last of them);
+ * -1 if none. */
+static long explored_find(const csv_table *e, const rt_device *dev, const char *cls, const char *cfg)
+{
+    int cg = csvt_col(e, "gpu"), cb = csvt_col(e, "backend"), cc = csvt_col(e, "shape_class"), cf = csvt_col(e, "config");
+    for (size_t i = e->nrows; i-- > 0;) {
+        char **row = e->rows[i];
+        if (!strcmp(row[cf], cfg) && !strcmp(row[cc], cls) && !strcmp(row[cb], dev->rt->name) && !strcmp(row[cg], dev->info.name))
+            return (long)i;
+    }
+    return -1;
+}
+
+/* halving: candidate c verified and timed again for 2^rung times the search's timing
+ * budget and least repetitions (rung at most TUNE_RUNG_MAX counts); this run's explored row r takes the new status,
+ * time and repetitions, and the file is written whole. 0, or -1 with err. */
+#define TUNE_RUNG_MAX 5
+static int retime_row(attn_runner *runner, const shape_t *s, dtype_t dt, const kconfig *c, const attn_opts *ao, int rung,
+                      csv_table *e, size_t r, const char *path, char *err, size_t errlen)
+{
+    attn_opts o = *ao;
+    o.timing.abandon_us = 0;
+    const int f = 1 << (rung < TUNE_RUNG_MAX ? rung : TUNE_RUNG_MAX);
+    o.timing.budget_s = ao->timing.budget_s * f;
+    o.timing.min_reps = ao->timing.min_reps * f; /* a slow kernel's few repetitions grow too */
+    if (o.timing.max_reps > 0 && o.timing.min_reps > o.timing.max_reps) o.timing.min_reps = o.timing.max_reps;
+    kconfig cand = *c;
+    attn_result res;
+    if (attn_run(runner, s, dt, &cand, &o, &res, err, errlen) != 0) return -1;
+    const int ok = res.status == ST_OK;
+    char us[32] = "", tf[32] = "", reps[24] = "", mae[32] = "";
+    if (ok) {
+        snprintf(us, sizeof us, "%.3f", res.us.median);
+        snprintf(tf, sizeof tf, "%.4f", shape_flops(s) / (res.us.median * 1e-6) / 1e12);
+        snprintf(reps, sizeof reps, "%zu", res.us.n);
+    }
+    if (res.ver.rows_checked) snprintf(mae, sizeof mae, "%.3g", res.ver.max_abs_err);
+    const char *col[] = {"status", "reason", "median_us", "tflops", "reps", "max_abs_err"};
+    const char *val[] = {status_name(res.status), res.reason, us, tf, reps, mae};
+    for (size_t k = 0; k < sizeof col / sizeof col[0]; k++) {
+        const int j = csvt_col(e, col[k]);
+        char *v = strdup(val[k]);
+        if (j < 0 || !v) {
+            free(v);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        free(e->rows[r][j]);
+        e->rows[r][j] = v;
+    }
+    return csvt_write_atomic(e, path, err, errlen);
+}
+
 static volatile int stop_requested; /* set by SIGINT; read between candidates */
 static void on_sigint(int sig) { (void)sig; stop_requested = 1; }
 
@@ -550,16 +603,20 @@ static void usage(FILE *f)
             "  --suite NAME | --shapes FILE\n"
             "  --dtype T           override the shapes' dtype (default bf16 where a shape names none)\n"
             "  --strategy S        exhaustive (default), random, bo (a Gaussian-process model of\n"
-            "                      the time steers the search after 8 random probes), or local (a\n"
+            "                      the time steers the search after 8 random probes), local (a\n"
             "                      hill climb: the class's tuning.csv row and the rows of its two\n"
             "                      nearest classes first, then always the candidate with the\n"
             "                      fewest parameters different from the best so far; for refining\n"
             "                      earlier winners after the space grew, or a class from its\n"
-            "                      neighbours')\n"
+            "                      neighbours'), or halving (successive halving: --budget candidates\n"
+            "                      (default all) in a seeded random order, then the faster half\n"
+            "                      of them timed again twice as long, and so on until one is left;\n"
+            "                      for ranking configurations closer than one short timing tells\n"
+            "                      apart)\n"
             "  --budget N          at most N candidates timed per class (default: all)\n"
             "  --time S            at most S seconds per class (one with no verified candidate when\n"
             "                      the time is up tries up to 3 more, so that it gets a winner)\n"
-            "  --seed N            for random (default 1)\n"
+            "  --seed N            for random and halving (default 1)\n"
             "  --results DIR       where explored.csv, tuning.csv, manifest.csv go\n"
             "                      (default results/<gpu-slug>)\n"
             "  --space FILE        the search space (default kernels/space.csv)\n"
@@ -600,6 +657,7 @@ int cmd_tune(int argc, char **argv)
         {"merge", no_argument, 0, O_MERGE}, {0, 0, 0, 0}};
     const char *device = NULL, *suite = NULL, *shapes_file = NULL, *results = NULL, *space_file = NULL;
     const char *strategy = "exhaustive";
+    int halving = 0;
     double timeout_s = 30;
     long budget = -1;
     double time_limit = -1, rep_budget = 0.1;
@@ -629,10 +687,11 @@ int cmd_tune(int argc, char **argv)
             break;
         case O_STRATEGY:
             if (!search_strategy_known(optarg)) {
-                fprintf(stderr, "fabench tune: --strategy: unknown '%s' (known: exhaustive, random, bo, local)\n", optarg);
+                fprintf(stderr, "fabench tune: --strategy: unknown '%s' (known: exhaustive, random, bo, local, halving)\n", optarg);
                 return FB_EXIT_BADINPUT;
             }
             strategy = optarg;
+            halving = !strcmp(optarg, "halving");
             break;
         case O_BUDGET:
             budget = strtol(optarg, &end, 10);
@@ -750,6 +809,7 @@ int cmd_tune(int argc, char **argv)
         double t0 = fb_now(), best_us = INFINITY;
         searcher *se = searcher_new(strategy, cands, n, seed);
         if (!se) { free(cands); fatal = 1; break; }
+        searcher_budget(se, budget); /* halving: the size of its first rung */
         {   /* the default configuration first; a local climb starts from its seeds (the
              * class's tuning.csv row and its nearest neighbours'), else from the default */
             kconfig dc = {0};
@@ -787,13 +847,32 @@ int cmd_tune(int argc, char **argv)
             col_be = csvt_col(explored, "backend"), col_st = csvt_col(explored, "status"),
             col_us = csvt_col(explored, "median_us"), col_gpu = csvt_col(explored, "gpu");
         long idx;
-        while (!stop_requested && (budget <= 0 || explored_n < budget) && (idx = searcher_ask(se)) >= 0) {
+        /* halving's later rungs time candidates already counted against the budget */
+        while (!stop_requested && (budget <= 0 || explored_n < budget || halving) && (idx = searcher_ask(se)) >= 0) {
             /* --time spent: stop, except that a class with nothing verified yet gets a few
              * tries more (a cold compile of the precompile batch, NVIDIA's OpenCL say, can
              * take all of a short --time before the first candidate has run) */
             if (time_limit > 0 && fb_now() - t0 > time_limit && (best >= 0 || late_tries++ >= TUNE_LATE_TRIES)) break;
             char cs[256];
             kconfig_str(&cands[idx], cs, sizeof cs);
+            const int rung = searcher_rung(se);
+            if (rung > 0) { /* halving: a survivor timed again, longer */
+                const long rr = explored_find(explored, &dev, keys[ci], cs);
+                if (rr >= (long)first_row) {
+                    if (retime_row(runner, s, dt, &cands[idx], &ao, rung, explored, (size_t)rr, p_explored, err, sizeof err) != 0) {
+                        fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
+                        fatal = 1;
+                        break;
+                    }
+                    if (!quiet && !is_tty)
+                        fprintf(stderr, "fabench tune: %s: rung %d: %s %s us\n", keys[ci], rung, cs,
+                                explored->rows[rr][col_us][0] ? explored->rows[rr][col_us] : explored->rows[rr][col_st]);
+                }
+                /* an earlier run's row keeps its recorded time */
+                const int rok = rr >= 0 && !strcmp(explored->rows[rr][col_st], "ok") && explored->rows[rr][col_us][0];
+                searcher_tell(se, idx, rok ? atof(explored->rows[rr][col_us]) : NAN);
+                continue;
+            }
             int done = 0;
             for (size_t r = 0; r < explored->nrows && !done; r++) {
                 char **row = explored->rows[r];
@@ -877,6 +956,19 @@ int cmd_tune(int argc, char **argv)
             }
         }
         attn_precompile_wait(pjob, 1);
+        if (halving && !fatal) { /* the survivor of the highest rung, by its longest timing */
+            double hus;
+            const long hb = searcher_best(se, &hus);
+            if (hb >= 0) {
+                best = hb;
+                best_us = hus;
+                kconfig_str(&cands[hb], best_cfg, sizeof best_cfg);
+                if (explored_find(explored, &dev, keys[ci], best_cfg) >= (long)first_row) {
+                    new_us = hus;
+                    snprintf(new_cfg, sizeof new_cfg, "%s", best_cfg);
+                }
+            }
+        }
         searcher_free(se);
         /* the head-to-head's admissible configurations: this run's candidates without
          * --merge (already enumerated), the declared space's with it */

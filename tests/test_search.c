@@ -2,7 +2,9 @@
  * every strategy asks each candidate once; bo, told the results, lands within 5% of the
  * exhaustive optimum while asking for at most a quarter of the candidates; local starts
  * where it is told, climbs one parameter at a time around the best so far, and from the
- * worst start reaches the optimum's 5% well inside a quarter of the candidates. */
+ * worst start reaches the optimum's 5% well inside a quarter of the candidates; halving
+ * times its budget once, then the faster half again in rungs of 8, 4 and 2, and a timing
+ * that flattered one candidate in the first rung does not make it the winner. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,6 +34,85 @@ static double objective(const kconfig *c)
     t *= c->mma == MMA_SYNC ? 1.0 : 8.0;
     t *= c->warp_m == 2 ? 0.93 : 1.0;
     return t;
+}
+
+/* A timing of candidate c in rung r: the objective, except that `lucky` measures at
+ * lucky_us in rung 0 (a noisy short timing) and `flaky` fails once timed again. */
+static double lucky_us;
+static double timed(long c, int r, long lucky, long flaky)
+{
+    if (c == flaky && r > 0) return NAN;
+    return c == lucky && r == 0 ? lucky_us : objective(&cands[c]);
+}
+
+static void test_halving_rungs(void **state)
+{
+    (void)state;
+    const long budget = 16;
+    /* random's first 16 with the same seed: the same rung 0 */
+    searcher *rnd = searcher_new("random", cands, ncand, 3);
+    long first[16];
+    for (long i = 0; i < budget; i++) first[i] = searcher_ask(rnd);
+    searcher_free(rnd);
+    /* lucky: the slowest verified of them; flaky: the truly fastest; the winner must be
+     * the fastest of the others */
+    long lucky = -1, flaky = -1, expect = -1;
+    for (long i = 0; i < budget; i++) {
+        const double t = objective(&cands[first[i]]);
+        if (isnan(t)) continue;
+        if (lucky < 0 || t > objective(&cands[lucky])) lucky = first[i];
+        if (flaky < 0 || t < objective(&cands[flaky])) flaky = first[i];
+    }
+    for (long i = 0; i < budget; i++) {
+        const double t = objective(&cands[first[i]]);
+        if (!isnan(t) && first[i] != flaky && (expect < 0 || t < objective(&cands[expect]))) expect = first[i];
+    }
+    assert_true(lucky >= 0 && flaky >= 0 && expect >= 0 && lucky != expect);
+    lucky_us = 0.5 * objective(&cands[flaky]); /* the fastest of rung 0 by far */
+
+    searcher *se = searcher_new("halving", cands, ncand, 3);
+    assert_non_null(se);
+    searcher_budget(se, budget);
+    char *seen = calloc((size_t)ncand, 1);
+    long idx, per_rung[8] = {0};
+    int last_rung = 0;
+    while ((idx = searcher_ask(se)) >= 0) {
+        const int r = searcher_rung(se);
+        assert_true(r >= last_rung && r < 8);
+        last_rung = r;
+        per_rung[r]++;
+        if (r == 0) {
+            assert_int_equal(idx, first[per_rung[0] - 1]); /* rung 0: random's order */
+            assert_false(seen[idx]);
+            seen[idx] = 1;
+        } else {
+            assert_true(seen[idx]); /* later rungs: survivors only */
+            assert_true(idx != lucky || r == 1); /* flattered once, then found out */
+        }
+        searcher_tell(se, idx, timed(idx, r, lucky, flaky));
+    }
+    double us;
+    const long best = searcher_best(se, &us);
+    print_message("halving over %ld: rungs of %ld, %ld, %ld, %ld; winner %.1f us (best of the first rung by the model %.1f)\n",
+                  budget, per_rung[0], per_rung[1], per_rung[2], per_rung[3], us, objective(&cands[expect]));
+    assert_int_equal(per_rung[0], budget);
+    assert_true(per_rung[1] >= 4 && per_rung[1] <= 8); /* half of the verified */
+    assert_int_equal(per_rung[2], per_rung[1] / 2); /* flaky failed in rung 1 */
+    assert_int_equal(per_rung[3], 2);
+    assert_int_equal(per_rung[4], 0); /* the faster of the last two wins untimed again */
+    assert_int_equal(best, expect);
+    assert_true(best != lucky && best != flaky);
+    free(seen);
+    searcher_free(se);
+
+    /* random told the same first timings keeps the flattered one */
+    rnd = searcher_new("random", cands, ncand, 3);
+    for (long i = 0; i < budget; i++) {
+        idx = searcher_ask(rnd);
+        searcher_tell(rnd, idx, timed(idx, 0, lucky, flaky));
+    }
+    assert_int_equal(searcher_best(rnd, &us), lucky);
+    searcher_free(rnd);
 }
 
 static int setup(void **state)
@@ -180,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_each_asked_once),
         cmocka_unit_test(test_bo_converges),
         cmocka_unit_test(test_local_climbs),
+        cmocka_unit_test(test_halving_rungs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -610,6 +610,56 @@ static void test_tune_local_start(void **state)
     assert_string_equal(got, start);
 }
 
+/* --strategy halving on PoCL: one explored row per candidate (a survivor's row takes its
+ * longer timing), the faster half of four timed again in rung 1 and nothing after, the
+ * winner one of them; the same command again resumes with no timing at all. */
+static void test_tune_halving(void **state)
+{
+    (void)state;
+    char shapes[512], res[512], sp[512], cmd[3072], errp[600], p[600];
+    snprintf(shapes, sizeof shapes, "%s/hshapes.csv", tmpdir);
+    snprintf(res, sizeof res, "%s/hres", tmpdir);
+    snprintf(sp, sizeof sp, "%s/hspace.csv", tmpdir);
+    snprintf(errp, sizeof errp, "%s/hres.err", tmpdir);
+    write_file(shapes, "name,batch,hq,hkv,sq,skv,d,causal\nh,1,2,2,64,64,64,0\n");
+    write_file(sp, "param,value,when\nMMA,fma,\nBLOCK_M,32,\nBLOCK_N,16,\nBLOCK_N,32,\nNUM_WARPS,1,\nNUM_WARPS,2,\n"
+                   "WARP_M,1,\nSTAGES,1,\nKPAD,1,\nSPLIT_KV,1,\nPACK_GQA,0,\n");
+    const char *fab = getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "build/fabench";
+    snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --space %s --strategy halving "
+             "--budget 4 --rep-budget 0.01 --seed 2 2> %s", fab, shapes, res, sp, errp);
+    for (int pass = 0; pass < 2; pass++) {
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(count_in(res, "explored.csv"), 4);
+        char *text, e2[FB_ERRLEN];
+        size_t len;
+        assert_int_equal(fb_read_file(errp, &text, &len, e2, sizeof e2), 0);
+        int rung1 = 0;
+        for (const char *q = text; (q = strstr(q, ": rung 1: ")); q++) rung1++;
+        if (pass == 0 && (rung1 != 2 || strstr(text, ": rung 2: "))) fail_msg("rung 1 should time 2 again, rung 2 none:\n%s", text);
+        if (pass == 1 && rung1 != 0) fail_msg("a resumed halving timed again:\n%s", text);
+        free(text);
+    }
+    csv_table *e, *t;
+    char err[FB_ERRLEN];
+    snprintf(p, sizeof p, "%s/explored.csv", res);
+    assert_int_equal(csvt_read(p, &e, err, sizeof err), 0);
+    snprintf(p, sizeof p, "%s/tuning.csv", res);
+    assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
+    assert_int_equal(t->nrows, 1);
+    const char *win = t->rows[0][csvt_col(t, "config")];
+    /* the winner is one of the two fastest of rung 0 (their rows now hold rung 1's times) */
+    int cu = csvt_col(e, "median_us"), cf = csvt_col(e, "config"), cs = csvt_col(e, "strategy"), found = 0;
+    for (size_t i = 0; i < e->nrows; i++) {
+        assert_string_equal(e->rows[i][cs], "halving");
+        assert_true(atof(e->rows[i][cu]) > 0);
+        found += !strcmp(e->rows[i][cf], win);
+    }
+    assert_int_equal(found, 1);
+    assert_string_equal(t->rows[0][csvt_col(t, "strategy")], "halving");
+    csvt_free(e);
+    csvt_free(t);
+}
+
 /* A row the declared space (kernels/space.csv) no longer holds, as a probe or a dropped
  * switch leaves in explored.csv and tuning.csv, never enters the head-to-head, however fast
  * its recorded time: under --merge the class's row is replaced by a declared configuration. */
@@ -740,6 +790,7 @@ int main(void)
         cmocka_unit_test(test_tune_merge),
         cmocka_unit_test(test_tune_undeclared),
         cmocka_unit_test(test_tune_local_start),
+        cmocka_unit_test(test_tune_halving),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
