@@ -550,6 +550,17 @@ static void explored_config(const char *res, size_t i, char *buf, size_t n)
     csvt_free(t);
 }
 
+/* One non-causal d=64 shape (class Sq = Skv = 64) and a space of four fma configurations
+ * (BLOCK_N 16/32 x NUM_WARPS 1/2), in files named after tag under tmpdir. */
+static void four_config_fixture(const char *tag, char *shapes, char *sp, size_t n)
+{
+    snprintf(shapes, n, "%s/%sshapes.csv", tmpdir, tag);
+    snprintf(sp, n, "%s/%sspace.csv", tmpdir, tag);
+    write_file(shapes, "name,batch,hq,hkv,sq,skv,d,causal\nl,1,2,2,64,64,64,0\n");
+    write_file(sp, "param,value,when\nMMA,fma,\nBLOCK_M,32,\nBLOCK_N,16,\nBLOCK_N,32,\nNUM_WARPS,1,\nNUM_WARPS,2,\n"
+                   "WARP_M,1,\nSTAGES,1,\nKPAD,1,\nSPLIT_KV,1,\nPACK_GQA,0,\n");
+}
+
 /* --strategy local starts its climb at the class's tuning.csv row, or, where the space does
  * not hold that row, at the candidate nearest to it; a class with no row starts at its
  * nearest class's row. */
@@ -557,13 +568,9 @@ static void test_tune_local_start(void **state)
 {
     (void)state;
     char shapes[512], res[512], res2[512], sp[512], cmd[2048], got[256], first[256];
-    snprintf(shapes, sizeof shapes, "%s/lshapes.csv", tmpdir);
+    four_config_fixture("l", shapes, sp, sizeof shapes);
     snprintf(res, sizeof res, "%s/lres", tmpdir);
     snprintf(res2, sizeof res2, "%s/lres2", tmpdir);
-    snprintf(sp, sizeof sp, "%s/lspace.csv", tmpdir);
-    write_file(shapes, "name,batch,hq,hkv,sq,skv,d,causal\nl,1,2,2,64,64,64,0\n");
-    write_file(sp, "param,value,when\nMMA,fma,\nBLOCK_M,32,\nBLOCK_N,16,\nBLOCK_N,32,\nNUM_WARPS,1,\nNUM_WARPS,2,\n"
-                   "WARP_M,1,\nSTAGES,1,\nKPAD,1,\nSPLIT_KV,1,\nPACK_GQA,0,\n");
     const char *fab = getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "build/fabench";
     const char *fmt = "%s tune --device opencl:0 --shapes %s --results %s --space %s --strategy %s --budget 1 "
                       "--rep-budget 0.01 --quiet";
@@ -617,13 +624,9 @@ static void test_tune_halving(void **state)
 {
     (void)state;
     char shapes[512], res[512], sp[512], cmd[3072], errp[600], p[600];
-    snprintf(shapes, sizeof shapes, "%s/hshapes.csv", tmpdir);
+    four_config_fixture("h", shapes, sp, sizeof shapes);
     snprintf(res, sizeof res, "%s/hres", tmpdir);
-    snprintf(sp, sizeof sp, "%s/hspace.csv", tmpdir);
     snprintf(errp, sizeof errp, "%s/hres.err", tmpdir);
-    write_file(shapes, "name,batch,hq,hkv,sq,skv,d,causal\nh,1,2,2,64,64,64,0\n");
-    write_file(sp, "param,value,when\nMMA,fma,\nBLOCK_M,32,\nBLOCK_N,16,\nBLOCK_N,32,\nNUM_WARPS,1,\nNUM_WARPS,2,\n"
-                   "WARP_M,1,\nSTAGES,1,\nKPAD,1,\nSPLIT_KV,1,\nPACK_GQA,0,\n");
     const char *fab = getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "build/fabench";
     snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --space %s --strategy halving "
              "--budget 4 --rep-budget 0.01 --seed 2 2> %s", fab, shapes, res, sp, errp);
