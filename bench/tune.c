@@ -329,17 +329,31 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
             if (attn_run(runner, s, dt, &kc[k], &as_run, &res, err, errlen) != 0) return -1;
             if (res.status == ST_OK && res.us.median < us[k]) us[k] = res.us.median;
         }
-    int w = 0;
+    int incumbent = -1;
+    for (int k = 0; k < ncon; k++)
+        if (src[k] == 3) incumbent = k;
+    const int w = tune_rematch_pick(us, ncon, incumbent);
+    if (w < 0) return 0;
+    int fastest = 0;
     for (int k = 1; k < ncon; k++)
-        if (us[k] < us[w]) w = k;
-    if (!isfinite(us[w])) return 0;
+        if (us[k] < us[fastest]) fastest = k;
     if (!quiet)
         for (int k = 0; k < ncon; k++)
             fprintf(stderr, "fabench tune: %s: timed again %s: %.3f us (%s)%s\n", cls, con[k], us[k], src_name[src[k]],
-                    k == w ? ", the winner" : "");
+                    k != w ? "" : w == fastest ? ", the winner" : ", the winner (kept: within the margin of the fastest)");
     snprintf(best_cfg, best_len, "%s", con[w]);
     *best_us = us[w];
     return 1;
+}
+
+int tune_rematch_pick(const double *us, int n, int incumbent)
+{
+    int w = -1;
+    for (int k = 0; k < n; k++)
+        if (isfinite(us[k]) && (w < 0 || us[k] < us[w])) w = k;
+    if (w >= 0 && incumbent >= 0 && incumbent < n && isfinite(us[incumbent]) && us[incumbent] <= us[w] * (1 + TUNE_KEEP_MARGIN))
+        w = incumbent;
+    return w;
 }
 
 double tune_class_distance(const char *row, const char *key, double dtype_cost, double causal_cost)

@@ -50,6 +50,14 @@ int tune_borrow_classes(const char *key, const char *const *keys, size_t n, size
 #define TUNE_BORROW_DTYPE_COST 0.5
 #define TUNE_BORROW_CAUSAL_COST 1.0 /* a class with no neighbour of its causality borrows from the other */
 
+/* The head-to-head's verdict over n contenders timed back to back (us[k]: its best time,
+ * infinity when it failed; incumbent: the index of tuning.csv's recorded row, -1 if it is
+ * not among them): the fastest, except that the recorded row keeps its place when within
+ * TUNE_KEEP_MARGIN of it (a closer win is inside what separate runs reproduce: on the H200
+ * a 0.7% head-to-head win measured 1.3% slower in the run after it). -1 if none verified. */
+#define TUNE_KEEP_MARGIN 0.01
+int tune_rematch_pick(const double *us, int n, int incumbent);
+
 int cmd_tune(int argc, char **argv);
 
 #endif

@@ -2,6 +2,7 @@
  * lookup (exact, nearest, default), and `fabench tune` end to end on the first OpenCL
  * device: verified candidates, explored.csv and tuning.csv, and a resume that redoes nothing. */
 #define _GNU_SOURCE
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -550,6 +551,21 @@ static void explored_config(const char *res, size_t i, char *buf, size_t n)
     csvt_free(t);
 }
 
+/* The head-to-head keeps tuning.csv's row unless another contender beats it by more than
+ * TUNE_KEEP_MARGIN; a failed contender never wins. */
+static void test_rematch_pick(void **state)
+{
+    (void)state;
+    const double us[] = {100.0, 100.0 * (1 + TUNE_KEEP_MARGIN / 2), 100.0 * (1 + 2 * TUNE_KEEP_MARGIN), INFINITY};
+    assert_int_equal(tune_rematch_pick(us, 4, -1), 0);    /* no recorded row: the fastest */
+    assert_int_equal(tune_rematch_pick(us, 4, 1), 1);     /* recorded, within the margin: kept */
+    assert_int_equal(tune_rematch_pick(us, 4, 2), 0);     /* recorded, beaten by more: replaced */
+    assert_int_equal(tune_rematch_pick(us, 4, 3), 0);     /* recorded, failed: replaced */
+    assert_int_equal(tune_rematch_pick(us + 3, 1, 0), -1); /* nothing verified */
+    const double tie[] = {INFINITY, 50.0, 50.0};
+    assert_int_equal(tune_rematch_pick(tie, 3, -1), 1);   /* the first of equals */
+}
+
 /* One non-causal d=64 shape (class Sq = Skv = 64) and a space of four fma configurations
  * (BLOCK_N 16/32 x NUM_WARPS 1/2), in files named after tag under tmpdir. */
 static void four_config_fixture(const char *tag, char *shapes, char *sp, size_t n)
@@ -794,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_tune_undeclared),
         cmocka_unit_test(test_tune_local_start),
         cmocka_unit_test(test_tune_halving),
+        cmocka_unit_test(test_rematch_pick),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
