@@ -22,6 +22,8 @@ struct searcher {
     long *members;       /* halving: the current rung's candidates (rungs above 0) */
     long nmem, cur;
     double *last_us;     /* halving: each candidate's latest time (NaN: failed or never told) */
+    double *prev_us;     /* halving: the time before it (the rung that promoted it) */
+    int *told_rung;      /* halving: the rung of its latest time */
     long seed[SEARCH_MAX_SEEDS]; /* local: asked first, in this order */
     int nseed;
     long best_idx;       /* the fastest candidate told so far (-1: none) */
@@ -92,9 +94,14 @@ searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint6
     se->feat = malloc(sizeof *se->feat * (size_t)(n ? n : 1));
     se->members = malloc(sizeof(long) * (size_t)(n ? n : 1));
     se->last_us = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    if (!se->order || !se->asked || !se->feat || !se->members || !se->last_us) { searcher_free(se); return NULL; }
+    se->prev_us = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    se->told_rung = calloc((size_t)(n ? n : 1), sizeof(int));
+    if (!se->order || !se->asked || !se->feat || !se->members || !se->last_us || !se->prev_us || !se->told_rung) {
+        searcher_free(se);
+        return NULL;
+    }
     for (long i = 0; i < n; i++) {
-        se->last_us[i] = NAN;
+        se->last_us[i] = se->prev_us[i] = NAN;
         se->order[i] = i;
         features(&cands[i], se->feat[i]);
     }
@@ -313,7 +320,8 @@ static void sort_by_time(long *idx, long n, const double *t)
 }
 
 /* halving: the next candidate of the current rung, promoting the faster half of a finished
- * rung to the next one (each of its candidates timed twice as long); -1 once one is left. */
+ * rung to the next one (each of its candidates timed twice as long); -1 once a finished
+ * rung has two or fewer verified (the faster of them wins). */
 static long halving_ask(searcher *se)
 {
     if (se->rung == 0 && (se->rung_n0 == 0 || se->n0_asked < se->rung_n0)) {
@@ -348,13 +356,20 @@ static long halving_ask(searcher *se)
 
 long searcher_best(const searcher *se, double *us)
 {
-    if (se->halving && se->rung > 0) { /* the fastest of the rung reached, by its latest times */
+    if (se->halving && se->rung > 0) {
+        /* the fastest of the rung reached; if it was cut short (--time, Ctrl-C), every member
+         * by the time of the rung before, which all of them have, so that no timing length
+         * is ranked against another */
+        int done = 1;
+        for (long i = 0; i < se->nmem; i++) done &= se->told_rung[se->members[i]] == se->rung;
         long b = -1;
+        double bt = INFINITY;
         for (long i = 0; i < se->nmem; i++) {
             const long c = se->members[i];
-            if (!isnan(se->last_us[c]) && (b < 0 || se->last_us[c] < se->last_us[b])) b = c;
+            const double t = done || se->told_rung[c] != se->rung ? se->last_us[c] : se->prev_us[c];
+            if (!isnan(t) && t < bt) { b = c; bt = t; }
         }
-        if (us) *us = b >= 0 ? se->last_us[b] : INFINITY;
+        if (us) *us = bt;
         return b;
     }
     if (us) *us = se->best_us;
@@ -382,7 +397,9 @@ void searcher_tell(searcher *se, long idx, double us)
 {
     if (idx < 0 || idx >= se->n) return;
     se->asked[idx] = 1;
+    se->prev_us[idx] = se->last_us[idx];
     se->last_us[idx] = us;
+    se->told_rung[idx] = se->rung;
     if (us < se->best_us) { /* NaN (failed) never is */
         se->best_us = us;
         se->best_idx = idx;
@@ -401,5 +418,7 @@ void searcher_free(searcher *se)
     free(se->feat);
     free(se->members);
     free(se->last_us);
+    free(se->prev_us);
+    free(se->told_rung);
     free(se);
 }

@@ -4,7 +4,7 @@
  * local (a hill climb: its seeds first, then always the unasked candidate with the fewest
  * parameters different from the best so far) and halving (successive halving: rung 0 times
  * candidates in a seeded random order, each rung after it times the faster half of the one
- * before again, twice as long, until one is left). */
+ * before again, twice as long, until a rung has two or fewer verified: the faster wins). */
 #ifndef FABENCH_SEARCH_H
 #define FABENCH_SEARCH_H
 
@@ -27,7 +27,8 @@ void searcher_budget(searcher *se, long budget);
  * timing 2^r times as long of a candidate told before. */
 int searcher_rung(const searcher *se);
 /* The best candidate so far and its time (-1 and infinity if none): the fastest told; for
- * halving past rung 0, the fastest of the highest rung by its latest times. */
+ * halving past rung 0, the fastest of the highest rung by that rung's times (by the rung
+ * before's when the highest was cut short). */
 long searcher_best(const searcher *se, double *us);
 /* The result of candidate idx: its median time in microseconds, NaN when it failed. */
 void searcher_tell(searcher *se, long idx, double us);

@@ -329,9 +329,9 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
             if (attn_run(runner, s, dt, &kc[k], &as_run, &res, err, errlen) != 0) return -1;
             if (res.status == ST_OK && res.us.median < us[k]) us[k] = res.us.median;
         }
-    int incumbent = -1;
-    for (int k = 0; k < ncon; k++)
-        if (src[k] == 3) incumbent = k;
+    int incumbent = -1; /* tuning.csv's row, whichever list brought it in */
+    for (int k = 0; k < ncon && recorded; k++)
+        if (!strcmp(con[k], recorded)) incumbent = k;
     const int w = tune_rematch_pick(us, ncon, incumbent);
     if (w < 0) return 0;
     int fastest = 0;
@@ -455,17 +455,18 @@ static long explored_find(const csv_table *e, const rt_device *dev, const char *
  * time and repetitions, and the file is written whole. 0, or -1 with err. */
 #define TUNE_RUNG_MAX 5
 static int retime_row(attn_runner *runner, const shape_t *s, dtype_t dt, const kconfig *c, const attn_opts *ao, int rung,
-                      csv_table *e, size_t r, const char *path, char *err, size_t errlen)
+                      csv_table *e, size_t r, const char *path, status_t *st, char *err, size_t errlen)
 {
     attn_opts o = *ao;
     o.timing.abandon_us = 0;
     const int f = 1 << (rung < TUNE_RUNG_MAX ? rung : TUNE_RUNG_MAX);
     o.timing.budget_s = ao->timing.budget_s * f;
-    o.timing.min_reps = ao->timing.min_reps * f; /* a slow kernel's few repetitions grow too */
-    if (o.timing.max_reps > 0 && o.timing.min_reps > o.timing.max_reps) o.timing.min_reps = o.timing.max_reps;
+    o.timing.min_reps = ao->timing.min_reps * f; /* a slow kernel's few repetitions grow too, */
+    if (o.timing.max_reps > 0) o.timing.max_reps *= f;   /* and a fast one's cap */
     kconfig cand = *c;
     attn_result res;
     if (attn_run(runner, s, dt, &cand, &o, &res, err, errlen) != 0) return -1;
+    *st = res.status;
     const int ok = res.status == ST_OK;
     char us[32] = "", tf[32] = "", reps[24] = "", mae[32] = "";
     if (ok) {
@@ -505,7 +506,8 @@ static volatile pid_t tune_child;
 static void forward_sigint(int sig) { (void)sig; if (tune_child > 0) kill(tune_child, SIGINT); }
 
 /* The in-flight note: one field per line (explored path, gpu, backend, config, class,
- * shape, strategy, step), written whole (temp + rename) or not at all. */
+ * shape, strategy, step, and "retime" when halving times a survivor that has a row
+ * already), written whole (temp + rename) or not at all. */
 static void inflight_note(const char *path, const char *const *f, int n)
 {
     if (!path) return;
@@ -569,20 +571,32 @@ static int supervise(int argc, char **argv)
             snprintf(reason, sizeof reason, "the device hung; tuning went on in a fresh process");
         FILE *in = fopen(inflight, "r");
         if (in && WIFSIGNALED(st)) {
-            char f[8][512];
+            char f[9][512];
             int nf = 0;
-            while (nf < 8 && fgets(f[nf], sizeof f[0], in)) { f[nf][strcspn(f[nf], "\n")] = 0; nf++; }
-            if (nf == 8) {
+            while (nf < 9 && fgets(f[nf], sizeof f[0], in)) { f[nf][strcspn(f[nf], "\n")] = 0; nf++; }
+            const int retime = nf == 9 && !strcmp(f[8], "retime");
+            if (nf == 8 || retime) {
                 csv_table *t;
                 char err[FB_ERRLEN];
                 if (csvt_open_append(f[0], explored_header, EXPLORED_NCOLS, &t, err, sizeof err) == 0) {
-                    int have = 0;
-                    for (size_t r = 0; r < t->nrows && !have; r++)
-                        have = !strcmp(t->rows[r][0], f[1]) && !strcmp(t->rows[r][1], f[2]) &&
-                               !strcmp(t->rows[r][3], f[3]) && !strcmp(t->rows[r][4], f[4]);
+                    long have = -1;
+                    for (size_t r = 0; r < t->nrows && have < 0; r++)
+                        if (!strcmp(t->rows[r][0], f[1]) && !strcmp(t->rows[r][1], f[2]) && !strcmp(t->rows[r][3], f[3]) &&
+                            !strcmp(t->rows[r][4], f[4]))
+                            have = (long)r;
                     const char *row[EXPLORED_NCOLS] = {f[1], f[2], "attn_fwd", f[3], f[4], f[5], "launch_error", reason, "",
                                                        "", "", "-1", "-1", "-1", "-1", "-1", "", f[6], f[7], ""};
-                    if (!have && (csvt_add(t, row) != 0 || csvt_write_atomic(t, f[0], err, sizeof err) != 0))
+                    int werr = 0;
+                    if (have < 0) werr = csvt_add(t, row) != 0;
+                    else if (retime) /* halving timing a survivor again: the crash replaces its earlier result */
+                        for (size_t c = 6; c < EXPLORED_NCOLS && !werr; c++) {
+                            if (c > 10 && c != EXPLORED_NCOLS - 1) continue; /* status .. tflops, and reps */
+                            char *v = strdup(row[c]);
+                            if (!v) werr = 1;
+                            else { free(t->rows[have][c]); t->rows[have][c] = v; }
+                        }
+                    if (werr) snprintf(err, sizeof err, "out of memory");
+                    if (werr || ((have < 0 || retime) && csvt_write_atomic(t, f[0], err, sizeof err) != 0))
                         fprintf(stderr, "fabench tune: %s\n", err);
                     csvt_free(t);
                 }
@@ -624,7 +638,8 @@ static void usage(FILE *f)
             "                      earlier winners after the space grew, or a class from its\n"
             "                      neighbours'), or halving (successive halving: --budget candidates\n"
             "                      (default all) in a seeded random order, then the faster half\n"
-            "                      of them timed again twice as long, and so on until one is left;\n"
+            "                      of them timed again twice as long, and so on until two or fewer\n"
+            "                      are left (the faster wins);\n"
             "                      for ranking configurations closer than one short timing tells\n"
             "                      apart)\n"
             "  --budget N          at most N candidates timed per class (default: all)\n"
@@ -873,9 +888,21 @@ int cmd_tune(int argc, char **argv)
             if (rung > 0) { /* halving: a survivor timed again, longer */
                 const long rr = explored_find(explored, &dev, keys[ci], cs);
                 if (rr >= (long)first_row) {
-                    if (retime_row(runner, s, dt, &cands[idx], &ao, rung, explored, (size_t)rr, p_explored, err, sizeof err) != 0) {
+                    status_t st = ST_OK;
+                    if (inflight) { /* a crash here is recorded over this row (the supervisor) */
+                        const char *f[9] = {p_explored, dev.info.name, dev.rt->name, cs, keys[ci], s->name, strategy,
+                                            explored->rows[rr][csvt_col(explored, "step")], "retime"};
+                        inflight_note(inflight, f, 9);
+                    }
+                    if (retime_row(runner, s, dt, &cands[idx], &ao, rung, explored, (size_t)rr, p_explored, &st, err,
+                                   sizeof err) != 0) {
                         fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
                         fatal = 1;
+                        break;
+                    }
+                    if (inflight) unlink(inflight);
+                    if (child && st == ST_TIMEOUT) { /* the device is gone for this process */
+                        restart = 1;
                         break;
                     }
                     if (!quiet && !is_tty)
@@ -970,16 +997,23 @@ int cmd_tune(int argc, char **argv)
             }
         }
         attn_precompile_wait(pjob, 1);
-        if (halving && !fatal) { /* the survivor of the highest rung, by its longest timing */
+        if (halving && !fatal && searcher_rung(se) > 0) { /* the survivor of the highest rung, by its longest timing */
             double hus;
             const long hb = searcher_best(se, &hus);
-            if (hb >= 0) {
+            if (hb < 0) { /* every survivor failed when timed again: nothing to trust */
+                if (!quiet) fprintf(stderr, "fabench tune: %s: every survivor failed when timed again\n", keys[ci]);
+                best = -1;
+                new_cfg[0] = 0;
+            } else {
                 best = hb;
                 best_us = hus;
                 kconfig_str(&cands[hb], best_cfg, sizeof best_cfg);
                 if (explored_find(explored, &dev, keys[ci], best_cfg) >= (long)first_row) {
                     new_us = hus;
                     snprintf(new_cfg, sizeof new_cfg, "%s", best_cfg);
+                } else { /* an earlier run's row: rung 0's fastest new one may have been eliminated since */
+                    new_us = INFINITY;
+                    new_cfg[0] = 0;
                 }
             }
         }

@@ -36,13 +36,14 @@ static double objective(const kconfig *c)
     return t;
 }
 
-/* A timing of candidate c in rung r: the objective, except that `lucky` measures at
- * lucky_us in rung 0 (a noisy short timing) and `flaky` fails once timed again. */
+/* A timing of candidate c in rung r: the objective times (1 + r) (longer timings read
+ * slower, as on a GPU that warms up: only times of one rung compare), except that `lucky`
+ * measures at lucky_us in rung 0 (a noisy short timing) and `flaky` fails once timed again. */
 static double lucky_us;
 static double timed(long c, int r, long lucky, long flaky)
 {
     if (c == flaky && r > 0) return NAN;
-    return c == lucky && r == 0 ? lucky_us : objective(&cands[c]);
+    return c == lucky && r == 0 ? lucky_us : objective(&cands[c]) * (1 + r);
 }
 
 static void test_halving_rungs(void **state)
@@ -87,13 +88,14 @@ static void test_halving_rungs(void **state)
             seen[idx] = 1;
         } else {
             assert_true(seen[idx]); /* later rungs: survivors only */
+            seen[idx] = 2;
             assert_true(idx != lucky || r == 1); /* flattered once, then found out */
         }
         searcher_tell(se, idx, timed(idx, r, lucky, flaky));
     }
     double us;
     const long best = searcher_best(se, &us);
-    print_message("halving over %ld: rungs of %ld, %ld, %ld, %ld; winner %.1f us (best of the first rung by the model %.1f)\n",
+    print_message("halving over %ld: rungs of %ld, %ld, %ld, %ld; winner %.1f us in the last rung (%.1f in the model)\n",
                   budget, per_rung[0], per_rung[1], per_rung[2], per_rung[3], us, objective(&cands[expect]));
     assert_int_equal(per_rung[0], budget);
     assert_true(per_rung[1] >= 4 && per_rung[1] <= 8); /* half of the verified */
@@ -102,7 +104,30 @@ static void test_halving_rungs(void **state)
     assert_int_equal(per_rung[4], 0); /* the faster of the last two wins untimed again */
     assert_int_equal(best, expect);
     assert_true(best != lucky && best != flaky);
+    assert_true(fabs(us - 4 * objective(&cands[expect])) < 1e-9); /* its rung-3 time */
+    /* the test means something: a candidate dropped in rung 0 has a rung-0 time below the
+     * winner's rung-3 time (so ranking latest times across rungs would pick it) */
+    int below = 0;
+    for (long i = 0; i < budget; i++)
+        below |= seen[first[i]] == 1 && !isnan(timed(first[i], 0, lucky, flaky)) && timed(first[i], 0, lucky, flaky) < us;
+    assert_true(below);
     free(seen);
+    searcher_free(se);
+
+    /* cut short in rung 2 after its first timing: every member is ranked by its rung-1
+     * time, not the one member by its (slower) rung-2 time against the others' rung-1 */
+    se = searcher_new("halving", cands, ncand, 3);
+    searcher_budget(se, budget);
+    long cut = -1;
+    while ((idx = searcher_ask(se)) >= 0) {
+        const int r = searcher_rung(se);
+        searcher_tell(se, idx, timed(idx, r, lucky, flaky));
+        if (r == 2) { cut = idx; break; }
+    }
+    assert_true(cut >= 0);
+    const long b2 = searcher_best(se, &us);
+    assert_int_equal(b2, expect);
+    assert_true(fabs(us - 2 * objective(&cands[expect])) < 1e-9);
     searcher_free(se);
 
     /* random told the same first timings keeps the flattered one */
