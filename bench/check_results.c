@@ -211,7 +211,7 @@ static const char *check_value(const col_spec *cs, const char *v, char *buf, siz
         return buf;
     case V_STRATEGY:
         if (search_strategy_known(v)) return NULL;
-        snprintf(buf, len, "unknown strategy '%.60s' (exhaustive, random, bo, local, halving)", v);
+        snprintf(buf, len, "unknown strategy '%.60s' (" SEARCH_STRATEGIES ")", v);
         return buf;
     case V_SOURCE:
         if (!strcmp(v, "ptx") || !strcmp(v, "sass")) return NULL;

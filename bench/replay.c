@@ -169,7 +169,8 @@ int cmd_tune_replay(int argc, char **argv)
     char *save = NULL;
     for (char *tok = strtok_r(slist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (!search_strategy_known(tok) || nstrat == 8) {
-            fprintf(stderr, "fabench tune-replay: --strategy: unknown or too many: '%s' (known: exhaustive, random, bo, local, halving)\n", tok);
+            fprintf(stderr, "fabench tune-replay: --strategy: unknown or too many: '%s' (known: " SEARCH_STRATEGIES ")\n",
+                    tok);
             return FB_EXIT_BADINPUT;
         }
         strat[nstrat++] = tok;

@@ -520,6 +520,15 @@ static void inflight_note(const char *path, const char *const *f, int n)
     else unlink(tmp);
 }
 
+/* The in-flight note for candidate cfg of class cls (retime: halving times this run's row
+ * of it again); nothing when not isolated (path NULL). */
+static void note_candidate(const char *path, const char *explored_path, const rt_device *dev, const char *cfg,
+                           const char *cls, const char *shape, const char *strategy, const char *step, int retime)
+{
+    const char *f[9] = {explored_path, dev->info.name, dev->rt->name, cfg, cls, shape, strategy, step, "retime"};
+    inflight_note(path, f, retime ? 9 : 8);
+}
+
 static int supervise(int argc, char **argv)
 {
     char self[4096];
@@ -589,8 +598,8 @@ static int supervise(int argc, char **argv)
                     int werr = 0;
                     if (have < 0) werr = csvt_add(t, row) != 0;
                     else if (retime) /* halving timing a survivor again: the crash replaces its earlier result */
-                        for (size_t c = 6; c < EXPLORED_NCOLS && !werr; c++) {
-                            if (c > 10 && c != EXPLORED_NCOLS - 1) continue; /* status .. tflops, and reps */
+                        for (size_t k = 0; k < 6 && !werr; k++) { /* status .. tflops, and reps */
+                            const size_t c = k < 5 ? 6 + k : EXPLORED_NCOLS - 1;
                             char *v = strdup(row[c]);
                             if (!v) werr = 1;
                             else { free(t->rows[have][c]); t->rows[have][c] = v; }
@@ -716,7 +725,7 @@ int cmd_tune(int argc, char **argv)
             break;
         case O_STRATEGY:
             if (!search_strategy_known(optarg)) {
-                fprintf(stderr, "fabench tune: --strategy: unknown '%s' (known: exhaustive, random, bo, local, halving)\n", optarg);
+                fprintf(stderr, "fabench tune: --strategy: unknown '%s' (known: " SEARCH_STRATEGIES ")\n", optarg);
                 return FB_EXIT_BADINPUT;
             }
             strategy = optarg;
@@ -872,9 +881,7 @@ int cmd_tune(int argc, char **argv)
         char best_cfg[256] = "", new_cfg[256] = ""; /* new_cfg: the best of the candidates timed by this run */
         double new_us = INFINITY;
         /* resume: candidates this class already has rows for are not run again */
-        int col_cfg = csvt_col(explored, "config"), col_cls = csvt_col(explored, "shape_class"),
-            col_be = csvt_col(explored, "backend"), col_st = csvt_col(explored, "status"),
-            col_us = csvt_col(explored, "median_us"), col_gpu = csvt_col(explored, "gpu");
+        const int col_st = csvt_col(explored, "status"), col_us = csvt_col(explored, "median_us");
         long idx;
         /* halving's later rungs time candidates already counted against the budget */
         while (!stop_requested && (budget <= 0 || explored_n < budget || halving) && (idx = searcher_ask(se)) >= 0) {
@@ -884,53 +891,44 @@ int cmd_tune(int argc, char **argv)
             if (time_limit > 0 && fb_now() - t0 > time_limit && (best >= 0 || late_tries++ >= TUNE_LATE_TRIES)) break;
             char cs[256];
             kconfig_str(&cands[idx], cs, sizeof cs);
+            /* this class's row for the candidate: an earlier run's (resumed: its recorded time),
+             * or, for halving's later rungs, this run's, which is timed again for longer */
+            const long rr = explored_find(explored, &dev, keys[ci], cs);
             const int rung = searcher_rung(se);
-            if (rung > 0) { /* halving: a survivor timed again, longer */
-                const long rr = explored_find(explored, &dev, keys[ci], cs);
-                if (rr >= (long)first_row) {
-                    status_t st = ST_OK;
-                    if (inflight) { /* a crash here is recorded over this row (the supervisor) */
-                        const char *f[9] = {p_explored, dev.info.name, dev.rt->name, cs, keys[ci], s->name, strategy,
-                                            explored->rows[rr][csvt_col(explored, "step")], "retime"};
-                        inflight_note(inflight, f, 9);
-                    }
-                    if (retime_row(runner, s, dt, &cands[idx], &ao, rung, explored, (size_t)rr, p_explored, &st, err,
-                                   sizeof err) != 0) {
-                        fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
-                        fatal = 1;
-                        break;
-                    }
-                    if (inflight) unlink(inflight);
-                    if (child && st == ST_TIMEOUT) { /* the device is gone for this process */
-                        restart = 1;
-                        break;
-                    }
-                    if (!quiet && !is_tty)
-                        fprintf(stderr, "fabench tune: %s: rung %d: %s %s us\n", keys[ci], rung, cs,
-                                explored->rows[rr][col_us][0] ? explored->rows[rr][col_us] : explored->rows[rr][col_st]);
+            if (rung > 0 && rr >= (long)first_row) {
+                status_t st = ST_OK;
+                /* a crash here is recorded over this row (the supervisor) */
+                note_candidate(inflight, p_explored, &dev, cs, keys[ci], s->name, strategy,
+                               explored->rows[rr][csvt_col(explored, "step")], 1);
+                if (retime_row(runner, s, dt, &cands[idx], &ao, rung, explored, (size_t)rr, p_explored, &st, err,
+                               sizeof err) != 0) {
+                    fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
+                    fatal = 1;
+                    break;
                 }
-                /* an earlier run's row keeps its recorded time */
-                const int rok = rr >= 0 && !strcmp(explored->rows[rr][col_st], "ok") && explored->rows[rr][col_us][0];
-                searcher_tell(se, idx, rok ? atof(explored->rows[rr][col_us]) : NAN);
+                if (inflight) unlink(inflight);
+                if (child && st == ST_TIMEOUT) { /* the device is gone for this process */
+                    restart = 1;
+                    break;
+                }
+                if (!quiet && !is_tty)
+                    fprintf(stderr, "fabench tune: %s: rung %d: %s %s us\n", keys[ci], rung, cs,
+                            explored->rows[rr][col_us][0] ? explored->rows[rr][col_us] : explored->rows[rr][col_st]);
+            }
+            if (rung > 0 || rr >= 0) {
+                const int row_ok = rr >= 0 && !strcmp(explored->rows[rr][col_st], "ok") && explored->rows[rr][col_us][0];
+                const double t = row_ok ? atof(explored->rows[rr][col_us]) : NAN;
+                searcher_tell(se, idx, t);
+                if (rung == 0) { /* a resumed candidate counts as explored */
+                    explored_n++;
+                    if (t < best_us) {
+                        best_us = t;
+                        best = idx;
+                        snprintf(best_cfg, sizeof best_cfg, "%s", cs);
+                    }
+                }
                 continue;
             }
-            int done = 0;
-            for (size_t r = 0; r < explored->nrows && !done; r++) {
-                char **row = explored->rows[r];
-                if (strcmp(row[col_cfg], cs) || strcmp(row[col_cls], keys[ci]) || strcmp(row[col_be], dev.rt->name) ||
-                    strcmp(row[col_gpu], dev.info.name))
-                    continue;
-                done = 1;
-                explored_n++;
-                int row_ok = !strcmp(row[col_st], "ok") && row[col_us][0];
-                searcher_tell(se, idx, row_ok ? atof(row[col_us]) : NAN);
-                if (row_ok && atof(row[col_us]) < best_us) {
-                    best_us = atof(row[col_us]);
-                    best = idx;
-                    snprintf(best_cfg, sizeof best_cfg, "%s", cs);
-                }
-            }
-            if (done) continue;
             attn_result res;
             /* a candidate more than ABANDON times slower than the best so far gets one timed run */
             ao.timing.abandon_us = isfinite(best_us) ? TUNE_ABANDON * best_us : 0;
@@ -938,8 +936,7 @@ int cmd_tune(int argc, char **argv)
             if (inflight) {
                 char step[24];
                 snprintf(step, sizeof step, "%ld", explored_n + 1);
-                const char *f[8] = {p_explored, dev.info.name, dev.rt->name, cs, keys[ci], s->name, strategy, step};
-                inflight_note(inflight, f, 8);
+                note_candidate(inflight, p_explored, &dev, cs, keys[ci], s->name, strategy, step, 0);
                 /* test hooks (tests/faults.sh): crash the process, or hang the device, on
                  * candidates whose configuration contains the given text */
                 const char *crash = getenv("FABENCH_TEST_CRASH_CONFIG"), *hang = getenv("FABENCH_TEST_HANG_CONFIG");
