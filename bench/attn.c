@@ -238,9 +238,13 @@ static int tma_upload(attn_runner *r, const shape_t *s, dtype_t dt, int block_n,
         return 1;
     }
     const size_t es = dtype_size(dt);
+    /* dense: [B * HKV] planes of [SKV, d]; ragged: [HKV] planes of [total keys, d] (the
+     * kernel adds the sequence's first key to the row) */
+    const uint64_t rows = shape_ragged(s) ? (uint64_t)shape_total_kv(s) : (uint64_t)s->skv;
+    const uint64_t planes = shape_ragged(s) ? (uint64_t)s->hkv : (uint64_t)s->batch * (uint64_t)s->hkv;
     rt_tensor_map_desc d = {.rank = 3,
-                            .dims = {(uint64_t)s->d, (uint64_t)s->skv, (uint64_t)s->batch * (uint64_t)s->hkv},
-                            .strides = {(uint64_t)s->d * es, (uint64_t)s->skv * (uint64_t)s->d * es},
+                            .dims = {(uint64_t)s->d, rows, planes},
+                            .strides = {(uint64_t)s->d * es, rows * (uint64_t)s->d * es},
                             .box = {64, (uint32_t)block_n, 1},
                             .bf16 = dt == DT_BF16};
     _Alignas(64) unsigned char maps[256];

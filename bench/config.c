@@ -371,8 +371,12 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         snprintf(reason, len, "WG_PERSIST=1 needs WG_WS=1 and SPLIT_KV=1 (its producer walks whole query blocks), and no GRID_LPT (it keeps an order of its own)");
         return ST_UNSUPPORTED;
     }
-    if (c->wg_tma && (shape_ragged(s) || shape_paged(s) || !c->wg_swizzle)) {
-        snprintf(reason, len, "WG_TMA=1 needs WG_SWIZZLE=1 and dense K and V (not a ragged or paged batch yet)");
+    if (c->wg_tma && (shape_paged(s) || !c->wg_swizzle)) {
+        snprintf(reason, len, "WG_TMA=1 needs WG_SWIZZLE=1 and K and V not paged (not a paged batch yet)");
+        return ST_UNSUPPORTED;
+    }
+    if (c->wg_persist && shape_ragged(s)) {
+        snprintf(reason, len, "WG_PERSIST=1 needs a dense batch (its walk over query blocks knows no sequence lengths yet)");
         return ST_UNSUPPORTED;
     }
     if (c->wg_tma && !(dev->features & RT_FEAT_TMA)) {

@@ -19,6 +19,7 @@
 
 #include "attn.h"
 #include "codegen.h"
+#include "shapes.h"
 #include "config.h"
 #include "rt.h"
 #include "sass.h"
@@ -242,6 +243,14 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_PERSIST=1,WG_DYNAMIC=1", 128, DT_BF16, 0, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_DYNAMIC=1", 64, DT_FP16, 1, 2048, 1},
 };
+/* ragged batches (VARLEN, four sequences of these length fractions): cp.async, and the
+ * copy engine from each sequence's first key */
+static const struct { wcase w; const char *lens; } rcases[] = {
+    {{"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2", 128, DT_FP16, 1, 1024, 1}, "0.3;1;0.6"},
+    {{"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1", 128, DT_FP16, 1, 1024, 1}, "0.3;1;0.6"},
+    {{"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1", 64, DT_BF16, 0, 1024, 1}, "0.5;1"},
+    {{"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1", 256, DT_BF16, 1, 1024, 1}, "0.5;1"},
+};
 
 static rt_device_info hopper(void)
 {
@@ -252,10 +261,16 @@ static rt_device_info hopper(void)
 }
 
 /* The harness's defines for a wgmma case (configuration completed and checked for an H200). */
-static int wgmma_defines(const wcase *wc, kconfig *c, char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], const char **dp)
+static int wgmma_defines(const wcase *wc, const char *lens, kconfig *c, char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN],
+                         const char **dp)
 {
     char err[FB_ERRLEN] = "", reason[512] = "";
     shape_t s = {.batch = 1, .hq = 8, .hkv = 2, .sq = wc->sq, .skv = 4096, .d = wc->d, .causal = wc->causal};
+    if (lens) {
+        s.batch = 4;
+        s.skv = wc->sq;
+        if (shapes_parse_lens("wcase", 0, lens, &s, err, sizeof err)) fail_msg("%s: %s", lens, err);
+    }
     memset(c, 0, sizeof *c);
     assert_int_equal(kconfig_parse(wc->cfg, c, err, sizeof err), 0);
     rt_device_info dev = hopper();
@@ -291,15 +306,18 @@ static void test_kernel_wgmma(void **state)
     char tool[1024];
     const int have_sass = sass_tool(tool, sizeof tool);
     if (!have_sass) print_message("no nvdisasm or cuobjdump on PATH: HGMMA checked in PTX only (wgmma.mma_async)\n");
-    for (size_t i = 0; i < sizeof wcases / sizeof wcases[0]; i++) {
-        const wcase *wc = &wcases[i];
-        /* FABENCH_TEST_WCASES=TEXT: only the cases whose configuration contains TEXT */
+    const size_t nw = sizeof wcases / sizeof wcases[0], nr = sizeof rcases / sizeof rcases[0];
+    for (size_t i = 0; i < nw + nr; i++) {
+        const wcase *wc = i < nw ? &wcases[i] : &rcases[i - nw].w;
+        const char *lens = i < nw ? NULL : rcases[i - nw].lens;
+        /* FABENCH_TEST_WCASES=TEXT: only the cases whose configuration contains TEXT
+         * (=ragged: the ragged batches) */
         const char *only = getenv("FABENCH_TEST_WCASES");
-        if (only && *only && !strstr(wc->cfg, only)) continue;
+        if (only && *only && !strstr(wc->cfg, only) && !(lens && !strcmp(only, "ragged"))) continue;
         kconfig c;
         char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
         const char *dp[ATTN_MAX_DEFINES];
-        int nd = wgmma_defines(wc, &c, defs, dp);
+        int nd = wgmma_defines(wc, lens, &c, defs, dp);
         void *bin = NULL;
         size_t len = 0;
         char *log = NULL;
@@ -322,8 +340,8 @@ static void test_kernel_wgmma(void **state)
         }
         char cs[256];
         kconfig_str(&c, cs, sizeof cs);
-        print_message("%s %-62s d=%3d %s c%d: %ld registers, %ld spill bytes, %zu shared bytes, %ld HGMMA, %ld bytes cubin\n",
-                      arch, wc->cfg, wc->d, dtype_name(wc->dt), wc->causal, a.registers, a.spill_bytes,
+        print_message("%s %-62s d=%3d %s c%d%s: %ld registers, %ld spill bytes, %zu shared bytes, %ld HGMMA, %ld bytes cubin\n",
+                      arch, wc->cfg, wc->d, dtype_name(wc->dt), wc->causal, lens ? " ragged" : "", a.registers, a.spill_bytes,
                       kconfig_shared_bytes(&c, wc->d), hgmma, (long)len);
         assert_true(len > 0);
         assert_memory_equal(bin, "\x7f" "ELF", 4);
@@ -437,7 +455,8 @@ static void test_wgmma_rejected(void **state)
         assert_int_equal(a.mma, MMA_SYNC);
     }
     /* WG_TMA: printed only when 1 (older strings keep their meaning), wgmma with the swizzle
-     * on dense K and V only, and only where the copy engine's tensor maps can be made */
+     * on K and V that are not paged (dense or ragged), and only where the copy engine's
+     * tensor maps can be made */
     char cs[256];
     kconfig_str(&c, cs, sizeof cs);
     assert_null(strstr(cs, "WG_TMA"));
@@ -452,7 +471,18 @@ static void test_wgmma_rejected(void **state)
     shape_t paged = s;
     paged.page = 128;
     assert_int_equal(kconfig_check(&tma, &h100, &paged, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
-    assert_non_null(strstr(reason, "dense K and V"));
+    assert_non_null(strstr(reason, "not paged"));
+    shape_t ragged = s;
+    ragged.batch = 3;
+    assert_int_equal(shapes_parse_lens("t", 0, "0.3;1;0.6", &ragged, err, sizeof err), 0);
+    kconfig rtma = {0};
+    assert_int_equal(kconfig_parse("MMA=wgmma,WG_TMA=1,WG_WS=1", &rtma, err, sizeof err), 0);
+    kconfig_complete(&rtma, &h100, &ragged, DT_BF16);
+    if (kconfig_check(&rtma, &h100, &ragged, DT_BF16, reason, sizeof reason) != ST_OK) fail_msg("ragged + WG_TMA: %s", reason);
+    /* persistent work-groups walk dense query blocks only */
+    assert_int_equal(kconfig_parse("WG_PERSIST=1", &rtma, err, sizeof err), 0);
+    assert_int_equal(kconfig_check(&rtma, &h100, &ragged, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "dense batch"));
     tma.wg_swizzle = 0;
     assert_int_equal(kconfig_check(&tma, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
     kconfig mtma = {0};
@@ -495,7 +525,7 @@ static void test_wgmma_rejected(void **state)
     kconfig wc;
     char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
     const char *dp[ATTN_MAX_DEFINES];
-    int nd = wgmma_defines(&wcases[0], &wc, defs, dp);
+    int nd = wgmma_defines(&wcases[0], NULL, &wc, defs, dp);
     const char *nodp[ATTN_MAX_DEFINES]; /* the same without ARCH_SPECIFIC=1 */
     int nn = 0;
     for (int j = 0; j < nd; j++)

@@ -528,6 +528,79 @@ static void test_dynamic(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* A ragged batch through the copy engine (WG_TMA with VARLEN: each sequence's tiles from
+ * its first key of the [HKV] [total keys, d] maps): right on varied and uniform lengths,
+ * causal and not, a mixed batch (query lengths of their own), d = 64 to 256, with and
+ * without the producer warpgroup; then a ragged batch of the ragged suite's size timed
+ * beside its cp.async and MMA=mma forms. */
+static void test_ragged_tma(void **state)
+{
+    (void)state;
+    need_hopper();
+    char err[FB_ERRLEN];
+    shape_t rag = mk(5, 4, 2, 300, 300, 128, 1), uni = mk(3, 4, 4, 257, 257, 64, 0), mix = mk(4, 4, 2, 100, 300, 64, 1);
+    shape_t r80 = mk(3, 4, 2, 200, 200, 80, 1), r256 = mk(4, 2, 1, 333, 333, 256, 1);
+    if (shapes_parse_lens("probe", 0, "0.1;0.4;0.5;1.0;0.2", &rag, err, sizeof err) ||
+        shapes_parse_lens("probe", 0, "1.0", &uni, err, sizeof err) ||
+        shapes_parse_lens("probe", 0, "1;0.5;0.2", &mix, err, sizeof err) ||
+        shapes_parse_qlens("probe", 0, "0.001;1;0.3", &mix, err, sizeof err) ||
+        shapes_parse_lens("probe", 0, "0.3;1;0.6", &r80, err, sizeof err) ||
+        shapes_parse_lens("probe", 0, "0.7;0.05;1", &r256, err, sizeof err))
+        fail_msg("bad lens: %s", err);
+    const probe_case cases[] = {
+        {&rag, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2"},
+        {&rag, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1"},
+        {&rag, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&rag, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_WS=1,WG_PIPE=1,WG_KVSPLIT=1"},
+        {&uni, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_WS=1"},
+        {&uni, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_WS=1,WG_PINGPONG=1"},
+        {&mix, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_WS=1,WG_PIPE=1"},
+        {&mix, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=1"},
+        {&r80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1"},
+        {&r256, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_WS=1,WG_PINGPONG=1"},
+    };
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1", cases, sizeof cases / sizeof cases[0]);
+    printf("ragged through the copy engine: %s\n", bad ? "wrong results" : "right on every case");
+    shape_t timed_shapes[] = {mk(8, 32, 32, 1024, 1024, 128, 1), mk(8, 32, 32, 1024, 1024, 128, 1), mk(8, 32, 32, 4096, 4096, 128, 1)};
+    if (shapes_parse_lens("probe", 0, "1.0", &timed_shapes[0], err, sizeof err) ||
+        shapes_parse_lens("probe", 0, "0.1;0.4;0.5;1.0;0.2;0.7;0.3;0.9", &timed_shapes[1], err, sizeof err) ||
+        shapes_parse_lens("probe", 0, "0.1;0.4;0.5;1.0;0.2;0.7;0.3;0.9", &timed_shapes[2], err, sizeof err))
+        fail_msg("bad lens: %s", err);
+    const char *names[] = {"ragged-uniform-b8-h32-s1024-c1", "ragged-varied-b8-h32-s1024-c1", "ragged-varied-b8-h32-s4096-c1"};
+    for (size_t k = 0; k < 3; k++) snprintf(timed_shapes[k].name, sizeof timed_shapes[k].name, "%s", names[k]);
+    const char *timed[] = {"MMA=mma", "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2",
+                           "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1",
+                           "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"};
+    attn_opts t = timed_opts();
+    for (size_t k = 0; k < sizeof timed_shapes / sizeof timed_shapes[0]; k++)
+        for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) time_one(timed_shapes[k].name, &timed_shapes[k], timed[i], &t);
+    assert_int_equal(bad, 0);
+}
+
+/* Timings only: llama3-8b B=1 S=1024 causal (GQA 4) in a plain grid ran at 80 TFLOP/s with
+ * PACK_GQA=1 and 241-296 without (stop 22); B=4 ran 300 packed. Each switch on its own, so
+ * the next reader can see which one the loss follows. */
+static void test_packed_small(void **state)
+{
+    (void)state;
+    need_hopper();
+    shape_t timed_shapes[] = {mk(1, 32, 8, 1024, 1024, 128, 1), mk(1, 32, 8, 1024, 1024, 128, 0), mk(2, 32, 8, 1024, 1024, 128, 1),
+                              mk(4, 32, 8, 1024, 1024, 128, 1)};
+    const char *base = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1";
+    const char *timed[] = {",PACK_GQA=0", ",PACK_GQA=1", ",WG_PIPE=1,WG_PINGPONG=1,PACK_GQA=0", ",WG_PIPE=1,WG_PINGPONG=1,PACK_GQA=1",
+                           ",WG_PIPE=1,PACK_GQA=1", ",WG_PINGPONG=1,PACK_GQA=1", ",WG_PIPE=1,WG_PINGPONG=1,PACK_GQA=1,GRID_LPT=1",
+                           ",WG_PIPE=1,WG_PINGPONG=1,PACK_GQA=1,WG_PERSIST=1"};
+    attn_opts t = timed_opts();
+    for (size_t k = 0; k < sizeof timed_shapes / sizeof timed_shapes[0]; k++)
+        for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
+            shape_t *s = &timed_shapes[k];
+            if (!s->causal && strstr(timed[i], "GRID_LPT")) continue;
+            char c2[300];
+            snprintf(c2, sizeof c2, "%s%s", base, timed[i]);
+            time_one(s->name, s, c2, &t);
+        }
+}
+
 /* FlashAttention-3's order of a tile's work: O's rescale for tile j-1 beside tile j's S
  * (WG_DEFER), the ping-pong turn covering the previous tile's P V too (WG_PVTURN); right on
  * odd lengths, GQA, causal, d 64/80/128/256, fp16, split barriers, persistent blocks and
@@ -586,6 +659,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_kvsplit),
         cmocka_unit_test(test_defer),
         cmocka_unit_test(test_dynamic),
+        cmocka_unit_test(test_ragged_tma),
+        cmocka_unit_test(test_packed_small),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
