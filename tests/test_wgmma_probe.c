@@ -266,6 +266,22 @@ static void time_one(const char *label, const shape_t *s, const char *config, co
         printf("    %s, %s: %s: %s\n", label, config, status_name(res.status), res.reason);
 }
 
+/* Each shape timed with base + each variant (GRID_LPT variants on causal shapes only; a
+ * GQA shape with PACK_GQA=1 appended where pack_gqa asks). */
+static void time_variants(const shape_t *shapes, size_t ns, const char *base, const char *const *variants, size_t nv,
+                          int pack_gqa)
+{
+    attn_opts t = timed_opts();
+    char cfg[300];
+    for (size_t k = 0; k < ns; k++)
+        for (size_t i = 0; i < nv; i++) {
+            const shape_t *s = &shapes[k];
+            if (!s->causal && strstr(variants[i], "GRID_LPT")) continue;
+            snprintf(cfg, sizeof cfg, "%s%s%s", base, variants[i], pack_gqa && s->hq != s->hkv ? ",PACK_GQA=1" : "");
+            time_one(s->name, s, cfg, &t);
+        }
+}
+
 /* Runs each case as "prefix,cfg" and returns how many were not right (each printed). */
 static int run_probe_cases(const char *prefix, const probe_case *cases, size_t n)
 {
@@ -516,15 +532,7 @@ static void test_dynamic(void **state)
     const char *base = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1";
     const char *timed[] = {"", ",GRID_LPT=1", ",WG_PERSIST=1", ",WG_PERSIST=1,WG_DYNAMIC=1",
                            ",WG_DEFER=1,WG_PVTURN=1", ",WG_DEFER=1,WG_PVTURN=1,WG_PERSIST=1,WG_DYNAMIC=1"};
-    attn_opts t = timed_opts();
-    for (size_t k = 0; k < sizeof timed_shapes / sizeof timed_shapes[0]; k++)
-        for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
-            shape_t *s = &timed_shapes[k];
-            if (!s->causal && strstr(timed[i], "GRID_LPT")) continue;
-            char c2[300];
-            snprintf(c2, sizeof c2, "%s%s%s", base, timed[i], s->hq != s->hkv ? ",PACK_GQA=1" : "");
-            time_one(s->name, s, c2, &t);
-        }
+    time_variants(timed_shapes, sizeof timed_shapes / sizeof timed_shapes[0], base, timed, sizeof timed / sizeof timed[0], 1);
     assert_int_equal(bad, 0);
 }
 
@@ -590,15 +598,7 @@ static void test_packed_small(void **state)
     const char *timed[] = {",PACK_GQA=0", ",PACK_GQA=1", ",WG_PIPE=1,WG_PINGPONG=1,PACK_GQA=0", ",WG_PIPE=1,WG_PINGPONG=1,PACK_GQA=1",
                            ",WG_PIPE=1,PACK_GQA=1", ",WG_PINGPONG=1,PACK_GQA=1", ",WG_PIPE=1,WG_PINGPONG=1,PACK_GQA=1,GRID_LPT=1",
                            ",WG_PIPE=1,WG_PINGPONG=1,PACK_GQA=1,WG_PERSIST=1"};
-    attn_opts t = timed_opts();
-    for (size_t k = 0; k < sizeof timed_shapes / sizeof timed_shapes[0]; k++)
-        for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
-            shape_t *s = &timed_shapes[k];
-            if (!s->causal && strstr(timed[i], "GRID_LPT")) continue;
-            char c2[300];
-            snprintf(c2, sizeof c2, "%s%s", base, timed[i]);
-            time_one(s->name, s, c2, &t);
-        }
+    time_variants(timed_shapes, sizeof timed_shapes / sizeof timed_shapes[0], base, timed, sizeof timed / sizeof timed[0], 0);
 }
 
 /* FlashAttention-3's order of a tile's work: O's rescale for tile j-1 beside tile j's S
