@@ -98,6 +98,21 @@ int csvt_add(csv_table *t, const char *const *fields)
     return 0;
 }
 
+int csvt_replace(csv_table *t, size_t r, const char *const *fields)
+{
+    if (r >= t->nrows) return -1;
+    char **row = calloc(t->ncols ? t->ncols : 1, sizeof *row);
+    if (!row) return -1;
+    for (size_t i = 0; i < t->ncols; i++) {
+        row[i] = dup_n(fields[i], strlen(fields[i]));
+        if (!row[i]) { free_fields(row, i); return -1; }
+    }
+    free_fields(t->rows[r], t->ncols);
+    t->rows[r] = row;
+    t->row_line[r] = 0;
+    return 0;
+}
+
 int csvt_col(const csv_table *t, const char *name)
 {
     for (size_t i = 0; i < t->ncols; i++)

@@ -18,6 +18,9 @@ typedef struct {
 csv_table *csvt_new(const char *const *header, size_t ncols);
 /* Appends a row of exactly ncols fields (copied). 0 or -1 (out of memory). */
 int csvt_add(csv_table *t, const char *const *fields);
+/* Replaces row r's fields with copies of exactly ncols fields (nothing changes when out of
+ * memory). 0 or -1. */
+int csvt_replace(csv_table *t, size_t r, const char *const *fields);
 /* Column index of a header name, or -1. */
 int csvt_col(const csv_table *t, const char *name);
 void csvt_free(csv_table *t);

@@ -101,13 +101,44 @@ int manifest_fill(csv_table *t, const rt_device *dev, int argc, char **argv)
     return 0;
 }
 
-int manifest_update(const char *path, const rt_device *dev, int argc, char **argv, char *err, size_t errlen)
+int manifest_fill_update(csv_table *t, const rt_device *dev, int argc, char **argv, char *prefix, size_t plen)
+{
+    static const char *const header[2] = {"key", "value"};
+    long n = 0;
+    int has_gpu = 0;
+    for (size_t r = 0; r < t->nrows; r++) {
+        const char *k = t->rows[r][0];
+        has_gpu |= !strcmp(k, "gpu");
+        if (!strncmp(k, "update.", 7)) {
+            char *end;
+            const long v = strtol(k + 7, &end, 10);
+            if (end > k + 7 && *end == '.' && v > n) n = v;
+        }
+    }
+    snprintf(prefix, plen, "update.%ld.", n + 1);
+    if (!has_gpu && manifest_fill(t, dev, argc, argv) != 0) return -1;
+    csv_table *mine = csvt_new(header, 2);
+    if (!mine) return -1;
+    int rc = manifest_fill(mine, dev, argc, argv);
+    char key[256];
+    for (size_t r = 0; r < mine->nrows && rc == 0; r++) {
+        snprintf(key, sizeof key, "%s%s", prefix, mine->rows[r][0]);
+        rc = manifest_set(t, key, mine->rows[r][1]);
+    }
+    csvt_free(mine);
+    return rc;
+}
+
+int manifest_update(const char *path, const rt_device *dev, int argc, char **argv, int update, char *err, size_t errlen)
 {
     static const char *const header[2] = {"key", "value"};
     csv_table *t;
+    char prefix[32];
     int rc = csvt_open_append(path, header, 2, &t, err, errlen);
     if (rc != 0) return rc;
-    rc = manifest_fill(t, dev, argc, argv) == 0 ? csvt_write_atomic(t, path, err, errlen) : -1;
+    rc = (update ? manifest_fill_update(t, dev, argc, argv, prefix, sizeof prefix) : manifest_fill(t, dev, argc, argv)) == 0
+             ? csvt_write_atomic(t, path, err, errlen)
+             : (snprintf(err, errlen, "out of memory"), -1);
     csvt_free(t);
     return rc;
 }

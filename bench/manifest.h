@@ -10,9 +10,15 @@
  * (gpu, gpu_slug, date, git_commit, host, ...), the runtime's own facts and the command
  * line under "<backend>." keys, so runs of several runtimes on one GPU share one file. */
 int manifest_fill(csv_table *t, const rt_device *dev, int argc, char **argv);
-/* Loads PATH (or starts an empty manifest), fills it, writes it back atomically.
+/* For a command that replaces some rows of a finished run (`--update`): this command's
+ * facts (manifest_fill's keys) go under "update.N." with N one past the highest N already in
+ * t, so the run's own keys keep describing the rows it wrote; a manifest without a `gpu` key
+ * takes the plain keys too. The prefix ("update.N.") is written to prefix. 0 or -1. */
+int manifest_fill_update(csv_table *t, const rt_device *dev, int argc, char **argv, char *prefix, size_t plen);
+/* Loads PATH (or starts an empty manifest), fills it (manifest_fill, or with `update`
+ * manifest_fill_update), writes it back atomically.
  * Returns 0, 2 (PATH is not a manifest) or -1; err filled on failure. */
-int manifest_update(const char *path, const rt_device *dev, int argc, char **argv, char *err, size_t errlen);
+int manifest_update(const char *path, const rt_device *dev, int argc, char **argv, int update, char *err, size_t errlen);
 /* PREFIX.command (the command line) and PREFIX.date (now, UTC): a later step's record in
  * a manifest that keeps the run's own keys. 0 or -1. */
 int manifest_note_command(csv_table *t, const char *prefix, int argc, char **argv);

@@ -16,22 +16,33 @@ static void fmt_num(char *out, size_t len, double v, const char *fmt)
     else snprintf(out, len, fmt, v);
 }
 
-int perf_has(const csv_table *t, const char *gpu, const char *backend, const char *impl, const char *name,
-             dtype_t dt)
+long perf_find(const csv_table *t, const char *gpu, const char *backend, const char *impl, const char *name,
+               dtype_t dt)
 {
     int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend"), ci = csvt_col(t, "impl"), cn = csvt_col(t, "name"),
         cd = csvt_col(t, "dtype");
-    if (cg < 0 || cb < 0 || ci < 0 || cn < 0 || cd < 0) return 0;
+    if (cg < 0 || cb < 0 || ci < 0 || cn < 0 || cd < 0) return -1;
     for (size_t r = 0; r < t->nrows; r++) {
         char **row = t->rows[r];
         if (!strcmp(row[cn], name) && !strcmp(row[ci], impl) && !strcmp(row[cb], backend) && !strcmp(row[cg], gpu) &&
             !strcmp(row[cd], dtype_name(dt)))
-            return 1;
+            return (long)r;
     }
-    return 0;
+    return -1;
+}
+
+int perf_has(const csv_table *t, const char *gpu, const char *backend, const char *impl, const char *name,
+             dtype_t dt)
+{
+    return perf_find(t, gpu, backend, impl, name, dt) >= 0;
 }
 
 int perf_add(csv_table *t, const perf_row *r)
+{
+    return perf_put(t, r, 0);
+}
+
+int perf_put(csv_table *t, const perf_row *r, int replace)
 {
     const shape_t *s = r->shape;
     const int timed = r->us != NULL && r->status == ST_OK;
@@ -63,7 +74,9 @@ int perf_add(csv_table *t, const perf_row *r)
                          f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13], f[14], e1, e2,
                          status_name(r->status), r->reason ? r->reason : "", r->config_source ? r->config_source : "",
                          lens, qlens, page};
-    return csvt_add(t, row); /* a table opened in an older schema (before lens, qlens, page) takes the columns it has */
+    /* a table opened in an older schema (before lens, qlens, page) takes the columns it has */
+    const long at = replace ? perf_find(t, r->gpu, r->backend, r->impl, s->name, r->dt) : -1;
+    return at >= 0 ? csvt_replace(t, (size_t)at, row) : csvt_add(t, row);
 }
 
 int perf_open_append(const char *path, csv_table **out, char *err, size_t errlen)

@@ -31,6 +31,13 @@ int perf_open_append(const char *path, csv_table **out, char *err, size_t errlen
 
 /* Appends the row to t. 0 or -1 (out of memory). */
 int perf_add(csv_table *t, const perf_row *r);
+/* perf_add, except that with `replace` a row of the same device, runtime, implementation,
+ * shape name and dtype is overwritten where it stands (`--update`). 0 or -1. */
+int perf_put(csv_table *t, const perf_row *r, int replace);
+/* The index of t's row of this implementation on this device for the shape (by name) and
+ * dtype, or -1. */
+long perf_find(const csv_table *t, const char *gpu, const char *backend, const char *impl, const char *name,
+               dtype_t dt);
 /* Does t already hold a row of this implementation on this device for the shape (by name)
  * and dtype? (`--resume`: a command cut short is run again and goes on where it stopped) */
 int perf_has(const csv_table *t, const char *gpu, const char *backend, const char *impl, const char *name,

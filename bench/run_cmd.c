@@ -34,6 +34,10 @@ static void usage_run(FILE *f)
             "  --suite NAME       a suite in bench/suites/ (%s)\n"
             "  --out FILE         perf.csv to write (atomically, rewritten after every shape)\n"
             "  --append           add rows to an existing --out file instead of replacing it\n"
+            "  --update           --append, but a shape's row already there (this device, dtype)\n"
+            "                     is replaced where it stands: measure a subset again into a\n"
+            "                     finished perf.csv; --manifest then records the command under\n"
+            "                     update.N. keys and leaves the run's own as they were\n"
             "  --resume           --append, skipping the shapes --out already has a row for (this\n"
             "                     device, dtype): the same command again goes on where it stopped\n"
             "  --config K=V,...   kernel parameters: MMA (fma, mma, mfma, wgmma), BLOCK_M, BLOCK_N,\n"
@@ -78,7 +82,7 @@ static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 int cmd_run(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SHAPES, O_SUITE, O_OUT, O_APPEND, O_CONFIG, O_DTYPE, O_MANIFEST, O_VERIFY_ONLY,
-           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME };
+           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME, O_UPDATE };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"shapes", required_argument, 0, O_SHAPES},
         {"suite", required_argument, 0, O_SUITE}, {"out", required_argument, 0, O_OUT},
@@ -89,10 +93,11 @@ int cmd_run(int argc, char **argv)
         {"verify-rows", required_argument, 0, O_VROWS}, {"seed", required_argument, 0, O_SEED},
         {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
         {"tuned", no_argument, 0, O_TUNED}, {"tuning", required_argument, 0, O_TUNING},
-        {"help", no_argument, 0, O_HELP}, {"resume", no_argument, 0, O_RESUME}, {0, 0, 0, 0}};
+        {"help", no_argument, 0, O_HELP}, {"resume", no_argument, 0, O_RESUME},
+        {"update", no_argument, 0, O_UPDATE}, {0, 0, 0, 0}};
     const char *device = NULL, *shapes_file = NULL, *suite = NULL, *out = NULL, *manifest_path = NULL;
     const char *tuning_path = NULL;
-    int append = 0, quiet = 0, have_dtype = 0, tuned = 0, resume = 0;
+    int append = 0, quiet = 0, have_dtype = 0, tuned = 0, resume = 0, update = 0;
     dtype_t dtype = DT_BF16;
     kconfig cfg = {0};
     attn_opts ao;
@@ -110,6 +115,7 @@ int cmd_run(int argc, char **argv)
         case O_OUT: out = optarg; break;
         case O_APPEND: append = 1; break;
         case O_RESUME: append = resume = 1; break;
+        case O_UPDATE: append = update = 1; break;
         case O_MANIFEST: manifest_path = optarg; break;
         case O_CONFIG:
             if (kconfig_parse(optarg, &cfg, err, sizeof err) != 0) {
@@ -160,6 +166,10 @@ int cmd_run(int argc, char **argv)
         }
     }
     if (optind < argc) { fprintf(stderr, "fabench run: unexpected argument '%s'\n", argv[optind]); return FB_EXIT_BADINPUT; }
+    if (update && resume) {
+        fprintf(stderr, "fabench run: --update measures the shapes again, --resume skips those with rows: one of them\n");
+        return FB_EXIT_BADINPUT;
+    }
     if (!device || !out || (!shapes_file == !suite)) {
         fprintf(stderr, "fabench run: needs --device, --out and one of --shapes or --suite\n\n");
         usage_run(stderr);
@@ -190,7 +200,7 @@ int cmd_run(int argc, char **argv)
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
-    if (manifest_path && manifest_update(manifest_path, &dev, argc + 1, argv - 1, err, sizeof err) != 0) {
+    if (manifest_path && manifest_update(manifest_path, &dev, argc + 1, argv - 1, update, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: manifest: %s\n", err);
         csvt_free(table);
         shapes_free(&shapes);
@@ -270,7 +280,7 @@ int cmd_run(int argc, char **argv)
         perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = "portable", .config = cfgs,
                        .config_source = source, .shape = s, .dt = dt, .status = res.status, .reason = res.reason,
                        .ver = &res.ver, .us = ok && !ao.verify_only ? &res.us : NULL};
-        if (perf_add(table, &pr) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
+        if (perf_put(table, &pr, update) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
             fprintf(stderr, "fabench run: %s\n", err);
             fatal = 1;
             break;

@@ -796,7 +796,7 @@ int cmd_tune(int argc, char **argv)
     if (csvt_open_append(p_explored, explored_header, EXPLORED_NCOLS, &explored, err, sizeof err) != 0 ||
         csvt_open_append(p_tuning, tuning_header, TUNING_NCOLS, &tuning, err, sizeof err) != 0 ||
         csvt_write_atomic(explored, p_explored, err, sizeof err) != 0 ||
-        manifest_update(p_manifest, &dev, argc + 1, argv - 1, err, sizeof err) != 0) {
+        manifest_update(p_manifest, &dev, argc + 1, argv - 1, 0, err, sizeof err) != 0) {
         fprintf(stderr, "fabench tune: %s\n", err);
         csvt_free(explored);
         csvt_free(tuning);

@@ -40,8 +40,9 @@ static void usage(FILE *f)
             "  --impl LIST        only these implementations (torch-flash,torch-efficient,torch-cudnn,flex,cudnn)\n"
             "  --configs-out FILE.csv  also write how many configurations each vendor's own selection\n"
             "                     offered per shape (impl,scope,configs,method)\n"
-            "  --append, --resume, --manifest FILE, --dtype T, --budget S, --warmup S, --min-reps N,\n"
-            "  --verify-rows N, --seed N, --quiet: as for `fabench run` (--resume: per implementation)\n");
+            "  --append, --update, --resume, --manifest FILE, --dtype T, --budget S, --warmup S,\n"
+            "  --min-reps N, --verify-rows N, --seed N, --quiet: as for `fabench run` (--update and\n"
+            "  --resume: per implementation)\n");
 }
 
 /* Writes n bytes to path; 0 or -1. */
@@ -65,7 +66,7 @@ static int wanted(const char *impl, const char *list)
 int cmd_vendors(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_OUT, O_APPEND, O_MANIFEST, O_DTYPE, O_BUDGET, O_WARMUP, O_MINREPS,
-           O_VROWS, O_SEED, O_IMPL, O_QUIET, O_HELP, O_CONFIGS, O_RESUME };
+           O_VROWS, O_SEED, O_IMPL, O_QUIET, O_HELP, O_CONFIGS, O_RESUME, O_UPDATE };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"out", required_argument, 0, O_OUT},
@@ -75,10 +76,10 @@ int cmd_vendors(int argc, char **argv)
         {"verify-rows", required_argument, 0, O_VROWS}, {"seed", required_argument, 0, O_SEED},
         {"impl", required_argument, 0, O_IMPL}, {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, O_HELP}, {"configs-out", required_argument, 0, O_CONFIGS},
-        {"resume", no_argument, 0, O_RESUME}, {0, 0, 0, 0}};
+        {"resume", no_argument, 0, O_RESUME}, {"update", no_argument, 0, O_UPDATE}, {0, 0, 0, 0}};
     const char *device = NULL, *suite = NULL, *shapes_file = NULL, *out = NULL, *manifest_path = NULL, *impls = NULL;
     const char *configs_out = NULL;
-    int append = 0, quiet = 0, have_dtype = 0, resume = 0;
+    int append = 0, quiet = 0, have_dtype = 0, resume = 0, update = 0;
     dtype_t dtype = DT_BF16;
     timing_opts topt;
     timing_defaults(&topt);
@@ -106,6 +107,7 @@ int cmd_vendors(int argc, char **argv)
         case O_OUT: out = optarg; break;
         case O_APPEND: append = 1; break;
         case O_RESUME: append = resume = 1; break;
+        case O_UPDATE: append = update = 1; break;
         case O_MANIFEST: manifest_path = optarg; break;
         case O_IMPL: impls = optarg; break;
         case O_CONFIGS: configs_out = optarg; break;
@@ -131,6 +133,10 @@ int cmd_vendors(int argc, char **argv)
     if (optind < argc || !device || !out || (!suite == !shapes_file)) {
         fprintf(stderr, "fabench vendors: needs --device, --out and one of --suite or --shapes\n\n");
         usage(stderr);
+        return FB_EXIT_BADINPUT;
+    }
+    if (update && resume) {
+        fprintf(stderr, "fabench vendors: --update measures the shapes again, --resume skips those with rows: one of them\n");
         return FB_EXIT_BADINPUT;
     }
     shape_list_t shapes = {0};
@@ -165,8 +171,10 @@ int cmd_vendors(int argc, char **argv)
     int any = 0;
     csv_table *man = NULL;
     static const char *const mh[2] = {"key", "value"};
+    char mprefix[32] = ""; /* --update: this command's keys go under update.N. */
     if (manifest_path && (csvt_open_append(manifest_path, mh, 2, &man, err, sizeof err) != 0 ||
-                          manifest_fill(man, &dev, argc + 1, argv - 1) != 0)) {
+                          (update ? manifest_fill_update(man, &dev, argc + 1, argv - 1, mprefix, sizeof mprefix)
+                                  : manifest_fill(man, &dev, argc + 1, argv - 1)) != 0)) {
         fprintf(stderr, "fabench vendors: manifest: %s\n", err);
         csvt_free(ctab);
         csvt_free(table);
@@ -179,8 +187,8 @@ int cmd_vendors(int argc, char **argv)
             fprintf(stderr, "fabench vendors: %s is absent: %s\n", all_vendors[i]->name, why);
             vs[i] = NULL;
             if (man) {
-                char k[64];
-                snprintf(k, sizeof k, "vendor.%s", all_vendors[i]->name);
+                char k[128];
+                snprintf(k, sizeof k, "%svendor.%s", mprefix, all_vendors[i]->name);
                 manifest_set(man, k, "absent");
             }
             continue;
@@ -194,7 +202,7 @@ int cmd_vendors(int argc, char **argv)
                 if (!eq) continue;
                 *eq = 0;
                 char k[128];
-                snprintf(k, sizeof k, "vendor.%s.%s", all_vendors[i]->name, tok);
+                snprintf(k, sizeof k, "%svendor.%s.%s", mprefix, all_vendors[i]->name, tok);
                 manifest_set(man, k, eq + 1);
             }
         }
@@ -266,7 +274,7 @@ int cmd_vendors(int argc, char **argv)
                 perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = *im, .config = vr.config,
                                .config_source = "vendor", .shape = s, .dt = dt, .status = status, .reason = reason,
                                .ver = &ver, .us = status == ST_OK ? &st : NULL};
-                if (perf_add(table, &pr) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
+                if (perf_put(table, &pr, update) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
                     fprintf(stderr, "fabench vendors: %s\n", err);
                     fatal = 1;
                 }

@@ -299,6 +299,34 @@ else bad "--resume: no shape twice" "$(cut -d, -f5 "$T/r.csv")"; fi
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/r.csv" --resume --verify-only
 check "--resume on a finished file runs nothing" 0 err "--resume: 2 shapes already had rows" !err "[1/2]"
 
+# --update: the shapes measured again replace their rows where they stand; the manifest
+# keeps the first run's keys and records the update under update.1.
+rm -f "$T/u.csv" "$T/u.man.csv"
+printf '%s\n%s\n' "$HDR" "tiny-third,1,2,2,16,32,64,1" >"$T/third.csv"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/u.csv" --verify-only --quiet --config BLOCK_N=16 --manifest "$T/u.man.csv"
+run run --device opencl:0 --shapes "$T/third.csv" --out "$T/u.csv" --append --verify-only --quiet
+cp "$T/u.man.csv" "$T/u.man.orig"
+printf '%s\n%s\n' "$HDR" "tiny-mha,1,2,2,16,16,64,0" >"$T/first.csv"
+run run --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --verify-only --quiet --config BLOCK_N=32 --manifest "$T/u.man.csv"
+check "--update exits 0" 0
+if [ "$(cut -d, -f5 "$T/u.csv" | tr '\n' ' ')" = "name tiny-mha tiny-gqa-causal tiny-third " ]; then ok "--update: the row replaced where it stood, no shape twice"
+else bad "--update: the row replaced where it stood, no shape twice" "$(cut -d, -f4,5 "$T/u.csv")"; fi
+if grep -q '^[^,]*,[^,]*,portable,[^,]*BLOCK_N=32[^,]*,tiny-mha,' "$T/u.csv" && grep -q 'BLOCK_N=16[^,]*,tiny-gqa-causal,' "$T/u.csv"
+then ok "--update: the updated shape has the new run's row, the others theirs"
+else bad "--update: the updated shape has the new run's row, the others theirs" "$(cut -d, -f4,5 "$T/u.csv")"; fi
+if grep -q '^update\.1\.run\.command,.*--update' "$T/u.man.csv" && grep -q '^update\.1\.git_commit,' "$T/u.man.csv" &&
+    [ "$(grep '^run\.command,' "$T/u.man.csv")" = "$(grep '^run\.command,' "$T/u.man.orig")" ] &&
+    [ "$(grep '^date,' "$T/u.man.csv")" = "$(grep '^date,' "$T/u.man.orig")" ]
+then ok "--update: the manifest records the update under update.1. and keeps the run's own keys"
+else bad "--update: the manifest records the update under update.1. and keeps the run's own keys" "$(diff "$T/u.man.orig" "$T/u.man.csv" | head -8)"; fi
+run run --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --verify-only --quiet --manifest "$T/u.man.csv"
+if grep -q '^update\.2\.run\.command,' "$T/u.man.csv"; then ok "--update again: update.2."
+else bad "--update again: update.2." "$(grep '^update' "$T/u.man.csv" | cut -c1-60)"; fi
+run run --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --resume
+check "--update with --resume exits 2 saying why" 2 err "--update" err "--resume"
+run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --resume
+check "vendors --update with --resume exits 2" 2 err "--update"
+
 printf 'foo,bar\n1,2\n' >"$T/other.csv"
 cp "$T/other.csv" "$T/other.orig"
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/other.csv" --append "${TINY[@]}"
