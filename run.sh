@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 
 usage() {
     cat <<'USAGE'
-usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budget S] [--results DIR] [--resume]
+usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budget S] [--results DIR] [--resume | --update]
 
   --device SEL   measure only this device (repeatable; see build/fabench devices)
   --suite NAME   suite from bench/suites (default: llm on a GPU, smoke on a CPU)
@@ -26,16 +26,22 @@ usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budge
   --resume       go on with the run in the results folder instead of archiving it: shapes
                  perf.csv already has a row for (per implementation) are not run again, so
                  a run cut short (a time-limited GPU slot) is finished by the same command
+  --update       measure the suite again into the results folder instead of archiving it:
+                 each shape's rows are replaced where they stand (per implementation), the
+                 manifest records the commands under update.N. keys, and --tune keeps a
+                 class's tuning.csv row unless this tune beats it (--merge); the code metrics
+                 (compiled.csv, codegen*.csv) are left as they were
 USAGE
 }
 
-devices=(); suite=""; quick=0; results=results; tune=0; budget=0.5; resume=0
+devices=(); suite=""; quick=0; results=results; tune=0; budget=0.5; resume=0; update=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --device) devices+=("$2"); shift 2 ;;
         --suite) suite=$2; shift 2 ;;
         --quick) quick=1; shift ;;
         --resume) resume=1; shift ;;
+        --update) update=1; shift ;;
         --tune) if [[ ${2:-} =~ ^[0-9]+$ ]]; then tune=$2; shift 2; else tune=60; shift; fi ;;
         --results) results=$2; shift 2 ;;
         --budget) [[ ${2:-} =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --budget needs seconds, got '${2:-}'" >&2; exit 2; }
@@ -44,6 +50,8 @@ while [ $# -gt 0 ]; do
         *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
 done
+
+[ $((resume + update)) -le 1 ] || { echo "run.sh: --resume skips the shapes that have rows, --update measures them again: one of them" >&2; exit 2; }
 
 bash tools/ensure-deps.sh run
 make -s -j"$(nproc 2>/dev/null || echo 2)" all
@@ -75,7 +83,7 @@ while IFS=$'\t' read -r sel kind name; do
     slug=$(printf '%s' "$name" | tr 'A-Z' 'a-z' | sed -E 's/[^a-z0-9]+/-/g; s/^-+//; s/-+$//')
     dir=$results/$slug
     mkdir -p "$dir"
-    if [ -z "${archived[$slug]:-}" ] && [ $resume -eq 0 ]; then
+    if [ -z "${archived[$slug]:-}" ] && [ $resume -eq 0 ] && [ $update -eq 0 ]; then
         archived[$slug]=1
         old=$(ls "$dir"/perf.csv "$dir"/manifest.csv "$dir"/codegen.csv "$dir"/compiled.csv "$dir"/codegen_summary.csv \
                  "$dir"/codegen_distance.csv "$dir"/portability.csv 2>/dev/null || true)
@@ -95,13 +103,14 @@ while IFS=$'\t' read -r sel kind name; do
         # bo on a GPU (it beat random search in replays of H200 tunes); random on a CPU, where
         # bo's wider precompile (4x the budget) costs more than it saves
         strat=random; [ "$kind" = gpu ] && strat=bo
-        $fab tune --device "$sel" --suite "$s" --results "$dir" --strategy $strat --budget "$tune" ||
+        merge=(); [ $update -eq 0 ] || merge=(--merge)
+        $fab tune --device "$sel" --suite "$s" --results "$dir" --strategy $strat --budget "$tune" "${merge[@]}" ||
             { echo "run.sh: $sel: tuning stopped (exit $?); measuring with what it found" >&2; }
     fi
     [ -f "$dir/tuning.csv" ] && tuned=(--tuned --tuning "$dir/tuning.csv")
     echo "run.sh: $sel ($name): suite $s -> $dir/perf.csv"
     rc=0
-    more=(--append); [ $resume -eq 0 ] || more=(--resume)
+    more=(--append); [ $resume -eq 0 ] || more=(--resume); [ $update -eq 0 ] || more=(--update)
     $fab run --device "$sel" --suite "$s" --out "$dir/perf.csv" "${more[@]}" \
         --manifest "$dir/manifest.csv" "${args[@]}" "${tuned[@]}" || rc=$?
     [ $rc -eq 0 ] || { echo "run.sh: $sel: some rows did not pass (exit $rc); see the status column" >&2; status=1; }
@@ -116,12 +125,14 @@ while IFS=$'\t' read -r sel kind name; do
     # code metrics: the configurations run here compiled offline for the device's NVIDIA arch
     # (PTX, and SASS where nvdisasm or cuobjdump is on PATH), then the code-diversity summary
     arch=$(awk -F, '$1 == "cuda.arch" { print $2 }' "$dir/manifest.csv" 2>/dev/null | head -1)
-    if [[ $arch =~ ^sm_[0-9]+$ ]]; then
+    if [ $update -eq 1 ]; then
+        echo "run.sh: $sel: --update leaves the code metrics as they were (build/fabench compile --help)"
+    elif [[ $arch =~ ^sm_[0-9]+$ ]]; then
         cg=(--target "$arch" --suite "$s" --out "$dir")
         if [ -f "$dir/tuning.csv" ] && grep -q ',cuda,' "$dir/tuning.csv"; then cg+=(--tuning "$dir/tuning.csv"); fi
         $fab compile "${cg[@]}" || echo "run.sh: $sel: compile for $arch exited $? (NVRTC missing?)" >&2
     fi
-    if [ -f "$dir/compiled.csv" ] || [ -f "$dir/explored.csv" ]; then
+    if [ $update -eq 0 ] && { [ -f "$dir/compiled.csv" ] || [ -f "$dir/explored.csv" ]; }; then
         $fab codegen-summary "$dir" || echo "run.sh: $sel: codegen-summary exited $?" >&2
     fi
     $fab check-results --quiet "$dir" || echo "run.sh: $dir: check-results found problems (above)" >&2

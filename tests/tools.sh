@@ -48,5 +48,21 @@ elif grep -q "NVRTC" "$T/log"; then
 else
     check "compile --target sm_90 runs" "false"; cat "$T/log"
 fi
+# run.sh --update: a second quick run measures the suite again into the same folder, rows
+# replaced where they stand, nothing archived, the manifest noting the update
+if ./run.sh --quick --results "$T/rs" >"$T/rs.log" 2>&1; then
+    pf=$(ls "$T"/rs/*/perf.csv | head -1); d=$(dirname "$pf")
+    n1=$(wc -l < "$pf"); names1=$(cut -d, -f5 "$pf")
+    ./run.sh --quick --results "$T/rs" --update >"$T/rs2.log" 2>&1; rc=$?
+    check "run.sh --update exits 0, archives nothing" "[ $rc -eq 0 ] && [ ! -d '$d/archive' ]"
+    check "run.sh --update: the same rows, in the same order" "[ \$(wc -l < '$pf') -eq $n1 ] && [ \"\$(cut -d, -f5 '$pf')\" = \"$names1\" ]"
+    check "run.sh --update: the manifest notes the update" "grep -q '^update\\.1\\.run\\.command,.*--update' '$d/manifest.csv'"
+    ./run.sh --quick --results "$T/rs" >"$T/rs3.log" 2>&1
+    check "run.sh without --update archives the earlier run" "ls '$d'/archive/*/perf.csv >/dev/null 2>&1"
+else
+    check "run.sh --quick runs" "false"; tail -20 "$T/rs.log"
+fi
+./run.sh --resume --update >"$T/ru.log" 2>&1; rc=$?
+check "run.sh --resume --update exits 2 saying why" "[ $rc -eq 2 ] && grep -q 'one of them' '$T/ru.log'"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
