@@ -91,6 +91,14 @@ static void test_new_add_col(void **state)
     assert_string_equal(t->rows[57][0], "57");
     assert_string_equal(t->rows[99][1], "v");
     assert_int_equal(t->row_line[3], 0);
+    /* a row replaced where it stands; a row past the end is refused */
+    const char *r57[] = {"fifty-seven", ""};
+    assert_int_equal(csvt_replace(t, 57, r57), 0);
+    assert_int_equal(t->nrows, 100);
+    assert_string_equal(t->rows[57][0], "fifty-seven");
+    assert_string_equal(t->rows[57][1], "");
+    assert_string_equal(t->rows[58][0], "58");
+    assert_int_equal(csvt_replace(t, 100, r57), -1);
     csvt_free(t);
 }
 
