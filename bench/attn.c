@@ -225,7 +225,8 @@ out:
     return rc;
 }
 
-/* WG_TMA: the tensor maps of K and V (dense [batch * hkv] planes of [skv, d], boxes of 64
+/* WG_TMA: the tensor maps of K and V (dense [batch * hkv] planes of [skv, d], ragged [hkv]
+ * planes of [total keys, d]; boxes of 64
  * columns x BLOCK_N rows, the 128-byte swizzle) encoded by the runtime and uploaded into
  * *tm, the kernel's TMAPS argument. 0; 1 the runtime has no encoder or refused these
  * tensors (reason); RT_ERESOURCE (reason) or -1 (err). */
@@ -664,7 +665,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = pg[2]};
         p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = shape_pages_per_seq(s)};
     }
-    if (c->wg_tma) { /* TMAPS: K's and V's tensor maps, [B * HKV] planes of [SKV, d] */
+    if (c->wg_tma) { /* TMAPS: K's and V's tensor maps (tma_upload) */
         int trc = tma_upload(r, s, dt, c->block_n, b[1], b[2], &tm, reason, sizeof reason, err, errlen);
         if (trc == 1) { set_status(res, ST_LAUNCH_ERROR, reason); goto done; }
         if (trc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }

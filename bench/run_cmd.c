@@ -258,14 +258,25 @@ int cmd_run(int argc, char **argv)
                 size_t n = strlen(source);
                 snprintf(source + n, sizeof source - n, " + --config");
             }
-            /* tuning classes do not tell ragged batches from dense ones: a class's split-KV
-             * and GQA packing, which ragged batches do not support yet, are dropped */
-            if (lr != 0 && shape_ragged(s) && ((shape_cfg.split_kv > 1 && !(cfg.set & CFG_SPLIT_KV)) ||
-                                               (shape_cfg.pack_gqa && !(cfg.set & CFG_PACK_GQA)))) {
-                if (!(cfg.set & CFG_SPLIT_KV)) shape_cfg.split_kv = 1;
-                if (!(cfg.set & CFG_PACK_GQA)) shape_cfg.pack_gqa = 0;
-                size_t n = strlen(source);
-                snprintf(source + n, sizeof source - n, " (ragged: SPLIT_KV=1, PACK_GQA=0)");
+            /* a ragged batch may take a dense class's row (the nearest): what ragged batches do
+             * not support yet (split-KV, GQA packing, persistent work-groups and the longest-
+             * first order, which walk dense query blocks) is dropped, unless --config set it */
+            if (lr != 0 && shape_ragged(s)) {
+                const struct { int *v, off, set; const char *name; } drop[] = {
+                    {&shape_cfg.split_kv, 1, CFG_SPLIT_KV, "SPLIT_KV=1"}, {&shape_cfg.pack_gqa, 0, CFG_PACK_GQA, "PACK_GQA=0"},
+                    {&shape_cfg.wg_persist, 0, CFG_WG_PERSIST, "WG_PERSIST=0"},
+                    {&shape_cfg.wg_dynamic, 0, CFG_WG_DYNAMIC, "WG_DYNAMIC=0"}, {&shape_cfg.grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"}};
+                char dropped[128] = "";
+                for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
+                    if (*drop[k].v != drop[k].off && !(cfg.set & drop[k].set)) {
+                        *drop[k].v = drop[k].off;
+                        size_t n = strlen(dropped);
+                        snprintf(dropped + n, sizeof dropped - n, "%s%s", n ? ", " : "", drop[k].name);
+                    }
+                if (dropped[0]) {
+                    size_t n = strlen(source);
+                    snprintf(source + n, sizeof source - n, " (ragged: %s)", dropped);
+                }
             }
         }
         attn_result res;

@@ -258,6 +258,17 @@ printf '%s\n%s\n%s\n' "$HDR,lens" "rg-varied,5,2,1,24,40,64,1,0.1;0.4;0.5;1.0;0.
 run run --device opencl:0 --shapes "$T/ragged.csv" --out "$T/ragged.out.csv" --verify-only --quiet
 check "shapes: a lens column runs ragged and dense rows, all ok" 0
 csv_py "shapes: ragged perf.csv rows are ok" "$PY_PERF" "$T/ragged.out.csv" "$PERF_COLS" 2 verify
+# --tuned: a ragged batch that takes a dense class's row (the only one) runs without what
+# ragged batches cannot do (split-KV, GQA packing, the longest-first order, persistence)
+gpu=$(head -n 2 "$T/ragged.out.csv" | python3 -c 'import csv, sys; print(list(csv.reader(sys.stdin))[1][0])' 2>/dev/null)
+printf '%s\n"%s",opencl,bf16-d64-c1-g2-q32-k64,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=2;PACK_GQA=1;KPAD=1;GRID_LPT=1;WG_PERSIST=1,1.0,1.0,1,1,x,exhaustive,2026-01-01T00:00:00Z\n' \
+    "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" "$gpu" >"$T/rtune.csv"
+head -n 2 "$T/ragged.csv" >"$T/ragged1.csv"
+run run --device opencl:0 --shapes "$T/ragged1.csv" --out "$T/rtuned.csv" --tuned --tuning "$T/rtune.csv" --verify-only --quiet
+check "--tuned: a ragged batch drops a dense row's SPLIT_KV, PACK_GQA, GRID_LPT, WG_PERSIST and runs" 0
+if grep -q 'ragged: SPLIT_KV=1, PACK_GQA=0, WG_PERSIST=0, GRID_LPT=0' "$T/rtuned.csv" && grep -q ',ok,' "$T/rtuned.csv"
+then ok "--tuned: the row's config_source names what was dropped"
+else bad "--tuned: the row's config_source names what was dropped" "$(tail -1 "$T/rtuned.csv")"; fi
 
 # ---------- a deliberately wrong kernel is caught ----------
 run run --device opencl:0 --shapes "$T/skv300.csv" --out "$T/fault.csv" --config FAULT_SKIP_LAST_TILE=1 "${TINY[@]}"
