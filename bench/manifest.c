@@ -112,7 +112,7 @@ int manifest_fill_update(csv_table *t, const rt_device *dev, int argc, char **ar
         if (!strncmp(k, "update.", 7)) {
             char *end;
             const long v = strtol(k + 7, &end, 10);
-            if (end > k + 7 && *end == '.' && v > n) n = v;
+            if (end > k + 7 && *end == '.' && k[7] >= '0' && k[7] <= '9' && v > n && v < 1000000000L) n = v;
         }
     }
     snprintf(prefix, plen, "update.%ld.", n + 1);

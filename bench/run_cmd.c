@@ -262,8 +262,9 @@ int cmd_run(int argc, char **argv)
              * not support yet (split-KV, GQA packing, persistent work-groups and the longest-
              * first order, which walk dense query blocks) is dropped, unless --config set it */
             if (lr != 0 && shape_ragged(s)) {
-                const struct { int *v, off, set; const char *name; } drop[] = {
-                    {&shape_cfg.split_kv, 1, CFG_SPLIT_KV, "SPLIT_KV=1"}, {&shape_cfg.pack_gqa, 0, CFG_PACK_GQA, "PACK_GQA=0"},
+                const struct { int *v, off, set; const char *name; } drop[] = { /* (SPLIT_KV: 0 when a row names none) */
+                    {&shape_cfg.split_kv, shape_cfg.split_kv > 1 ? 1 : shape_cfg.split_kv, CFG_SPLIT_KV, "SPLIT_KV=1"},
+                    {&shape_cfg.pack_gqa, 0, CFG_PACK_GQA, "PACK_GQA=0"},
                     {&shape_cfg.wg_persist, 0, CFG_WG_PERSIST, "WG_PERSIST=0"},
                     {&shape_cfg.wg_dynamic, 0, CFG_WG_DYNAMIC, "WG_DYNAMIC=0"}, {&shape_cfg.grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"}};
                 char dropped[128] = "";

@@ -659,7 +659,8 @@ static void usage(FILE *f)
             "                      (default results/<gpu-slug>)\n"
             "  --space FILE        the search space (default kernels/space.csv)\n"
             "  --merge             keep a class's tuning.csv row when it is faster than this run's\n"
-            "                      best (for tuning only part of the space, as with --space)\n"
+            "                      best (for tuning only part of the space, as with --space); the\n"
+            "                      manifest then records this command under update.N. keys\n"
             "  --rep-budget S      seconds of timing per candidate (default 0.1)\n"
             "  --timeout S         a batch of runs longer than this is a hang (default 30)\n"
             "  --quiet\n\n"
@@ -796,7 +797,7 @@ int cmd_tune(int argc, char **argv)
     if (csvt_open_append(p_explored, explored_header, EXPLORED_NCOLS, &explored, err, sizeof err) != 0 ||
         csvt_open_append(p_tuning, tuning_header, TUNING_NCOLS, &tuning, err, sizeof err) != 0 ||
         csvt_write_atomic(explored, p_explored, err, sizeof err) != 0 ||
-        manifest_update(p_manifest, &dev, argc + 1, argv - 1, 0, err, sizeof err) != 0) {
+        manifest_update(p_manifest, &dev, argc + 1, argv - 1, merge, err, sizeof err) != 0) {
         fprintf(stderr, "fabench tune: %s\n", err);
         csvt_free(explored);
         csvt_free(tuning);

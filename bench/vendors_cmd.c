@@ -85,7 +85,7 @@ int cmd_vendors(int argc, char **argv)
     timing_defaults(&topt);
     size_t verify_rows = 2048;
     uint64_t seed = 20250505;
-    char err[FB_ERRLEN], *end;
+    char err[FB_ERRLEN] = "", *end;
     optind = 1;
     opterr = 0;
     int c;
@@ -175,7 +175,7 @@ int cmd_vendors(int argc, char **argv)
     if (manifest_path && (csvt_open_append(manifest_path, mh, 2, &man, err, sizeof err) != 0 ||
                           (update ? manifest_fill_update(man, &dev, argc + 1, argv - 1, mprefix, sizeof mprefix)
                                   : manifest_fill(man, &dev, argc + 1, argv - 1)) != 0)) {
-        fprintf(stderr, "fabench vendors: manifest: %s\n", err);
+        fprintf(stderr, "fabench vendors: manifest: %s\n", err[0] ? err : "out of memory");
         csvt_free(ctab);
         csvt_free(table);
         shapes_free(&shapes);
@@ -282,7 +282,11 @@ int cmd_vendors(int argc, char **argv)
                     char n[32];
                     snprintf(n, sizeof n, "%ld", vr.configs);
                     const char *row[4] = {*im, s->name, n, vr.configs_method};
-                    if (csvt_add(ctab, row) != 0 || csvt_write_atomic(ctab, configs_out, err, sizeof err) != 0) {
+                    long at = -1; /* --update: this (impl, shape)'s row, replaced where it stands */
+                    for (size_t r = 0; update && r < ctab->nrows && at < 0; r++)
+                        if (!strcmp(ctab->rows[r][0], *im) && !strcmp(ctab->rows[r][1], s->name)) at = (long)r;
+                    if ((at >= 0 ? csvt_replace(ctab, (size_t)at, row) : csvt_add(ctab, row)) != 0 ||
+                        csvt_write_atomic(ctab, configs_out, err, sizeof err) != 0) {
                         fprintf(stderr, "fabench vendors: --configs-out: %s\n", err);
                         fatal = 1;
                     }

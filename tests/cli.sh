@@ -333,6 +333,11 @@ else bad "--update: the manifest records the update under update.1. and keeps th
 run run --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --verify-only --quiet --manifest "$T/u.man.csv"
 if grep -q '^update\.2\.run\.command,' "$T/u.man.csv"; then ok "--update again: update.2."
 else bad "--update again: update.2." "$(grep '^update' "$T/u.man.csv" | cut -c1-60)"; fi
+run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --manifest "$T/u.man.csv"
+if grep -q '^update\.3\.vendors\.command,.*--update' "$T/u.man.csv" && grep -q '^update\.3\.vendor\.' "$T/u.man.csv" &&
+    [ "$(grep '^date,' "$T/u.man.csv")" = "$(grep '^date,' "$T/u.man.orig")" ]
+then ok "vendors --update: the manifest notes the command and the vendors under update.3."
+else bad "vendors --update: the manifest notes the command and the vendors under update.3." "$(grep '^update\.3' "$T/u.man.csv" | cut -c1-80)"; fi
 run run --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --resume
 check "--update with --resume exits 2 saying why" 2 err "--update" err "--resume"
 run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --resume

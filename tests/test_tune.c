@@ -526,6 +526,16 @@ static void test_tune_merge(void **state)
             assert_non_null(strstr(text, ", the winner"));
             free(text);
             assert_true(us[1] > 0.01);
+            /* --merge: the manifest keeps the first run's command and notes this one apart */
+            char mp[600], *man = NULL, e2[FB_ERRLEN];
+            size_t ml = 0;
+            snprintf(mp, sizeof mp, "%s/manifest.csv", res);
+            assert_int_equal(fb_read_file(mp, &man, &ml, e2, sizeof e2), 0);
+            const char *plain = strstr(man, "\ntune.command,"), *upd = strstr(man, "\nupdate.1.tune.command,");
+            const char *plain_end = plain ? strchr(plain + 1, '\n') : NULL, *merge_at = plain ? strstr(plain, "--merge") : NULL;
+            const int plain_merged = merge_at && (!plain_end || merge_at < plain_end);
+            if (!plain || !upd || plain_merged || !strstr(upd, "--merge")) fail_msg("manifest after a --merge tune:\n%s", man);
+            free(man);
         }
     }
     csv_table *t;

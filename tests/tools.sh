@@ -57,6 +57,10 @@ if ./run.sh --quick --results "$T/rs" >"$T/rs.log" 2>&1; then
     check "run.sh --update exits 0, archives nothing" "[ $rc -eq 0 ] && [ ! -d '$d/archive' ]"
     check "run.sh --update: the same rows, in the same order" "[ \$(wc -l < '$pf') -eq $n1 ] && [ \"\$(cut -d, -f5 '$pf')\" = \"$names1\" ]"
     check "run.sh --update: the manifest notes the update" "grep -q '^update\\.1\\.run\\.command,.*--update' '$d/manifest.csv'"
+    date1=$(grep '^date,' "$d/manifest.csv")
+    ./run.sh --suite smoke --tune 2 --budget 0.02 --results "$T/rs" --update >"$T/rs4.log" 2>&1; rc=$?
+    check "run.sh --tune --update: tune --merge, noted under update.N., the run's own keys kept" \
+          "[ $rc -eq 0 ] && grep -q '^update\\.[0-9]*\\.tune\\.command,.*--merge' '$d/manifest.csv' && [ \"\$(grep '^date,' '$d/manifest.csv')\" = '$date1' ] && ! grep -q '^tune\\.command,' '$d/manifest.csv'"
     ./run.sh --quick --results "$T/rs" >"$T/rs3.log" 2>&1
     check "run.sh without --update archives the earlier run" "ls '$d'/archive/*/perf.csv >/dev/null 2>&1"
 else
