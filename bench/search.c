@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFEAT 20
+#define NFEAT 21
 #define BO_INIT 8          /* random probes before the model steers */
 #define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
@@ -76,6 +76,7 @@ static void features(const kconfig *c, double *f)
     f[17] = (double)c->wg_defer;
     f[18] = (double)c->wg_pvturn;
     f[19] = (double)c->wg_dynamic;
+    f[20] = (double)c->wg_qearly;
 }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)

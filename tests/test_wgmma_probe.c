@@ -537,6 +537,43 @@ static void test_dynamic(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* The producer warpgroup starting on K and V before Q has landed (WG_QEARLY; each consumer
+ * warpgroup loads its own Q rows, as WG_PERSIST's do): right on odd lengths, GQA (packed
+ * and not), causal, d = 64 to 256, fp16, one and two consumer warpgroups, split barriers,
+ * FlashAttention-3's order, decode with split-KV and a ragged batch; then timed beside the
+ * same configuration without it on the reference shapes and the llm suite's weakest S=1024
+ * shapes (each block's start is a larger share of its work there). */
+static void test_qearly(void **state)
+{
+    (void)state;
+    need_hopper();
+    char err[FB_ERRLEN];
+    shape_t c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0), big = mk(1, 2, 2, 300, 300, 256, 1);
+    shape_t d80 = mk(2, 4, 2, 200, 333, 80, 1), dec = mk(3, 8, 2, 1, 1000, 128, 1), rag = mk(5, 4, 2, 300, 300, 128, 1);
+    if (shapes_parse_lens("probe", 0, "0.1;0.4;0.5;1.0;0.2", &rag, err, sizeof err)) fail_msg("bad lens: %s", err);
+    const probe_case cases[] = {
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
+        {&c128, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,PACK_GQA=1,WG_PINGPONG=1,WG_KVSPLIT=1"},
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1,GRID_LPT=1"},
+        {&nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
+        {&nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_PIPE=1"},
+        {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1"},
+        {&d80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
+        {&dec, DT_BF16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,PACK_GQA=1,SPLIT_KV=4"},
+        {&rag, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
+    };
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_QEARLY=1", cases, sizeof cases / sizeof cases[0]);
+    printf("qearly: %s\n", bad ? "wrong results" : "right on every case");
+    shape_t timed_shapes[] = {mk(4, 32, 32, 4096, 4096, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1), mk(4, 32, 8, 1024, 1024, 128, 1),
+                              mk(4, 64, 8, 1024, 1024, 128, 1), mk(4, 32, 8, 1024, 1024, 128, 0), mk(1, 32, 8, 1024, 1024, 128, 1)};
+    const char *base = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1";
+    const char *timed[] = {"", ",WG_QEARLY=1", ",WG_DEFER=1,WG_PVTURN=1", ",WG_DEFER=1,WG_PVTURN=1,WG_QEARLY=1",
+                           ",WG_KVSPLIT=1,GRID_LPT=1", ",WG_KVSPLIT=1,GRID_LPT=1,WG_QEARLY=1", ",WG_PERSIST=1,WG_DYNAMIC=1"};
+    time_variants(timed_shapes, sizeof timed_shapes / sizeof timed_shapes[0], base, timed, sizeof timed / sizeof timed[0], 0);
+    assert_int_equal(bad, 0);
+}
+
 /* A ragged batch through the copy engine (WG_TMA with VARLEN: each sequence's tiles from
  * its first key of the [HKV] [total keys, d] maps): right on varied and uniform lengths,
  * causal and not, a mixed batch (query lengths of their own), d = 64 to 256, with and
@@ -664,6 +701,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_kvsplit),
         cmocka_unit_test(test_defer),
         cmocka_unit_test(test_dynamic),
+        cmocka_unit_test(test_qearly),
         cmocka_unit_test(test_ragged_tma),
         cmocka_unit_test(test_packed_small),
     };
