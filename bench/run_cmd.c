@@ -44,7 +44,7 @@ static void usage_run(FILE *f)
             "                     NUM_WARPS, WARP_M, STAGES, SPLIT_KV, PACK_GQA, KPAD, GRID_LPT;\n"
             "                     with MMA=wgmma also WG_SWIZZLE, WG_TMA, WG_WS, WG_PIPE,\n"
             "                     WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC,\n"
-            "                     WG_QEARLY\n"
+            "                     WG_QEARLY, WG_QPREFETCH\n"
             "                     (0 or 1; kernels/space.csv says which combine); unset ones get\n"
             "                     per-device, per-shape defaults\n"
             "  --tuned            take each shape's configuration from the tuning table (`fabench\n"
@@ -267,7 +267,8 @@ int cmd_run(int argc, char **argv)
                     {&shape_cfg.split_kv, shape_cfg.split_kv > 1 ? 1 : shape_cfg.split_kv, CFG_SPLIT_KV, "SPLIT_KV=1"},
                     {&shape_cfg.pack_gqa, 0, CFG_PACK_GQA, "PACK_GQA=0"},
                     {&shape_cfg.wg_persist, 0, CFG_WG_PERSIST, "WG_PERSIST=0"},
-                    {&shape_cfg.wg_dynamic, 0, CFG_WG_DYNAMIC, "WG_DYNAMIC=0"}, {&shape_cfg.grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"}};
+                    {&shape_cfg.wg_dynamic, 0, CFG_WG_DYNAMIC, "WG_DYNAMIC=0"},
+                    {&shape_cfg.wg_qprefetch, 0, CFG_WG_QPREFETCH, "WG_QPREFETCH=0"}, {&shape_cfg.grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"}};
                 char dropped[128] = "";
                 for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
                     if (*drop[k].v != drop[k].off && !(cfg.set & drop[k].set)) {

@@ -246,6 +246,12 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_QEARLY=1", 128, DT_BF16, 0, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,GRID_LPT=1,WG_QEARLY=1", 128, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_QEARLY=1,PACK_GQA=1,SPLIT_KV=4", 128, DT_BF16, 1, 1, 1},
+    /* a persistent warpgroup fetching its next block's Q rows early (WG_QPREFETCH) */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1", 128, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_PERSIST=1,WG_QPREFETCH=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1", 128, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_QPREFETCH=1", 64, DT_FP16, 1, 2048, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1", 256, DT_BF16, 1, 4096, 1},
 };
 /* ragged batches (VARLEN, four sequences of these length fractions): cp.async, and the
  * copy engine from each sequence's first key */
@@ -495,6 +501,15 @@ static void test_wgmma_rejected(void **state)
     assert_non_null(strstr(cs, ";WG_QEARLY=1"));
     assert_int_equal(kconfig_parse("WG_PERSIST=1,SPLIT_KV=1", &qe, err, sizeof err), 0);
     assert_int_equal(kconfig_check(&qe, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    kconfig qp = {0}; /* WG_QPREFETCH: persistent work-groups only */
+    assert_int_equal(kconfig_parse("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_QPREFETCH=1", &qp, err, sizeof err), 0);
+    kconfig_complete(&qp, &h100, &s, DT_BF16);
+    assert_int_equal(kconfig_check(&qp, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "WG_QPREFETCH=1 needs WG_PERSIST=1"));
+    assert_int_equal(kconfig_parse("WG_PERSIST=1,SPLIT_KV=1", &qp, err, sizeof err), 0);
+    assert_int_equal(kconfig_check(&qp, &h100, &s, DT_BF16, reason, sizeof reason), ST_OK);
+    kconfig_str(&qp, cs, sizeof cs);
+    assert_non_null(strstr(cs, ";WG_PERSIST=1;WG_QPREFETCH=1"));
     /* persistent work-groups walk dense query blocks only */
     assert_int_equal(kconfig_parse("WG_PERSIST=1", &rtma, err, sizeof err), 0);
     assert_int_equal(kconfig_check(&rtma, &h100, &ragged, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);

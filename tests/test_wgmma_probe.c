@@ -537,6 +537,27 @@ static void test_dynamic(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Persistent warpgroups fetching their next block's Q rows as soon as this block's last S is
+ * done (WG_QPREFETCH): right on the persistent cases (rounds fewer and more than the SMs,
+ * rows with no keys, L2 sections, GQA packing, d = 64 to 256, FlashAttention-3's order),
+ * static and counter-fed; then timed beside the same configurations without it. */
+static void test_qprefetch(void **state)
+{
+    (void)state;
+    need_hopper();
+    int bad = run_persist_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_QPREFETCH=1");
+    bad += run_persist_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1");
+    printf("qprefetch: %s\n", bad ? "wrong results" : "right on every case");
+    shape_t timed_shapes[] = {mk(4, 32, 8, 1024, 1024, 128, 1), mk(4, 64, 8, 1024, 1024, 128, 1), mk(1, 32, 8, 1024, 1024, 128, 1),
+                              mk(4, 32, 8, 1024, 1024, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1), mk(4, 32, 32, 4096, 4096, 128, 0)};
+    const char *base = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PERSIST=1";
+    const char *timed[] = {"", ",WG_QPREFETCH=1", ",WG_DYNAMIC=1", ",WG_DYNAMIC=1,WG_QPREFETCH=1", ",WG_DYNAMIC=1,WG_KVSPLIT=1",
+                           ",WG_DYNAMIC=1,WG_KVSPLIT=1,WG_QPREFETCH=1", ",WG_DYNAMIC=1,WG_DEFER=1,WG_PVTURN=1",
+                           ",WG_DYNAMIC=1,WG_DEFER=1,WG_PVTURN=1,WG_QPREFETCH=1"};
+    time_variants(timed_shapes, sizeof timed_shapes / sizeof timed_shapes[0], base, timed, sizeof timed / sizeof timed[0], 1);
+    assert_int_equal(bad, 0);
+}
+
 /* The producer warpgroup starting on K and V before Q has landed (WG_QEARLY; each consumer
  * warpgroup loads its own Q rows, as WG_PERSIST's do): right on odd lengths, GQA (packed
  * and not), causal, d = 64 to 256, fp16, one and two consumer warpgroups, split barriers,
@@ -701,6 +722,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_kvsplit),
         cmocka_unit_test(test_defer),
         cmocka_unit_test(test_dynamic),
+        cmocka_unit_test(test_qprefetch),
         cmocka_unit_test(test_qearly),
         cmocka_unit_test(test_ragged_tma),
         cmocka_unit_test(test_packed_small),
