@@ -547,6 +547,15 @@ static void test_qprefetch(void **state)
     need_hopper();
     int bad = run_persist_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_QPREFETCH=1");
     bad += run_persist_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1");
+    /* blocks with no key tiles among more blocks than SMs (each work-group walks several,
+     * some of them empty: the next Q rows are then taken after the stores) */
+    shape_t empty = mk(4, 32, 8, 2048, 512, 128, 1);
+    const probe_case more[] = {
+        {&empty, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1"},
+        {&empty, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1,WG_DYNAMIC=1"},
+        {&empty, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,PACK_GQA=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DYNAMIC=1"},
+    };
+    bad += run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_QPREFETCH=1", more, sizeof more / sizeof more[0]);
     printf("qprefetch: %s\n", bad ? "wrong results" : "right on every case");
     shape_t timed_shapes[] = {mk(4, 32, 8, 1024, 1024, 128, 1), mk(4, 64, 8, 1024, 1024, 128, 1), mk(1, 32, 8, 1024, 1024, 128, 1),
                               mk(4, 32, 8, 1024, 1024, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1), mk(4, 32, 32, 4096, 4096, 128, 0)};
