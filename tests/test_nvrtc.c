@@ -401,6 +401,24 @@ static void test_kernel_wgmma(void **state)
     free(src);
 }
 
+/* A wgmma switch refused without what it needs (the reason says so), accepted once `fix` is
+ * added, and printed as `printed` in the configuration's text; the accepted one in *out. */
+static void switch_needs(const rt_device_info *dev, const shape_t *s, const char *cfg, const char *why, const char *fix,
+                         const char *printed, kconfig *out)
+{
+    char err[FB_ERRLEN], reason[512], cs[256];
+    kconfig c = {0};
+    assert_int_equal(kconfig_parse(cfg, &c, err, sizeof err), 0);
+    kconfig_complete(&c, dev, s, DT_BF16);
+    assert_int_equal(kconfig_check(&c, dev, s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    if (!strstr(reason, why)) fail_msg("%s: reason '%s', expected '%s'", cfg, reason, why);
+    assert_int_equal(kconfig_parse(fix, &c, err, sizeof err), 0);
+    if (kconfig_check(&c, dev, s, DT_BF16, reason, sizeof reason) != ST_OK) fail_msg("%s + %s: %s", cfg, fix, reason);
+    kconfig_str(&c, cs, sizeof cs);
+    assert_non_null(strstr(cs, printed));
+    *out = c;
+}
+
 /* MMA=wgmma anywhere but sm_90a is refused with a reason: by the kernel (sm_80, or plain
  * sm_90 when nothing asks for the architecture-specific target) and by the configuration
  * checks (a device without the feature, fp32, shapes the tile loop does not cover). */
@@ -489,27 +507,14 @@ static void test_wgmma_rejected(void **state)
     assert_int_equal(kconfig_parse("MMA=wgmma,WG_TMA=1,WG_WS=1", &rtma, err, sizeof err), 0);
     kconfig_complete(&rtma, &h100, &ragged, DT_BF16);
     if (kconfig_check(&rtma, &h100, &ragged, DT_BF16, reason, sizeof reason) != ST_OK) fail_msg("ragged + WG_TMA: %s", reason);
-    /* WG_QEARLY: with the producer warpgroup, not with WG_PERSIST (which loads Q that way already) */
-    kconfig qe = {0};
-    assert_int_equal(kconfig_parse("MMA=wgmma,WG_TMA=1,WG_QEARLY=1", &qe, err, sizeof err), 0);
-    kconfig_complete(&qe, &h100, &s, DT_BF16);
-    assert_int_equal(kconfig_check(&qe, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
-    assert_non_null(strstr(reason, "WG_QEARLY=1 needs WG_WS=1"));
-    assert_int_equal(kconfig_parse("WG_WS=1", &qe, err, sizeof err), 0);
-    assert_int_equal(kconfig_check(&qe, &h100, &s, DT_BF16, reason, sizeof reason), ST_OK);
-    kconfig_str(&qe, cs, sizeof cs);
-    assert_non_null(strstr(cs, ";WG_QEARLY=1"));
+    /* WG_QEARLY: with the producer warpgroup, not with WG_PERSIST (which loads Q that way
+     * already); WG_QPREFETCH: persistent work-groups only */
+    kconfig qe;
+    switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_QEARLY=1", "WG_QEARLY=1 needs WG_WS=1", "WG_WS=1", ";WG_QEARLY=1", &qe);
     assert_int_equal(kconfig_parse("WG_PERSIST=1,SPLIT_KV=1", &qe, err, sizeof err), 0);
     assert_int_equal(kconfig_check(&qe, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
-    kconfig qp = {0}; /* WG_QPREFETCH: persistent work-groups only */
-    assert_int_equal(kconfig_parse("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_QPREFETCH=1", &qp, err, sizeof err), 0);
-    kconfig_complete(&qp, &h100, &s, DT_BF16);
-    assert_int_equal(kconfig_check(&qp, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
-    assert_non_null(strstr(reason, "WG_QPREFETCH=1 needs WG_PERSIST=1"));
-    assert_int_equal(kconfig_parse("WG_PERSIST=1,SPLIT_KV=1", &qp, err, sizeof err), 0);
-    assert_int_equal(kconfig_check(&qp, &h100, &s, DT_BF16, reason, sizeof reason), ST_OK);
-    kconfig_str(&qp, cs, sizeof cs);
-    assert_non_null(strstr(cs, ";WG_PERSIST=1;WG_QPREFETCH=1"));
+    switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_QPREFETCH=1", "WG_QPREFETCH=1 needs WG_PERSIST=1", "WG_PERSIST=1,SPLIT_KV=1",
+                 ";WG_PERSIST=1;WG_QPREFETCH=1", &qe);
     /* persistent work-groups walk dense query blocks only */
     assert_int_equal(kconfig_parse("WG_PERSIST=1", &rtma, err, sizeof err), 0);
     assert_int_equal(kconfig_check(&rtma, &h100, &ragged, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
