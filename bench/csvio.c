@@ -113,6 +113,16 @@ int csvt_replace(csv_table *t, size_t r, const char *const *fields)
     return 0;
 }
 
+int csvt_set(csv_table *t, size_t r, size_t c, const char *v)
+{
+    if (r >= t->nrows || c >= t->ncols) return -1;
+    char *d = dup_n(v, strlen(v));
+    if (!d) return -1;
+    free(t->rows[r][c]);
+    t->rows[r][c] = d;
+    return 0;
+}
+
 int csvt_col(const csv_table *t, const char *name)
 {
     for (size_t i = 0; i < t->ncols; i++)

@@ -21,6 +21,8 @@ int csvt_add(csv_table *t, const char *const *fields);
 /* Replaces row r's fields with copies of exactly ncols fields (nothing changes when out of
  * memory). 0 or -1. */
 int csvt_replace(csv_table *t, size_t r, const char *const *fields);
+/* Replaces field c of row r with a copy of v (nothing changes when out of memory). 0 or -1. */
+int csvt_set(csv_table *t, size_t r, size_t c, const char *v);
 /* Column index of a header name, or -1. */
 int csvt_col(const csv_table *t, const char *name);
 void csvt_free(csv_table *t);

@@ -177,14 +177,8 @@ int cmd_loc(int argc, char **argv)
             /* one row per (label, path): a recount replaces the earlier row */
             size_t r = 0;
             while (r < t->nrows && (strcmp(t->rows[r][0], label) || strcmp(t->rows[r][1], argv[i]))) r++;
-            if (r < t->nrows) {
-                for (size_t k = 0; k < 7; k++) {
-                    char *v = strdup(row[k]);
-                    if (v) { free(t->rows[r][k]); t->rows[r][k] = v; }
-                }
-            } else {
-                csvt_add(t, row);
-            }
+            if (r < t->nrows) csvt_replace(t, r, row);
+            else csvt_add(t, row);
         }
     }
     int rc = 0;

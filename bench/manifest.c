@@ -13,13 +13,7 @@
 int manifest_set(csv_table *t, const char *key, const char *value)
 {
     for (size_t i = 0; i < t->nrows; i++)
-        if (!strcmp(t->rows[i][0], key)) {
-            char *v = strdup(value ? value : "");
-            if (!v) return -1;
-            free(t->rows[i][1]);
-            t->rows[i][1] = v;
-            return 0;
-        }
+        if (!strcmp(t->rows[i][0], key)) return csvt_set(t, i, 1, value ? value : "");
     const char *row[2] = {key, value ? value : ""};
     return csvt_add(t, row);
 }

@@ -94,13 +94,7 @@ static int put_row(csv_table *t, const char *const *row)
         int same = 1;
         for (int k = 0; k < 5 && same; k++) same = !strcmp(t->rows[r][k], row[k]);
         if (!same) continue;
-        for (size_t k = 0; k < PORT_NCOLS; k++) {
-            char *v = strdup(row[k]);
-            if (!v) return -1;
-            free(t->rows[r][k]);
-            t->rows[r][k] = v;
-        }
-        return 0;
+        return csvt_replace(t, r, row);
     }
     return csvt_add(t, row);
 }

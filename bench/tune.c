@@ -334,9 +334,7 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
         if (!strcmp(con[k], recorded)) incumbent = k;
     const int w = tune_rematch_pick(us, ncon, incumbent);
     if (w < 0) return 0;
-    int fastest = 0;
-    for (int k = 1; k < ncon; k++)
-        if (us[k] < us[fastest]) fastest = k;
+    const int fastest = tune_rematch_pick(us, ncon, -1);
     if (!quiet)
         for (int k = 0; k < ncon; k++)
             fprintf(stderr, "fabench tune: %s: timed again %s: %.3f us (%s)%s\n", cls, con[k], us[k], src_name[src[k]],
@@ -479,14 +477,10 @@ static int retime_row(attn_runner *runner, const shape_t *s, dtype_t dt, const k
     const char *val[] = {status_name(res.status), res.reason, us, tf, reps, mae};
     for (size_t k = 0; k < sizeof col / sizeof col[0]; k++) {
         const int j = csvt_col(e, col[k]);
-        char *v = strdup(val[k]);
-        if (j < 0 || !v) {
-            free(v);
+        if (j < 0 || csvt_set(e, r, (size_t)j, val[k]) != 0) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        free(e->rows[r][j]);
-        e->rows[r][j] = v;
     }
     return csvt_write_atomic(e, path, err, errlen);
 }
@@ -600,9 +594,7 @@ static int supervise(int argc, char **argv)
                     else if (retime) /* halving timing a survivor again: the crash replaces its earlier result */
                         for (size_t k = 0; k < 6 && !werr; k++) { /* status .. tflops, and reps */
                             const size_t c = k < 5 ? 6 + k : EXPLORED_NCOLS - 1;
-                            char *v = strdup(row[c]);
-                            if (!v) werr = 1;
-                            else { free(t->rows[have][c]); t->rows[have][c] = v; }
+                            werr = csvt_set(t, (size_t)have, c, row[c]) != 0;
                         }
                     if (werr) snprintf(err, sizeof err, "out of memory");
                     if (werr || ((have < 0 || retime) && csvt_write_atomic(t, f[0], err, sizeof err) != 0))
@@ -1089,10 +1081,7 @@ int cmd_tune(int argc, char **argv)
                 if (undeclared && !quiet)
                     fprintf(stderr, "fabench tune: %s: tuning.csv's %s is not in %s any more; replaced\n", keys[ci],
                             recorded_cfg, declared ? declared->source : "kernels/space.csv");
-                for (size_t k = 0; k < TUNING_NCOLS; k++) {
-                    char *v = strdup(row[k]);
-                    if (v) { free(tuning->rows[r][k]); tuning->rows[r][k] = v; }
-                }
+                csvt_replace(tuning, r, row);
             } else if (csvt_add(tuning, row) != 0) {
                 fprintf(stderr, "fabench tune: out of memory\n");
                 fatal = 1;

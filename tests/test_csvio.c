@@ -99,6 +99,10 @@ static void test_new_add_col(void **state)
     assert_string_equal(t->rows[57][1], "");
     assert_string_equal(t->rows[58][0], "58");
     assert_int_equal(csvt_replace(t, 100, r57), -1);
+    assert_int_equal(csvt_set(t, 58, 1, "w"), 0);
+    assert_string_equal(t->rows[58][1], "w");
+    assert_string_equal(t->rows[58][0], "58");
+    assert_int_equal(csvt_set(t, 58, 2, "x"), -1);
     csvt_free(t);
 }
 
