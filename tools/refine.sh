@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# refine.sh DEVICE SHAPES.csv RESULTS_DIR FREE.csv [tune options...]
+#
+# Tries a few parameters around each class's tuned winner: for every row of
+# RESULTS_DIR/tuning.csv on this backend whose `shape` is a row of SHAPES.csv, writes a
+# search space that holds each parameter of the winner fixed except those FREE.csv names
+# (a kernels/space.csv-style file: param,value,when), adds FREE.csv's rows, and runs
+# `fabench tune --strategy exhaustive --merge` over it for that one shape. A new key
+# (WG_QPREFETCH, say) is so measured against every winner in a few candidates per class,
+# where a climb through the whole space would spend its budget elsewhere. Every candidate
+# is verified and recorded as any tune's; --merge keeps the row unless beaten by more than
+# the head-to-head's margin. REFINE_BACKEND (default cuda) picks the tuning rows.
+set -u
+if [ $# -lt 4 ]; then
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+fi
+dev=$1; shapes=$2; results=$3; free=$4; shift 4
+fab=${FABENCH:-build/fabench}
+for f in "$shapes" "$results/tuning.csv" "$free"; do
+    [ -r "$f" ] || { echo "refine.sh: $f: cannot read" >&2; exit 2; }
+done
+work=$(mktemp -d) || exit 2
+trap 'rm -rf "$work"' EXIT
+# one line per class: shape name, then the space written for it under $work
+python3 - "$shapes" "$results/tuning.csv" "$free" "$work" "${REFINE_BACKEND:-cuda}" <<'PY' >"$work/list" || exit 2
+import csv, sys
+shapes_path, tuning_path, free_path, work, backend = sys.argv[1:6]
+with open(shapes_path, newline="") as f:
+    rows = list(csv.reader(f))
+head, shape_rows = rows[0], {r[0]: r for r in rows[1:] if r}
+with open(free_path, newline="") as f:
+    free = list(csv.DictReader(f))
+if not free or set(free[0].keys()) != {"param", "value", "when"}:
+    sys.exit(f"refine.sh: {free_path}:1: header must be param,value,when")
+free_params = {r["param"] for r in free}
+n = 0
+with open(tuning_path, newline="") as f:
+    for line, r in enumerate(csv.DictReader(f), start=2):
+        if r.get("backend") != backend or r.get("shape") not in shape_rows:
+            continue
+        n += 1
+        with open(f"{work}/shape{n}.csv", "w", newline="") as o:
+            w = csv.writer(o)
+            w.writerow(head)
+            w.writerow(shape_rows[r["shape"]])
+        with open(f"{work}/space{n}.csv", "w", newline="") as o:
+            w = csv.writer(o)
+            w.writerow(["param", "value", "when"])
+            for kv in r["config"].split(";"):
+                if "=" not in kv:
+                    sys.exit(f"refine.sh: {tuning_path}:{line}: field 'config': '{kv}' is not KEY=VALUE")
+                k, v = kv.split("=", 1)
+                if k not in free_params:
+                    w.writerow([k, v, ""])
+            for fr in free:
+                w.writerow([fr["param"], fr["value"], fr["when"]])
+        print(f"{r['shape_class']} {work}/shape{n}.csv {work}/space{n}.csv")
+if n == 0:
+    sys.exit(f"refine.sh: no {backend} row of {tuning_path} names a shape of {shapes_path}")
+PY
+rc=0
+while read -r cls shape space; do
+    echo "refine.sh: $cls"
+    "$fab" tune --device "$dev" --shapes "$shape" --results "$results" --space "$space" \
+        --strategy exhaustive --merge "$@" || rc=1
+done <"$work/list"
+exit $rc
