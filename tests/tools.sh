@@ -68,5 +68,33 @@ else
 fi
 ./run.sh --resume --update >"$T/ru.log" 2>&1; rc=$?
 check "run.sh --resume --update exits 2 saying why" "[ $rc -eq 2 ] && grep -q 'one of them' '$T/ru.log'"
+# tools/refine.sh: a few free parameters tried around a class's tuned winner, the others held
+dev=$($fab devices --list 2>/dev/null | head -1 | cut -f1)
+if [ -n "$dev" ]; then
+    rt=${dev%%:*}
+    printf 'name,batch,hq,hkv,sq,skv,d,causal,dtype\nrf,1,2,1,48,48,64,1,fp16\n' > "$T/rf.csv"
+    $fab tune --device "$dev" --shapes "$T/rf.csv" --results "$T/rf" --strategy random --budget 2 --rep-budget 0.01 --quiet >/dev/null 2>&1
+    row=$(awk -F, 'NR == 2 { print $4 }' "$T/rf/tuning.csv")
+    held=$(printf '%s' "$row" | tr ';' '\n' | grep -v '^KPAD=' | sort | tr '\n' ';')
+    printf 'param,value,when\nKPAD,0,MMA=fma\nKPAD,1,\n' > "$T/free.csv"
+    REFINE_BACKEND=$rt tools/refine.sh "$dev" "$T/rf.csv" "$T/rf" "$T/free.csv" --rep-budget 0.01 --quiet >"$T/rf.log" 2>&1; rc=$?
+    new=$(awk -F, 'NR == 2 { print $4 }' "$T/rf/tuning.csv")
+    check "refine.sh exits 0 and names the class it refined" "[ $rc -eq 0 ] && grep -q '^refine.sh: fp16-d64-' '$T/rf.log'"
+    check "refine.sh: the winner's other parameters held" \
+          "[ \"\$(printf '%s' '$new' | tr ';' '\n' | grep -v '^KPAD=' | sort | tr '\n' ';')\" = '$held' ]"
+    check "refine.sh: both KPAD values explored around it" \
+          "[ \$(grep -c \"\$(printf '%s' '$held' | cut -d';' -f1)\" '$T/rf/explored.csv') -ge 1 ] && grep -q 'KPAD=0' '$T/rf/explored.csv' && grep -q 'KPAD=1' '$T/rf/explored.csv'"
+    check "refine.sh: tune --merge noted in the manifest" "grep -q '^update\\.[0-9]*\\.tune\\.command,.*--merge' '$T/rf/manifest.csv'"
+    printf 'param,value\nKPAD,0\n' > "$T/badfree.csv"
+    tools/refine.sh "$dev" "$T/rf.csv" "$T/rf" "$T/badfree.csv" >/dev/null 2>"$T/err"; rc=$?
+    check "refine.sh: a FREE file without param,value,when exits 2 naming it" "[ $rc -eq 2 ] && grep -q 'badfree.csv:1' '$T/err'"
+    printf 'name,batch,hq,hkv,sq,skv,d,causal\nother,1,2,1,48,48,64,1\n' > "$T/other.csv"
+    REFINE_BACKEND=$rt tools/refine.sh "$dev" "$T/other.csv" "$T/rf" "$T/free.csv" >/dev/null 2>"$T/err"; rc=$?
+    check "refine.sh: no tuning row for the shapes exits 2 saying so" "[ $rc -eq 2 ] && grep -q 'names a shape of' '$T/err'"
+    tools/refine.sh "$dev" "$T/rf.csv" >/dev/null 2>&1
+    check "refine.sh with too few arguments exits 2" "[ $? -eq 2 ]"
+else
+    echo "skip - refine.sh: no device (fabench devices --list is empty)"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
