@@ -1041,6 +1041,11 @@ int cmd_tune(int argc, char **argv)
         /* under --merge a probe's --space may hold what kernels/space.csv does not: the
          * search's best must then give way to a declared contender */
         const int best_undeclared = best >= 0 && !in_declared((const char *const *)decl, ndecl, best_cfg);
+        if (best_undeclared && !quiet && !fatal && !stop_requested && !restart)
+            fprintf(stderr,
+                    "fabench tune: %s: this run's best is not in %s, so it cannot go to tuning.csv; the declared "
+                    "contenders are timed instead (add its values there to let it win)\n",
+                    keys[ci], declared ? declared->source : "kernels/space.csv");
         if (best >= 0 && !fatal && !stop_requested && !restart) {
             const int hh = head_to_head(runner, s, dt, &ao, explored, &dev, keys[ci], first_row, new_cfg, recorded,
                                         (const char *const *)decl, ndecl, best_undeclared, quiet, best_cfg, sizeof best_cfg,
