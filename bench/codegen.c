@@ -3,6 +3,7 @@
 #include "codegen.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,17 @@ static int compile_manifest(const char *path, const rt_device *rdev, const char 
     return rc;
 }
 
+/* --binaries: DIR/CLASS-HASH.EXT, written whole or not at all */
+static int keep_binary(const char *dir, const char *key, const char *hash, const char *ext, const void *data, size_t len)
+{
+    char path[1400], err[FB_ERRLEN];
+    snprintf(path, sizeof path, "%s/%s-%s.%s", dir, key, hash, ext);
+    if (!strcmp(ext, "ptx") && len && !((const char *)data)[len - 1]) len--; /* NVRTC's PTX ends in a NUL */
+    if (fb_write_file_atomic(path, data, len, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "fabench compile: %s\n", err);
+    return -1;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -188,19 +200,22 @@ static void usage(FILE *f)
             "  --tuning FILE     the configurations a tuning table (tuning.csv) names for each class\n"
             "                    (its rows of the target's runtime): the tuned winners\n"
             "  --dtype T         override the shapes' dtype\n"
-            "  --out DIR         default results/<target>\n");
+            "  --out DIR         default results/<target>\n"
+            "  --binaries DIR    also keep each compiled binary there, for reading with nvdisasm,\n"
+            "                    cuobjdump or llvm-objdump: CLASS-HASH.cubin and CLASS-HASH.ptx\n"
+            "                    (NVIDIA), CLASS-HASH.hsaco (AMD); HASH is compiled.csv's binary_hash\n");
 }
 
 int cmd_compile(int argc, char **argv)
 {
-    enum { O_TARGET = 1, O_SUITE, O_SHAPES, O_CONFIG, O_SPACE, O_DTYPE, O_OUT, O_HELP, O_TUNING };
+    enum { O_TARGET = 1, O_SUITE, O_SHAPES, O_CONFIG, O_SPACE, O_DTYPE, O_OUT, O_HELP, O_TUNING, O_BINARIES };
     static const struct option opts[] = {
         {"target", required_argument, 0, O_TARGET}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"config", required_argument, 0, O_CONFIG},
         {"space", no_argument, 0, O_SPACE}, {"dtype", required_argument, 0, O_DTYPE},
         {"out", required_argument, 0, O_OUT}, {"help", no_argument, 0, O_HELP},
-        {"tuning", required_argument, 0, O_TUNING}, {0, 0, 0, 0}};
-    const char *target = NULL, *suite = NULL, *shapes_file = NULL, *outdir = NULL, *tuning_path = NULL;
+        {"tuning", required_argument, 0, O_TUNING}, {"binaries", required_argument, 0, O_BINARIES}, {0, 0, 0, 0}};
+    const char *target = NULL, *suite = NULL, *shapes_file = NULL, *outdir = NULL, *tuning_path = NULL, *bindir = NULL;
     int use_space = 0, have_dtype = 0;
     dtype_t dtype = DT_BF16;
     kconfig cfg = {0};
@@ -216,6 +231,7 @@ int cmd_compile(int argc, char **argv)
         case O_SPACE: use_space = 1; break;
         case O_OUT: outdir = optarg; break;
         case O_TUNING: tuning_path = optarg; break;
+        case O_BINARIES: bindir = optarg; break;
         case O_CONFIG:
             if (kconfig_parse(optarg, &cfg, err, sizeof err) != 0) { fprintf(stderr, "fabench compile: --config: %s\n", err); return FB_EXIT_BADINPUT; }
             break;
@@ -281,6 +297,12 @@ int cmd_compile(int argc, char **argv)
     char dir[1024], pc[1100], pk[1100];
     if (outdir) snprintf(dir, sizeof dir, "%s", outdir); else snprintf(dir, sizeof dir, "results/%s", target);
     mkdir(dir, 0777);
+    if (bindir && mkdir(bindir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "fabench compile: --binaries %s: %s\n", bindir, strerror(errno));
+        csvt_free(tuned);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
     snprintf(pc, sizeof pc, "%s/codegen.csv", dir);
     snprintf(pk, sizeof pk, "%s/compiled.csv", dir);
     static const char *const ch[] = {"gpu", "backend", "config", "shape_class", "instruction", "count", "source"};
@@ -371,6 +393,8 @@ int cmd_compile(int argc, char **argv)
                 if (hist != 0) total = -1;
                 compiled++;
                 snprintf(hash, sizeof hash, "%016llx", (unsigned long long)fb_fnv1a(FB_FNV_OFFSET, bin, blen));
+                if (bindir && keep_binary(bindir, key, hash, amd ? "hsaco" : "cubin", bin, blen) != 0) failures++;
+                if (bindir && !amd && keep_binary(bindir, key, hash, "ptx", ptx, plen) != 0) failures++;
                 char serr[FB_ERRLEN];
                 int sr = have_sass ? sass_disassemble(bin, blen, &sh, serr, sizeof serr) : 1;
                 if (sr < 0) fprintf(stderr, "fabench compile: %s %s: SASS: %s\n", key, cs, serr);

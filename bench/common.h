@@ -109,6 +109,8 @@ int fb_root(char *out, size_t outlen);
 int fb_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen);
 
 /* Lower-case, [a-z0-9-] only, runs of other characters collapsed to '-'. */
+/* data written to PATH.tmp.PID, then renamed over PATH: whole or not at all */
+int fb_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
 void fb_slug(const char *in, char *out, size_t outlen);
 
 /* Monotonic clock in seconds. */

@@ -266,6 +266,25 @@ int fb_read_file(const char *path, char **data, size_t *len, char *err, size_t e
     return 0;
 }
 
+int fb_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        return -1;
+    }
+    int ok = fwrite(data, 1, len, f) == len;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
 void fb_slug(const char *in, char *out, size_t outlen)
 {
     size_t o = 0;

@@ -148,6 +148,9 @@ INLINE void fb_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligne
 template <int N> __device__ __forceinline__ void fb_wgmma_wait(void) { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
 /* Makes this thread's generic-proxy shared-memory writes (cp.async, st.shared) visible to
  * the async proxy through which wgmma reads its shared-memory operands. */
+/* A CTA-scope acquire-release fence (MEMBAR.ALL.CTA); WG_HOLDPV uses it as a point ptxas
+ * does not schedule a wgmma wait across */
+INLINE void fb_fence_cta(void) { asm volatile("fence.acq_rel.cta;" ::: "memory"); }
 INLINE void fb_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 /* The bulk tensor copy engine (TMA) and transaction barriers, for WG_TMA: an mbarrier in
  * shared memory counts one arrival plus the bytes its copies bring; a wait spins on the

@@ -251,7 +251,9 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_PERSIST=1,WG_QPREFETCH=1", 128, DT_BF16, 0, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1", 128, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_QPREFETCH=1", 64, DT_FP16, 1, 2048, 1},
-    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1", 256, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1", 256, DT_BF16, 1, 4096, 1},    /* the wait for the previous tile's P V held behind the softmax (WG_HOLDPV) */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_HOLDPV=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_HOLDPV=1", 80, DT_FP16, 1, 2048, 1},
 };
 /* ragged batches (VARLEN, four sequences of these length fractions): cp.async, and the
  * copy engine from each sequence's first key */
@@ -515,6 +517,7 @@ static void test_wgmma_rejected(void **state)
     assert_int_equal(kconfig_check(&qe, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
     switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_QPREFETCH=1", "WG_QPREFETCH=1 needs WG_PERSIST=1", "WG_PERSIST=1,SPLIT_KV=1",
                  ";WG_PERSIST=1;WG_QPREFETCH=1", &qe);
+    switch_needs(&h100, &s, "MMA=wgmma,WG_HOLDPV=1", "WG_HOLDPV=1 needs WG_PIPE=1", "WG_PIPE=1", ";WG_PIPE=1;WG_SWIZZLE=1;WG_HOLDPV=1", &qe);
     /* persistent work-groups walk dense query blocks only */
     assert_int_equal(kconfig_parse("WG_PERSIST=1", &rtma, err, sizeof err), 0);
     assert_int_equal(kconfig_check(&rtma, &h100, &ragged, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);

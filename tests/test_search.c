@@ -145,7 +145,7 @@ static int setup(void **state)
     (void)state;
     space_t sp;
     char err[FB_ERRLEN];
-    if (space_load_default(&sp, err, sizeof err) != 0) return -1;
+    if (space_load_default(&sp, err, sizeof err) != 0) { fprintf(stderr, "setup: %s\n", err); return -1; }
     rt_device_info dev = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
                           .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC};
     shape_t s = {.batch = 4, .hq = 32, .hkv = 32, .sq = 4096, .skv = 4096, .d = 128, .causal = 0};

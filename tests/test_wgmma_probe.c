@@ -608,6 +608,48 @@ static void test_qearly(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* The wait for tile j-1's P V held behind tile j's softmax by a CTA fence (WG_HOLDPV):
+ * right with and without the producer warpgroup, ping-pong, FlashAttention-3's order (both
+ * rescale places), split barriers, persistent and counter-fed work-groups, d = 64 to 256,
+ * both 16-bit types, causal, GQA packed, a ragged batch; then timed beside the same
+ * configurations without it on the reference shapes, the S=1024 shapes and d = 256. */
+static void test_holdpv(void **state)
+{
+    (void)state;
+    need_hopper();
+    char err[FB_ERRLEN];
+    shape_t c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0), big = mk(1, 2, 2, 300, 300, 256, 1);
+    shape_t d80 = mk(2, 4, 2, 200, 333, 80, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), rag = mk(5, 4, 2, 300, 300, 128, 1);
+    if (shapes_parse_lens("probe", 0, "0.1;0.4;0.5;1.0;0.2", &rag, err, sizeof err)) fail_msg("bad lens: %s", err);
+    const probe_case cases[] = {
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1"},
+        {&c128, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1,PACK_GQA=1"},
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1"},
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3"},
+        {&nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_WS=1"},
+        {&nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_WS=1,WG_DEFER=1"},
+        {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&d80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1"},
+        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,PACK_GQA=1"},
+        {&many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_PERSIST=1"},
+        {&rag, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+    };
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_PIPE=1,WG_HOLDPV=1", cases, sizeof cases / sizeof cases[0]);
+    printf("holdpv: %s\n", bad ? "wrong results" : "right on every case");
+    const char *base = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1";
+    const char *timed[] = {"", ",WG_HOLDPV=1", ",WG_PVTURN=1", ",WG_PVTURN=1,WG_HOLDPV=1", ",WG_DEFER=1,WG_PVTURN=1",
+                           ",WG_DEFER=1,WG_PVTURN=1,WG_HOLDPV=1", ",WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_PVTURN=1",
+                           ",WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_PVTURN=1,WG_HOLDPV=1"};
+    time_startup_variants(base, timed, sizeof timed / sizeof timed[0], 1);
+    const shape_t d256[] = {mk(4, 16, 16, 4096, 4096, 256, 1), mk(4, 16, 16, 1024, 1024, 256, 1)};
+    const char *base256 = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=64,STAGES=2,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1";
+    const char *timed256[] = {",WG_DEFER=1,WG_PVTURN=1", ",WG_DEFER=1,WG_PVTURN=1,WG_HOLDPV=1", ",WG_PVTURN=1",
+                              ",WG_PVTURN=1,WG_HOLDPV=1"};
+    time_variants(d256, 2, base256, timed256, sizeof timed256 / sizeof timed256[0], 0);
+    assert_int_equal(bad, 0);
+}
+
 /* A ragged batch through the copy engine (WG_TMA with VARLEN: each sequence's tiles from
  * its first key of the [HKV] [total keys, d] maps): right on varied and uniform lengths,
  * causal and not, a mixed batch (query lengths of their own), d = 64 to 256, with and
@@ -737,6 +779,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_dynamic),
         cmocka_unit_test(test_qprefetch),
         cmocka_unit_test(test_qearly),
+        cmocka_unit_test(test_holdpv),
         cmocka_unit_test(test_ragged_tma),
         cmocka_unit_test(test_packed_small),
     };
