@@ -517,7 +517,7 @@ static void test_wgmma_rejected(void **state)
     assert_int_equal(kconfig_check(&qe, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
     switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_QPREFETCH=1", "WG_QPREFETCH=1 needs WG_PERSIST=1", "WG_PERSIST=1,SPLIT_KV=1",
                  ";WG_PERSIST=1;WG_QPREFETCH=1", &qe);
-    switch_needs(&h100, &s, "MMA=wgmma,WG_HOLDPV=1", "WG_HOLDPV=1 needs WG_PIPE=1", "WG_PIPE=1", ";WG_PIPE=1;WG_SWIZZLE=1;WG_HOLDPV=1", &qe);
+    switch_needs(&h100, &s, "MMA=wgmma,WG_HOLDPV=1", "WG_HOLDPV=1 needs WG_PIPE=1", "WG_PIPE=1,STAGES=3", ";WG_PIPE=1;WG_SWIZZLE=1;WG_HOLDPV=1", &qe);
     /* persistent work-groups walk dense query blocks only */
     assert_int_equal(kconfig_parse("WG_PERSIST=1", &rtma, err, sizeof err), 0);
     assert_int_equal(kconfig_check(&rtma, &h100, &ragged, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
