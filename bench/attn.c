@@ -284,6 +284,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "STAGES=%d", c->stages);
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "PACK_GQA=%d", c->pack_gqa);
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "WARP_M=%d", c->warp_m);
+    if (c->red_split) snprintf(defs[nd++], ATTN_DEFINE_LEN, "RED_SPLIT=1");
     snprintf(defs[nd++], ATTN_DEFINE_LEN, "WRITE_LSE=%d", write_lse ? 1 : 0);
     /* wgmma exists only on the architecture-specific target (sm_90a): the runtime compiles for it */
     if (c->mma == MMA_WGMMA) snprintf(defs[nd++], ATTN_DEFINE_LEN, "ARCH_SPECIFIC=1");

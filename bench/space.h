@@ -8,7 +8,7 @@
 #include "rt.h"
 
 #define SPACE_MAX_VALUES 16
-#define SPACE_MAX_PARAMS 24
+#define SPACE_MAX_PARAMS 32
 
 typedef struct {
     char name[24];

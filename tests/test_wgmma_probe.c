@@ -649,6 +649,53 @@ static void test_holdpv(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* The score tile's row maxima and sums in four independent chains per row (RED_SPLIT):
+ * right on mma.sync and wgmma tiles of 16 to 192 keys (fewer score tiles than chains
+ * included), d = 64 to 256, both 16-bit types, causal and not, partial tiles, GQA packed,
+ * split-KV decode, persistent work-groups, a ragged batch; then timed beside the same
+ * configurations without it (the tuned forms of the reference shapes, the S=1024 shapes,
+ * d = 256 and MMA=mma). */
+static void test_red_split(void **state)
+{
+    (void)state;
+    need_hopper();
+    char err[FB_ERRLEN];
+    shape_t c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0), big = mk(1, 2, 2, 300, 300, 256, 1);
+    shape_t d80 = mk(2, 4, 2, 200, 333, 80, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), rag = mk(5, 4, 2, 300, 300, 128, 1);
+    shape_t dec = mk(8, 32, 8, 1, 1000, 128, 1);
+    if (shapes_parse_lens("probe", 0, "0.1;0.4;0.5;1.0;0.2", &rag, err, sizeof err)) fail_msg("bad lens: %s", err);
+    const probe_case cases[] = {
+        {&c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&c128, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_KVSPLIT=1,PACK_GQA=1"},
+        {&nc, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=16,STAGES=2"},
+        {&nc, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=192,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1"},
+        {&big, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_HOLDPV=1"},
+        {&d80, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1"},
+        {&many, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PERSIST=1,WG_QPREFETCH=1,PACK_GQA=1"},
+        {&rag, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1"},
+        {&dec, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,PACK_GQA=1,SPLIT_KV=4"},
+        {&c128, DT_BF16, "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=64,STAGES=2"},
+        {&nc, DT_FP16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=16,STAGES=3"},
+        {&big, DT_BF16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=32,STAGES=1"},
+        {&dec, DT_FP16, "MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=128,STAGES=1,PACK_GQA=1,SPLIT_KV=3"},
+    };
+    const int bad = run_probe_cases("RED_SPLIT=1", cases, sizeof cases / sizeof cases[0]);
+    printf("red_split: %s\n", bad ? "wrong results" : "right on every case");
+    const char *base = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1";
+    const char *timed[] = {",WG_DEFER=1,WG_PVTURN=1", ",WG_DEFER=1,WG_PVTURN=1,RED_SPLIT=1",
+                           ",WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_PVTURN=1",
+                           ",WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_PVTURN=1,RED_SPLIT=1"};
+    time_startup_variants(base, timed, sizeof timed / sizeof timed[0], 1);
+    const shape_t d256[] = {mk(4, 16, 16, 4096, 4096, 256, 1), mk(1, 16, 16, 1024, 1024, 256, 1)};
+    const char *base256 = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=64,STAGES=2,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1";
+    const char *timed256[] = {"", ",RED_SPLIT=1"};
+    time_variants(d256, 2, base256, timed256, 2, 0);
+    const shape_t mmas[] = {mk(4, 32, 32, 4096, 4096, 128, 0)};
+    const char *timed_mma[] = {"", ",RED_SPLIT=1"};
+    time_variants(mmas, 1, "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=64,STAGES=2", timed_mma, 2, 0);
+    assert_int_equal(bad, 0);
+}
+
 /* A ragged batch through the copy engine (WG_TMA with VARLEN: each sequence's tiles from
  * its first key of the [HKV] [total keys, d] maps): right on varied and uniform lengths,
  * causal and not, a mixed batch (query lengths of their own), d = 64 to 256, with and
@@ -779,6 +826,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_qprefetch),
         cmocka_unit_test(test_qearly),
         cmocka_unit_test(test_holdpv),
+        cmocka_unit_test(test_red_split),
         cmocka_unit_test(test_ragged_tma),
         cmocka_unit_test(test_packed_small),
     };
