@@ -12,6 +12,7 @@ int cmd_compile(int argc, char **argv);
 int cmd_loc(int argc, char **argv);
 int cmd_check_results(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_versus(int argc, char **argv);
 int cmd_codegen_summary(int argc, char **argv);
 int cmd_portability(int argc, char **argv);
 

@@ -22,6 +22,7 @@ static void usage_main(FILE *f)
             "  loc       non-blank, non-comment lines of C/C++/CUDA/OpenCL/Python sources\n"
             "  check-results    validate a results folder: columns, types, timings, tolerances, manifest\n"
             "  compare          B/A median time per (impl, shape) of two results, with a verdict\n"
+            "  versus           the portable kernel against each vendor and the best one per shape, geomeans\n"
             "  codegen-summary  code diversity of compiled configurations: codegen_summary.csv\n"
             "  portability      other GPUs' tuned winners on this device, as %% of its own best\n"
             "  help      this text\n");
@@ -74,6 +75,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "loc")) return cmd_loc(argc - 1, argv + 1);
     if (!strcmp(cmd, "check-results")) return cmd_check_results(argc - 1, argv + 1);
     if (!strcmp(cmd, "compare")) return cmd_compare(argc - 1, argv + 1);
+    if (!strcmp(cmd, "versus")) return cmd_versus(argc - 1, argv + 1);
     if (!strcmp(cmd, "codegen-summary")) return cmd_codegen_summary(argc - 1, argv + 1);
     if (!strcmp(cmd, "portability")) return cmd_portability(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage_main(stdout); return 0; }

@@ -89,6 +89,41 @@ run compare "$GOOD" "$T/none.csv";       expect "compare with a missing file exi
 printf 'impl,x\nportable,1\n' >"$T/notperf.csv"
 run compare "$GOOD" "$T/notperf.csv";    expect "compare with a CSV that is not perf.csv exits 2 naming FILE:1 and the column" 2 "$T/notperf.csv:1: backend: required column missing"
 
+# ---------- versus ----------
+run versus "$GOOD";                      expect "versus: a folder with no vendor rows exits 1" 1 "no shape with an ok portable row and an ok vendor row"
+mkdir -p "$T/vs"
+# vendors beside the portable rows: cudnn 2x the portable time on fx-prefill and 0.5x on
+# fx-decode, torch-flash 4x on both, and a failed row that must not count
+python3 - "$GOOD/perf.csv" "$T/vs/perf.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+        for impl, k in (("cudnn", 2.0 if r["name"] == "fx-prefill" else 0.5), ("torch-flash", 4.0), ("flex", 0.01)):
+            v = dict(r, impl=impl, config="")
+            for c in ("median_us", "p20_us", "p80_us", "min_us"):
+                v[c] = "%.3f" % (k * float(r[c]))
+            if impl == "flex":
+                v.update(status="wrong", median_us="", p20_us="", p80_us="", min_us="")
+            w.writerow(v)
+PY
+run versus "$T/vs" --csv "$T/vs/vs.csv"
+expect "versus: the best vendor per shape, geomeans per vendor, fastest count" 0 \
+    "geomean speedup over the best vendor per shape: 1.000 over 2 shapes; the portable kernel fastest on 1" \
+    "geomean speedup over cudnn          1.000 over 2 shapes" "geomean speedup over torch-flash    4.000 over 2 shapes"
+if grep -q "flex" "$T/out"; then bad "versus: a failed vendor row does not count"; else ok "versus: a failed vendor row does not count"; fi
+if [ -f "$T/vs/vs.csv" ] && grep -q "^opencl,fx-prefill,.*,cudnn,.*,2.0000,cudnn=2.000;torch-flash=4.000$" "$T/vs/vs.csv"; then
+    ok "versus --csv writes the per-shape table"; else bad "versus --csv writes the per-shape table" "$(cat "$T/vs/vs.csv" 2>/dev/null)"; fi
+printf 'name,batch,hq,hkv,sq,skv,d,causal\nfx-decode,1,1,1,1,1,64,0\n' >"$T/vs/one.csv"
+run versus --shapes "$T/vs/one.csv" "$T/vs"
+expect "versus --shapes: only the named shapes" 0 "the best vendor per shape: 0.500 over 1 shape; the portable kernel fastest on 0"
+run versus --shapes "$T/notperf.csv" "$T/vs"; expect "versus --shapes with a file without a name column exits 2 naming FILE:1" 2 "$T/notperf.csv:1: name: required column missing"
+run versus "$T/none.csv";                expect "versus with a missing file exits 2 naming it" 2 "$T/none.csv"
+run versus;                              expect "versus without results exits 2" 2 "needs a results folder"
+
 # ---------- codegen-summary ----------
 S="$T/sum/pthread-haswell-amd-epyc"; mkdir -p "$T/sum"; cp -r "$GOOD" "$S"
 run codegen-summary "$S"
