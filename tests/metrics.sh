@@ -215,5 +215,30 @@ else
     echo "skip - figures: gnuplot or python3 missing"
 fi
 
+# ---------- WG_HOLDPV in the SASS ----------
+# compiled offline for sm_90a (NVRTC) and disassembled: with WG_HOLDPV=1 every exp2 of the
+# softmax (64 per thread for 128-key tiles) comes before the wait for the previous tile's
+# P V; without it ptxas hoists that wait to the softmax's top (printed, not asserted: that
+# is ptxas's choice, not ours). The count: MUFU.EX2 since the last HGMMA or WARPGROUP
+# instruction, at each WARPGROUP.DEPBAR that waits for every group.
+DIS=$(command -v nvdisasm || true)
+printf 'name,batch,hq,hkv,sq,skv,d,causal\nref,4,32,32,4096,4096,128,0\n' >"$T/ref.csv"
+hold_cfg="MMA=wgmma,BLOCK_M=128,BLOCK_N=128,NUM_WARPS=8,STAGES=3,WG_PIPE=1,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"
+[ -n "$DIS" ] && run compile --target sm_90 --shapes "$T/ref.csv" --config "$hold_cfg,WG_HOLDPV=1" --out "$T/hold1" --binaries "$T/hold1/bin"
+if [ -n "$DIS" ] && ! grep -q "NVRTC not found" "$T/out" "$T/err"; then
+    held=()
+    for h in 0 1; do
+        run compile --target sm_90 --shapes "$T/ref.csv" --config "$hold_cfg,WG_HOLDPV=$h" --out "$T/hold$h" --binaries "$T/hold$h/bin"
+        cub=$(ls "$T/hold$h/bin/"*.cubin 2>/dev/null | head -n 1)
+        if [ "$RC" -ne 0 ] || [ -z "$cub" ]; then held+=(-1); continue; fi
+        held+=("$("$DIS" "$cub" | awk '/HGMMA|WARPGROUP\.ARRIVE|WARPGROUP\.DEPBAR\.LE gsb0, 0x1/ { n = 0 }
+            /MUFU\.EX2/ { n++ } /WARPGROUP\.DEPBAR\.LE gsb0, 0x0/ { if (n > m) m = n; n = 0 } END { print m + 0 }')")
+    done
+    if [ "${held[1]}" -ge 64 ]; then ok "WG_HOLDPV=1: the P V wait after all ${held[1]} exp2 of the softmax (without it: after ${held[0]})"
+    else bad "WG_HOLDPV=1: the P V wait after the softmax's exp2" "exp2 before the wait: ${held[1]} with WG_HOLDPV=1, ${held[0]} without"; fi
+else
+    echo "skip - WG_HOLDPV in the SASS: no nvdisasm on PATH, or NVRTC not found"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
