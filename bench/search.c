@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFEAT 24
+#define NFEAT 25
 #define BO_INIT 8          /* random probes before the model steers */
 #define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
@@ -80,6 +80,7 @@ static void features(const kconfig *c, double *f)
     f[21] = (double)c->wg_qprefetch;
     f[22] = (double)c->wg_holdpv;
     f[23] = (double)c->red_split;
+    f[24] = (double)c->wg_sinflight;
 }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)

@@ -215,29 +215,38 @@ else
     echo "skip - figures: gnuplot or python3 missing"
 fi
 
-# ---------- WG_HOLDPV in the SASS ----------
-# compiled offline for sm_90a (NVRTC) and disassembled: with WG_HOLDPV=1 every exp2 of the
-# softmax (64 per thread for 128-key tiles) comes before the wait for the previous tile's
-# P V; without it ptxas hoists that wait to the softmax's top (printed, not asserted: that
-# is ptxas's choice, not ours). The count: MUFU.EX2 since the last HGMMA or WARPGROUP
-# instruction, at each WARPGROUP.DEPBAR that waits for every group.
+# ---------- WG_HOLDPV and WG_SINFLIGHT in the SASS ----------
+# compiled offline for sm_90a (NVRTC) and disassembled (FlashAttention-3's order, 128-key
+# tiles). WG_HOLDPV=1: every exp2 of the softmax (64 per thread) comes before the wait for
+# the previous tile's P V; without it ptxas hoists that wait to the softmax's top. Counted:
+# MUFU.EX2 since the last HGMMA or WARPGROUP instruction, at each WARPGROUP.DEPBAR that
+# waits for every group. WG_SINFLIGHT=1: no wait for every group between the end of S's
+# issue and P V's first wgmma (ptxas injects one before O's rescale otherwise). What ptxas
+# does without the keys is printed, not asserted: that is its choice, not ours.
 DIS=$(command -v nvdisasm || true)
 printf 'name,batch,hq,hkv,sq,skv,d,causal\nref,4,32,32,4096,4096,128,0\n' >"$T/ref.csv"
-hold_cfg="MMA=wgmma,BLOCK_M=128,BLOCK_N=128,NUM_WARPS=8,STAGES=3,WG_PIPE=1,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"
-[ -n "$DIS" ] && run compile --target sm_90 --shapes "$T/ref.csv" --config "$hold_cfg,WG_HOLDPV=1" --out "$T/hold1" --binaries "$T/hold1/bin"
+fa3_cfg="MMA=wgmma,BLOCK_M=128,BLOCK_N=128,NUM_WARPS=8,STAGES=3,WG_PIPE=1,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"
+[ -n "$DIS" ] && run compile --target sm_90 --shapes "$T/ref.csv" --config "$fa3_cfg" --out "$T/k0" --binaries "$T/k0/bin"
 if [ -n "$DIS" ] && ! grep -q "NVRTC not found" "$T/out" "$T/err"; then
-    held=()
-    for h in 0 1; do
-        run compile --target sm_90 --shapes "$T/ref.csv" --config "$hold_cfg,WG_HOLDPV=$h" --out "$T/hold$h" --binaries "$T/hold$h/bin"
-        cub=$(ls "$T/hold$h/bin/"*.cubin 2>/dev/null | head -n 1)
-        if [ "$RC" -ne 0 ] || [ -z "$cub" ]; then held+=(-1); continue; fi
-        held+=("$("$DIS" "$cub" | awk '/HGMMA|WARPGROUP\.ARRIVE|WARPGROUP\.DEPBAR\.LE gsb0, 0x1/ { n = 0 }
-            /MUFU\.EX2/ { n++ } /WARPGROUP\.DEPBAR\.LE gsb0, 0x0/ { if (n > m) m = n; n = 0 } END { print m + 0 }')")
+    exps=(); waits=()
+    for k in 0 1 2; do
+        extra=""; [ $k -eq 1 ] && extra=",WG_HOLDPV=1"; [ $k -eq 2 ] && extra=",WG_SINFLIGHT=1"
+        run compile --target sm_90 --shapes "$T/ref.csv" --config "$fa3_cfg$extra" --out "$T/k$k" --binaries "$T/k$k/bin"
+        cub=$(ls "$T/k$k/bin/"*.cubin 2>/dev/null | head -n 1)
+        if [ "$RC" -ne 0 ] || [ -z "$cub" ]; then exps+=(-1); waits+=(-1); continue; fi
+        "$DIS" "$cub" >"$T/k$k.sass"
+        exps+=("$(awk '/HGMMA|WARPGROUP\.ARRIVE|WARPGROUP\.DEPBAR\.LE gsb0, 0x1/ { n = 0 }
+            /MUFU\.EX2/ { n++ } /WARPGROUP\.DEPBAR\.LE gsb0, 0x0/ { if (n > m) m = n; n = 0 } END { print m + 0 }' "$T/k$k.sass")")
+        waits+=("$(awk '/HGMMA.*tnspB/ { if (in_s) { print w + 0; found = 1; exit } }
+            /HGMMA.*gsb0 ;/ && !/tnspB/ { in_s = 1; w = 0 } in_s && /WARPGROUP\.DEPBAR\.LE gsb0, 0x0/ { w++ }
+            END { if (!found) print -1 }' "$T/k$k.sass")")
     done
-    if [ "${held[1]}" -ge 64 ]; then ok "WG_HOLDPV=1: the P V wait after all ${held[1]} exp2 of the softmax (without it: after ${held[0]})"
-    else bad "WG_HOLDPV=1: the P V wait after the softmax's exp2" "exp2 before the wait: ${held[1]} with WG_HOLDPV=1, ${held[0]} without"; fi
+    if [ "${exps[1]}" -ge 64 ]; then ok "WG_HOLDPV=1: the P V wait after all ${exps[1]} exp2 of the softmax (without it: after ${exps[0]})"
+    else bad "WG_HOLDPV=1: the P V wait after the softmax's exp2" "exp2 before the wait: ${exps[1]} with WG_HOLDPV=1, ${exps[0]} without"; fi
+    if [ "${waits[2]}" -eq 0 ]; then ok "WG_SINFLIGHT=1: P V issued with S in flight (waits for every group before it without the key: ${waits[0]})"
+    else bad "WG_SINFLIGHT=1: P V issued with S in flight" "waits for every group between S and P V: ${waits[2]} with it, ${waits[0]} without"; fi
 else
-    echo "skip - WG_HOLDPV in the SASS: no nvdisasm on PATH, or NVRTC not found"
+    echo "skip - WG_HOLDPV and WG_SINFLIGHT in the SASS: no nvdisasm on PATH, or NVRTC not found"
 fi
 
 echo "$pass passed, $fail failed"

@@ -649,9 +649,48 @@ static void test_holdpv(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* WG_DEFER's rescale of O with this tile's S left in flight (WG_SINFLIGHT: a wait for all
+ * but the newest group before it, so that ptxas does not wait for S there): right with and
+ * without the producer warpgroup, ping-pong, P V turns, split barriers, persistent and
+ * counter-fed work-groups, d = 64 to 256, both 16-bit types, causal, GQA packed, ragged;
+ * then FlashAttention-3's order timed with and without it (and with WG_HOLDPV). */
+static void test_sinflight(void **state)
+{
+    (void)state;
+    need_hopper();
+    char err[FB_ERRLEN];
+    shape_t c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0), big = mk(1, 2, 2, 300, 300, 256, 1);
+    shape_t d80 = mk(2, 4, 2, 200, 333, 80, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), rag = mk(5, 4, 2, 300, 300, 128, 1);
+    if (shapes_parse_lens("probe", 0, "0.1;0.4;0.5;1.0;0.2", &rag, err, sizeof err)) fail_msg("bad lens: %s", err);
+    const probe_case cases[] = {
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1"},
+        {&c128, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1,WG_HOLDPV=1,PACK_GQA=1"},
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1"},
+        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3"},
+        {&nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_WS=1"},
+        {&nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_WS=1,WG_KVSPLIT=1"},
+        {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1,WG_KVSPLIT=1"},
+        {&d80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1"},
+        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,PACK_GQA=1"},
+        {&many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1"},
+        {&rag, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1"},
+    };
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_PIPE=1,WG_DEFER=1,WG_SINFLIGHT=1", cases, sizeof cases / sizeof cases[0]);
+    printf("sinflight: %s\n", bad ? "wrong results" : "right on every case");
+    const char *base = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1";
+    const char *timed[] = {"", ",WG_SINFLIGHT=1", ",WG_SINFLIGHT=1,WG_HOLDPV=1", ",WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1",
+                           ",WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_SINFLIGHT=1,WG_HOLDPV=1"};
+    time_startup_variants(base, timed, sizeof timed / sizeof timed[0], 1);
+    const shape_t d256[] = {mk(4, 16, 16, 4096, 4096, 256, 1)};
+    const char *base256 = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=64,STAGES=2,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1";
+    const char *timed256[] = {"", ",WG_SINFLIGHT=1", ",WG_HOLDPV=1", ",WG_HOLDPV=1,WG_SINFLIGHT=1"};
+    time_variants(d256, 1, base256, timed256, 4, 0);
+    assert_int_equal(bad, 0);
+}
+
 /* The score tile's row maxima and sums in four independent chains per row (RED_SPLIT):
- * right on mma.sync and wgmma tiles of 16 to 192 keys (fewer score tiles than chains
- * included), d = 64 to 256, both 16-bit types, causal and not, partial tiles, GQA packed,
+ * right on mma.sync tiles of 16 to 128 keys (fewer score tiles than chains included) and
+ * wgmma tiles of 64 to 192, d = 64 to 256, both 16-bit types, causal and not, partial tiles, GQA packed,
  * split-KV decode, persistent work-groups, a ragged batch; then timed beside the same
  * configurations without it (the tuned forms of the reference shapes, the S=1024 shapes,
  * d = 256 and MMA=mma). */
@@ -667,7 +706,7 @@ static void test_red_split(void **state)
     const probe_case cases[] = {
         {&c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
         {&c128, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_KVSPLIT=1,PACK_GQA=1"},
-        {&nc, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=16,STAGES=2"},
+        {&nc, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
         {&nc, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=192,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1"},
         {&big, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_HOLDPV=1"},
         {&d80, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1"},
@@ -827,6 +866,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_qearly),
         cmocka_unit_test(test_holdpv),
         cmocka_unit_test(test_red_split),
+        cmocka_unit_test(test_sinflight),
         cmocka_unit_test(test_ragged_tma),
         cmocka_unit_test(test_packed_small),
     };
