@@ -255,6 +255,23 @@ typedef struct {
     const char *cfg;
 } probe_case;
 
+/* The small shapes the switch probes check their cases on: partial tiles with GQA (c128,
+ * d80), a non-causal row count below a tile (nc), d = 256 (big), more blocks than SMs
+ * (many), a ragged batch of five sequences (rag) and a split-KV decode batch (dec). */
+typedef struct {
+    shape_t c128, nc, big, d80, many, rag, dec;
+} switch_shapes;
+
+static switch_shapes probe_shapes(void)
+{
+    char err[FB_ERRLEN];
+    switch_shapes p = {mk(2, 4, 2, 200, 333, 128, 1), mk(1, 4, 1, 77, 200, 64, 0), mk(1, 2, 2, 300, 300, 256, 1),
+                       mk(2, 4, 2, 200, 333, 80, 1),  mk(4, 16, 4, 1000, 1000, 128, 1), mk(5, 4, 2, 300, 300, 128, 1),
+                       mk(8, 32, 8, 1, 1000, 128, 1)};
+    if (shapes_parse_lens("probe", 0, "0.1;0.4;0.5;1.0;0.2", &p.rag, err, sizeof err)) fail_msg("bad lens: %s", err);
+    return p;
+}
+
 /* One timed configuration on a shape, printed as "    LABEL, CONFIG: N TFLOP/s" (or its
  * status and reason): the probes' timings, each in the same run as those it is set beside. */
 static void time_one(const char *label, const shape_t *s, const char *config, const attn_opts *t)
@@ -617,23 +634,20 @@ static void test_holdpv(void **state)
 {
     (void)state;
     need_hopper();
-    char err[FB_ERRLEN];
-    shape_t c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0), big = mk(1, 2, 2, 300, 300, 256, 1);
-    shape_t d80 = mk(2, 4, 2, 200, 333, 80, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), rag = mk(5, 4, 2, 300, 300, 128, 1);
-    if (shapes_parse_lens("probe", 0, "0.1;0.4;0.5;1.0;0.2", &rag, err, sizeof err)) fail_msg("bad lens: %s", err);
+    switch_shapes sh = probe_shapes();
     const probe_case cases[] = {
-        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1"},
-        {&c128, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
-        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1,PACK_GQA=1"},
-        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1"},
-        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3"},
-        {&nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_WS=1"},
-        {&nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_WS=1,WG_DEFER=1"},
-        {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
-        {&d80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1"},
-        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,PACK_GQA=1"},
-        {&many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_PERSIST=1"},
-        {&rag, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1"},
+        {&sh.c128, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1,PACK_GQA=1"},
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1"},
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3"},
+        {&sh.nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_WS=1"},
+        {&sh.nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_WS=1,WG_DEFER=1"},
+        {&sh.big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&sh.d80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1"},
+        {&sh.many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,PACK_GQA=1"},
+        {&sh.many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_PERSIST=1"},
+        {&sh.rag, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
     };
     const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_PIPE=1,WG_HOLDPV=1", cases, sizeof cases / sizeof cases[0]);
     printf("holdpv: %s\n", bad ? "wrong results" : "right on every case");
@@ -658,22 +672,19 @@ static void test_sinflight(void **state)
 {
     (void)state;
     need_hopper();
-    char err[FB_ERRLEN];
-    shape_t c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0), big = mk(1, 2, 2, 300, 300, 256, 1);
-    shape_t d80 = mk(2, 4, 2, 200, 333, 80, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), rag = mk(5, 4, 2, 300, 300, 128, 1);
-    if (shapes_parse_lens("probe", 0, "0.1;0.4;0.5;1.0;0.2", &rag, err, sizeof err)) fail_msg("bad lens: %s", err);
+    switch_shapes sh = probe_shapes();
     const probe_case cases[] = {
-        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1"},
-        {&c128, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1,WG_HOLDPV=1,PACK_GQA=1"},
-        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1"},
-        {&c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3"},
-        {&nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_WS=1"},
-        {&nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_WS=1,WG_KVSPLIT=1"},
-        {&big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1,WG_KVSPLIT=1"},
-        {&d80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1"},
-        {&many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,PACK_GQA=1"},
-        {&many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1"},
-        {&rag, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1"},
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1"},
+        {&sh.c128, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1,WG_HOLDPV=1,PACK_GQA=1"},
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1"},
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3"},
+        {&sh.nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,WG_WS=1"},
+        {&sh.nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_WS=1,WG_KVSPLIT=1"},
+        {&sh.big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1,WG_KVSPLIT=1"},
+        {&sh.d80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1"},
+        {&sh.many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,PACK_GQA=1"},
+        {&sh.many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1"},
+        {&sh.rag, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1,WG_PVTURN=1"},
     };
     const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_PIPE=1,WG_DEFER=1,WG_SINFLIGHT=1", cases, sizeof cases / sizeof cases[0]);
     printf("sinflight: %s\n", bad ? "wrong results" : "right on every case");
@@ -698,25 +709,21 @@ static void test_red_split(void **state)
 {
     (void)state;
     need_hopper();
-    char err[FB_ERRLEN];
-    shape_t c128 = mk(2, 4, 2, 200, 333, 128, 1), nc = mk(1, 4, 1, 77, 200, 64, 0), big = mk(1, 2, 2, 300, 300, 256, 1);
-    shape_t d80 = mk(2, 4, 2, 200, 333, 80, 1), many = mk(4, 16, 4, 1000, 1000, 128, 1), rag = mk(5, 4, 2, 300, 300, 128, 1);
-    shape_t dec = mk(8, 32, 8, 1, 1000, 128, 1);
-    if (shapes_parse_lens("probe", 0, "0.1;0.4;0.5;1.0;0.2", &rag, err, sizeof err)) fail_msg("bad lens: %s", err);
+    switch_shapes sh = probe_shapes();
     const probe_case cases[] = {
-        {&c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
-        {&c128, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_KVSPLIT=1,PACK_GQA=1"},
-        {&nc, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
-        {&nc, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=192,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1"},
-        {&big, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_HOLDPV=1"},
-        {&d80, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1"},
-        {&many, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PERSIST=1,WG_QPREFETCH=1,PACK_GQA=1"},
-        {&rag, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1"},
-        {&dec, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,PACK_GQA=1,SPLIT_KV=4"},
-        {&c128, DT_BF16, "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=64,STAGES=2"},
-        {&nc, DT_FP16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=16,STAGES=3"},
-        {&big, DT_BF16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=32,STAGES=1"},
-        {&dec, DT_FP16, "MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=128,STAGES=1,PACK_GQA=1,SPLIT_KV=3"},
+        {&sh.c128, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&sh.c128, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_KVSPLIT=1,PACK_GQA=1"},
+        {&sh.nc, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
+        {&sh.nc, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=192,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1"},
+        {&sh.big, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_HOLDPV=1"},
+        {&sh.d80, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1"},
+        {&sh.many, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PERSIST=1,WG_QPREFETCH=1,PACK_GQA=1"},
+        {&sh.rag, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1"},
+        {&sh.dec, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3,PACK_GQA=1,SPLIT_KV=4"},
+        {&sh.c128, DT_BF16, "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=64,STAGES=2"},
+        {&sh.nc, DT_FP16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=16,STAGES=3"},
+        {&sh.big, DT_BF16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=32,STAGES=1"},
+        {&sh.dec, DT_FP16, "MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=128,STAGES=1,PACK_GQA=1,SPLIT_KV=3"},
     };
     const int bad = run_probe_cases("RED_SPLIT=1", cases, sizeof cases / sizeof cases[0]);
     printf("red_split: %s\n", bad ? "wrong results" : "right on every case");
