@@ -43,7 +43,7 @@ static const struct {
     {"WG_DEFER", offsetof(kconfig, wg_defer), CFG_WG_DEFER},       {"WG_PVTURN", offsetof(kconfig, wg_pvturn), CFG_WG_PVTURN},
     {"WG_DYNAMIC", offsetof(kconfig, wg_dynamic), CFG_WG_DYNAMIC}, {"WG_QEARLY", offsetof(kconfig, wg_qearly), CFG_WG_QEARLY},
     {"WG_QPREFETCH", offsetof(kconfig, wg_qprefetch), CFG_WG_QPREFETCH}, {"WG_HOLDPV", offsetof(kconfig, wg_holdpv), CFG_WG_HOLDPV},
-    {"WG_SINFLIGHT", offsetof(kconfig, wg_sinflight), CFG_WG_SINFLIGHT},
+    {"WG_SINFLIGHT", offsetof(kconfig, wg_sinflight), CFG_WG_SINFLIGHT}, {"WG_OSTAGE", offsetof(kconfig, wg_ostage), CFG_WG_OSTAGE},
     {"WG_SWIZZLE", offsetof(kconfig, wg_swizzle), CFG_WG_SWIZZLE},
 };
 #define N_WG_FLAGS (sizeof wg_flags / sizeof wg_flags[0])
@@ -112,7 +112,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
-            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, RED_SPLIT, GRID_LPT, FAULT_*)", k);
+            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, RED_SPLIT, GRID_LPT, FAULT_*)", k);
             rc = FB_EXIT_BADINPUT;
             break;
         }
@@ -178,11 +178,11 @@ void kconfig_str(const kconfig *c, char *out, size_t outlen)
 {
     char lpt[24] = "";
     if (c->grid_lpt) snprintf(lpt, sizeof lpt, ";GRID_LPT=%d", c->grid_lpt);
-    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
+    snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
              c->wg_pipe ? ";WG_PIPE=1" : "", c->mma != MMA_WGMMA ? "" : c->wg_swizzle ? ";WG_SWIZZLE=1" : ";WG_SWIZZLE=0",
              c->wg_tma ? ";WG_TMA=1" : "", c->wg_ws ? ";WG_WS=1" : "", c->wg_pingpong ? ";WG_PINGPONG=1" : "", c->wg_kvsplit ? ";WG_KVSPLIT=1" : "", c->wg_persist ? ";WG_PERSIST=1" : "",
-             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->red_split ? ";RED_SPLIT=1" : "", lpt, c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
+             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->wg_ostage ? ";WG_OSTAGE=1" : "", c->red_split ? ";RED_SPLIT=1" : "", lpt, c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
              c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" :
              c->fault_linear_pages ? ";FAULT_LINEAR_PAGES=1" : "");
 }
@@ -299,8 +299,8 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
 split:
     /* a paged cache: a key tile must not straddle two pages */
     if (shape_paged(s) && !(c->set & CFG_BLOCK_N) && c->block_n > s->page) c->block_n = s->page;
-    if (!(c->set & CFG_SPLIT_KV) && c->wg_persist) {
-        c->split_kv = 1; /* the persistent work-groups fill the device themselves */
+    if (!(c->set & CFG_SPLIT_KV) && (c->wg_persist || c->wg_ostage)) {
+        c->split_kv = 1; /* the persistent work-groups fill the device themselves; O staged whole */
     } else if (!(c->set & CFG_SPLIT_KV) && !shape_ragged(s)) {
         /* flash-decoding: enough work-groups to fill the device four times over (an
          * H200 decode sweep: 64 x 8 KV heads ran 1.3x faster split in two) */
@@ -373,6 +373,10 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
     }
     if (c->wg_sinflight && !c->wg_defer) {
         snprintf(reason, len, "WG_SINFLIGHT=1 needs WG_DEFER=1 (it concerns the deferred rescale of O)");
+        return ST_UNSUPPORTED;
+    }
+    if (c->wg_ostage && (c->split_kv != 1 || c->wg_qprefetch)) {
+        snprintf(reason, len, "WG_OSTAGE=1 needs SPLIT_KV=1 and no WG_QPREFETCH (whose next Q rows would land where O is staged)");
         return ST_UNSUPPORTED;
     }
     if (c->wg_dynamic && !c->wg_persist) {

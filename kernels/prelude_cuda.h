@@ -151,6 +151,15 @@ template <int N> __device__ __forceinline__ void fb_wgmma_wait(void) { asm volat
 /* A CTA-scope acquire-release fence (MEMBAR.ALL.CTA); WG_HOLDPV uses it as a point ptxas
  * does not schedule a wgmma wait across */
 INLINE void fb_fence_cta(void) { asm volatile("fence.acq_rel.cta;" ::: "memory"); }
+/* 4 bytes into shared memory; 16 bytes out of it; 16 bytes to global memory (WG_OSTAGE) */
+INLINE void fb_st_shared_u32(u32 addr, u32 v) { asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory"); }
+INLINE uint4 fb_ld_shared_v4(u32 addr)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+    return v;
+}
+INLINE void fb_st_global_v4(void *p, uint4 v) { *(uint4 *)p = v; }
 INLINE void fb_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 /* The bulk tensor copy engine (TMA) and transaction barriers, for WG_TMA: an mbarrier in
  * shared memory counts one arrival plus the bytes its copies bring; a wait spins on the

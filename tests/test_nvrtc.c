@@ -257,6 +257,10 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1", 256, DT_BF16, 1, 4096, 1},    /* the row maxima and sums in four chains (RED_SPLIT) */
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,RED_SPLIT=1", 128, DT_BF16, 0, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,RED_SPLIT=1", 256, DT_FP16, 1, 4096, 1},
+    /* O stored through shared memory in 16-byte chunks (WG_OSTAGE) */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_OSTAGE=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_OSTAGE=1", 80, DT_FP16, 1, 2048, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_OSTAGE=1", 64, DT_BF16, 1, 1024, 1},
     /* O's deferred rescale with this tile's S left in flight (WG_SINFLIGHT) */
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_HOLDPV=1,WG_SINFLIGHT=1", 128, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1,WG_SINFLIGHT=1", 256, DT_BF16, 1, 4096, 1},
@@ -528,6 +532,8 @@ static void test_wgmma_rejected(void **state)
                  ";WG_PERSIST=1;WG_QPREFETCH=1", &qe);
     switch_needs(&h100, &s, "MMA=wgmma,WG_SINFLIGHT=1", "WG_SINFLIGHT=1 needs WG_DEFER=1", "WG_PIPE=1,STAGES=3,WG_DEFER=1",
                  ";WG_DEFER=1;WG_SINFLIGHT=1", &qe);
+    switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_QPREFETCH=1,WG_OSTAGE=1", "WG_OSTAGE=1 needs SPLIT_KV=1 and no WG_QPREFETCH",
+                 "WG_QPREFETCH=0", ";WG_PERSIST=1;WG_OSTAGE=1", &qe);
     /* RED_SPLIT: the mma and wgmma softmax only */
     switch_needs(&h100, &s, "MMA=fma,RED_SPLIT=1", "RED_SPLIT=1 applies to MMA=mma and MMA=wgmma only", "MMA=mma,BLOCK_M=64",
                  ";KPAD=1;RED_SPLIT=1", &qe);

@@ -663,6 +663,37 @@ static void test_holdpv(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* O stored through the warpgroup's Q rows of shared memory in whole 16-byte chunks
+ * (WG_OSTAGE): right on partial tiles and GQA (rows past the end skipped), packed GQA,
+ * d = 64 to 256 (d = 80's ten chunks a row), one and two consumer warpgroups, with and
+ * without the producer, persistent and counter-fed work-groups (the next block's Q rows
+ * land where O was), a ragged batch; then timed beside the same configurations without it. */
+static void test_ostage(void **state)
+{
+    (void)state;
+    need_hopper();
+    switch_shapes sh = probe_shapes();
+    const probe_case cases[] = {
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&sh.c128, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1,PACK_GQA=1"},
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1"},
+        {&sh.nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
+        {&sh.nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_WS=1,WG_PIPE=1,WG_KVSPLIT=1"},
+        {&sh.big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1"},
+        {&sh.d80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_WS=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1"},
+        {&sh.many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PERSIST=1,PACK_GQA=1"},
+        {&sh.many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&sh.rag, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1"},
+    };
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,SPLIT_KV=1,WG_OSTAGE=1", cases, sizeof cases / sizeof cases[0]);
+    printf("ostage: %s\n", bad ? "wrong results" : "right on every case");
+    const char *base = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1";
+    const char *timed[] = {"", ",WG_OSTAGE=1", ",WG_SINFLIGHT=1,WG_HOLDPV=1", ",WG_SINFLIGHT=1,WG_HOLDPV=1,WG_OSTAGE=1",
+                           ",WG_PERSIST=1,WG_DYNAMIC=1", ",WG_PERSIST=1,WG_DYNAMIC=1,WG_OSTAGE=1"};
+    time_startup_variants(base, timed, sizeof timed / sizeof timed[0], 1);
+    assert_int_equal(bad, 0);
+}
+
 /* WG_DEFER's rescale of O with this tile's S left in flight (WG_SINFLIGHT: a wait for all
  * but the newest group before it, so that ptxas does not wait for S there): right with and
  * without the producer warpgroup, ping-pong, P V turns, split barriers, persistent and
@@ -874,6 +905,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_holdpv),
         cmocka_unit_test(test_red_split),
         cmocka_unit_test(test_sinflight),
+        cmocka_unit_test(test_ostage),
         cmocka_unit_test(test_ragged_tma),
         cmocka_unit_test(test_packed_small),
     };
