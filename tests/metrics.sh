@@ -67,18 +67,26 @@ run check-results "$d";                  expect "check-results: a folder without
 # ---------- compare ----------
 run compare "$GOOD" "$GOOD/perf.csv";    expect "compare: a folder with itself: all same within noise, geomean 1" 0 \
     "1.000 over 2: 0 faster, 0 slower, 2 same within noise"
-mkdir -p "$T/cmp"
-# B: the same shapes, each 2x slower (times doubled by a python3 edit of the CSV)
-python3 - "$GOOD/perf.csv" "$T/cmp/perf.csv" <<'PY'
+# rewrite_perf SRC DST: DST is SRC's perf.csv remade by the Python snippet on stdin, which
+# sees `rows` (SRC's rows as dicts), `emit(row)` and `scaled(row, k)` (its times times k)
+rewrite_perf() {
+    python3 -c '
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1], newline="")))
 with open(sys.argv[2], "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
     w.writeheader()
-    for r in rows:
-        for c in ("median_us", "p20_us", "p80_us", "min_us"):
-            r[c] = "%.3f" % (2 * float(r[c]))
-        w.writerow(r)
+    emit = w.writerow
+    def scaled(r, k):
+        return dict(r, **{c: "%.3f" % (k * float(r[c])) for c in ("median_us", "p20_us", "p80_us", "min_us")})
+    exec(sys.stdin.read())
+' "$1" "$2"
+}
+mkdir -p "$T/cmp"
+# B: the same shapes, each 2x slower
+rewrite_perf "$GOOD/perf.csv" "$T/cmp/perf.csv" <<'PY'
+for r in rows:
+    emit(scaled(r, 2))
 PY
 run compare "$GOOD" "$T/cmp" --csv "$T/cmp/cmp.csv"
 expect "compare: B twice as slow is 'slower', geomean 2.000" 0 "slower" "2.000 over 2: 0 faster, 2 slower"
@@ -94,21 +102,12 @@ run versus "$GOOD";                      expect "versus: a folder with no vendor
 mkdir -p "$T/vs"
 # vendors beside the portable rows: cudnn 2x the portable time on fx-prefill and 0.5x on
 # fx-decode, torch-flash 4x on both, and a failed row that must not count
-python3 - "$GOOD/perf.csv" "$T/vs/perf.csv" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1], newline="")))
-with open(sys.argv[2], "w", newline="") as f:
-    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-    w.writeheader()
-    for r in rows:
-        w.writerow(r)
-        for impl, k in (("cudnn", 2.0 if r["name"] == "fx-prefill" else 0.5), ("torch-flash", 4.0), ("flex", 0.01)):
-            v = dict(r, impl=impl, config="")
-            for c in ("median_us", "p20_us", "p80_us", "min_us"):
-                v[c] = "%.3f" % (k * float(r[c]))
-            if impl == "flex":
-                v.update(status="wrong", median_us="", p20_us="", p80_us="", min_us="")
-            w.writerow(v)
+rewrite_perf "$GOOD/perf.csv" "$T/vs/perf.csv" <<'PY'
+for r in rows:
+    emit(r)
+    emit(dict(scaled(r, 2.0 if r["name"] == "fx-prefill" else 0.5), impl="cudnn", config=""))
+    emit(dict(scaled(r, 4.0), impl="torch-flash", config=""))
+    emit(dict(r, impl="flex", config="", status="wrong", median_us="", p20_us="", p80_us="", min_us=""))
 PY
 run versus "$T/vs" --csv "$T/vs/vs.csv"
 expect "versus: the best vendor per shape, geomeans per vendor, fastest count" 0 \
