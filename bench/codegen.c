@@ -346,7 +346,7 @@ int cmd_compile(int argc, char **argv)
         else if ((cands = malloc(sizeof *cands))) { cands[0] = cfg; kconfig_complete(&cands[0], &dev, s, dt); }
         if (!cands || n < 0) { fprintf(stderr, "fabench compile: out of memory\n"); failures++; break; }
         for (long j = 0; j < n; j++) {
-            char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], cs[256], reason[512] = "";
+            char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], cs[KCONFIG_STR_MAX], reason[512] = "";
             const char *dp[ATTN_MAX_DEFINES];
             int nd = attn_defines(s, dt, &cands[j], 1, defs);
             for (int k = 0; k < nd; k++) dp[k] = defs[k];

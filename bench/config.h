@@ -45,6 +45,10 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen);
 /* Copies into dst every field src->set names (a user's --config over a tuned one). */
 void kconfig_overlay(kconfig *dst, const kconfig *src);
 
+/* Room for kconfig_str's longest form (every key set) with margin: every buffer that holds a
+ * configuration's text is this size, and kconfig_str aborts rather than cut one short. */
+#define KCONFIG_STR_MAX 512
+
 /* Canonical text form, ';' separated, every tuned field (WG_PIPE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, RED_SPLIT and GRID_LPT only when set, WG_SWIZZLE
  * only for wgmma, so that the configurations recorded before they existed keep their names). */
 void kconfig_str(const kconfig *c, char *out, size_t outlen);

@@ -277,7 +277,7 @@ int cmd_portability(int argc, char **argv)
         }
         attn_result mine;
         if (attn_run(runner, s, dt, &own, &ao, &mine, err, sizeof err) != 0) { fprintf(stderr, "fabench portability: %s\n", err); fatal = 1; break; }
-        char own_cs[256], own_us[32];
+        char own_cs[KCONFIG_STR_MAX], own_us[32];
         kconfig_str(&mine.config, own_cs, sizeof own_cs);
         if (mine.status != ST_OK) {
             fprintf(stderr, "portability: %s: this device's own winner %s did not pass here (%s: %s): skipped\n", keys[ci],
@@ -298,7 +298,7 @@ int cmd_portability(int argc, char **argv)
                     fatal = 1;
                     break;
                 }
-                char cs[256], us[32] = "", pct[32] = "", date[32];
+                char cs[KCONFIG_STR_MAX], us[32] = "", pct[32] = "", date[32];
                 kconfig_str(theirs.set ? &theirs : &res.config, cs, sizeof cs);
                 if (res.status == ST_OK) {
                     kconfig_str(&res.config, cs, sizeof cs);

@@ -49,7 +49,7 @@ static void usage(FILE *f)
 typedef struct {
     char gpu[128], backend[32], cls[96];
     kconfig *cands;
-    char (*cfg)[256];
+    char (*cfg)[KCONFIG_STR_MAX];
     double *us;
     long n, cap;
 } rclass;
@@ -66,7 +66,7 @@ static int add_cand(rclass *c, const char *cfg, double us, char *err, size_t err
         kconfig *k = realloc(c->cands, sizeof *k * (size_t)nc);
         if (!k) return -1;
         c->cands = k;
-        char(*s)[256] = realloc(c->cfg, sizeof *s * (size_t)nc);
+        char(*s)[KCONFIG_STR_MAX] = realloc(c->cfg, sizeof *s * (size_t)nc);
         if (!s) return -1;
         c->cfg = s;
         double *u = realloc(c->us, sizeof *u * (size_t)nc);
@@ -246,7 +246,7 @@ int cmd_tune_replay(int argc, char **argv)
         long first_idx = -1;
         for (long i = 0; first && i < c->n && first_idx < 0; i++) {
             kconfig m = c->cands[i];
-            char a[256], b[256];
+            char a[KCONFIG_STR_MAX], b[KCONFIG_STR_MAX];
             kconfig_overlay(&m, &fk);
             kconfig_str(&m, a, sizeof a);
             kconfig_str(&c->cands[i], b, sizeof b);

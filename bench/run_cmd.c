@@ -290,7 +290,7 @@ int cmd_run(int argc, char **argv)
             break;
         }
         int ok = res.status == ST_OK;
-        char cfgs[256];
+        char cfgs[KCONFIG_STR_MAX];
         kconfig_str(&res.config, cfgs, sizeof cfgs);
         perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = "portable", .config = cfgs,
                        .config_source = source, .shape = s, .dt = dt, .status = res.status, .reason = res.reason,

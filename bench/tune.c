@@ -117,7 +117,7 @@ static char **config_strings(const kconfig *c, long n)
 {
     char **out = malloc(sizeof(char *) * (size_t)(n > 0 ? n : 1));
     for (long i = 0; out && i < n; i++) {
-        char buf[256];
+        char buf[KCONFIG_STR_MAX];
         kconfig_str(&c[i], buf, sizeof buf);
         if (!(out[i] = strdup(buf))) {
             while (i-- > 0) free(out[i]);
@@ -871,7 +871,7 @@ int cmd_tune(int argc, char **argv)
         }
         const size_t first_row = explored->nrows; /* rows from here on are this run's */
         long best = -1, explored_n = 0, late_tries = 0;
-        char best_cfg[256] = "", new_cfg[256] = ""; /* new_cfg: the best of the candidates timed by this run */
+        char best_cfg[KCONFIG_STR_MAX] = "", new_cfg[KCONFIG_STR_MAX] = ""; /* new_cfg: the best of the candidates timed by this run */
         double new_us = INFINITY;
         /* resume: candidates this class already has rows for are not run again */
         const int col_st = csvt_col(explored, "status"), col_us = csvt_col(explored, "median_us");
@@ -882,7 +882,7 @@ int cmd_tune(int argc, char **argv)
              * tries more (a cold compile of the precompile batch, NVIDIA's OpenCL say, can
              * take all of a short --time before the first candidate has run) */
             if (time_limit > 0 && fb_now() - t0 > time_limit && (best >= 0 || late_tries++ >= TUNE_LATE_TRIES)) break;
-            char cs[256];
+            char cs[KCONFIG_STR_MAX];
             kconfig_str(&cands[idx], cs, sizeof cs);
             /* this class's row for the candidate: an earlier run's (resumed: its recorded time),
              * or, for halving's later rungs, this run's, which is timed again for longer */
@@ -1032,7 +1032,7 @@ int cmd_tune(int argc, char **argv)
         /* earlier rows contend, and tuning.csv's row is kept, only while decl holds them
          * (NULL under --merge when kernels/space.csv could not be read: no filter) */
         const char *recorded = merge && r < tuning->nrows && ccfg >= 0 ? tuning->rows[r][ccfg] : NULL;
-        char recorded_cfg[256] = "";
+        char recorded_cfg[KCONFIG_STR_MAX] = "";
         if (recorded && !in_declared((const char *const *)decl, ndecl, recorded)) {
             snprintf(recorded_cfg, sizeof recorded_cfg, "%s", recorded); /* for the note where it is replaced */
             recorded = NULL;

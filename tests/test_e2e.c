@@ -66,7 +66,7 @@ static status_t run_case(const shape_t *s, dtype_t dt, const char *config)
     attn_result res;
     if (attn_run(runner, s, dt, &c, &opts, &res, err, sizeof err) != 0) fail_msg("%s: harness error: %s", s->name, err);
     if (res.status != ST_OK) {
-        char cs[256];
+        char cs[KCONFIG_STR_MAX];
         kconfig_str(&res.config, cs, sizeof cs);
         fprintf(stderr, "  %s %s [%s]: %s: %s\n", s->name, dtype_name(dt), cs, status_name(res.status), res.reason);
     }

@@ -363,7 +363,7 @@ static void test_kernel_wgmma(void **state)
             if (sr == 0 && c.wg_tma) assert_true(hist_count_prefix(&h, "UTMALDG") >= 2 * (wc->d / 64));
             op_histogram_free(&h);
         }
-        char cs[256];
+        char cs[KCONFIG_STR_MAX];
         kconfig_str(&c, cs, sizeof cs);
         print_message("%s %-62s d=%3d %s c%d%s: %ld registers, %ld spill bytes, %zu shared bytes, %ld HGMMA, %ld bytes cubin\n",
                       arch, wc->cfg, wc->d, dtype_name(wc->dt), wc->causal, lens ? " ragged" : "", a.registers, a.spill_bytes,
@@ -421,7 +421,7 @@ static void test_kernel_wgmma(void **state)
 static void switch_needs(const rt_device_info *dev, const shape_t *s, const char *cfg, const char *why, const char *fix,
                          const char *printed, kconfig *out)
 {
-    char err[FB_ERRLEN], reason[512], cs[256];
+    char err[FB_ERRLEN], reason[512], cs[KCONFIG_STR_MAX];
     kconfig c = {0};
     assert_int_equal(kconfig_parse(cfg, &c, err, sizeof err), 0);
     kconfig_complete(&c, dev, s, DT_BF16);
@@ -500,7 +500,7 @@ static void test_wgmma_rejected(void **state)
     /* WG_TMA: printed only when 1 (older strings keep their meaning), wgmma with the swizzle
      * on K and V that are not paged (dense or ragged), and only where the copy engine's
      * tensor maps can be made */
-    char cs[256];
+    char cs[KCONFIG_STR_MAX];
     kconfig_str(&c, cs, sizeof cs);
     assert_null(strstr(cs, "WG_TMA"));
     kconfig tma = c;

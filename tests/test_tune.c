@@ -95,7 +95,7 @@ static void test_space_enumerate(void **state)
     assert_true(n > 50 && n <= before);
     int mma = 0;
     for (long i = 0; i < n; i++) {
-        char reason[256], a[256], b[256];
+        char reason[256], a[KCONFIG_STR_MAX], b[KCONFIG_STR_MAX];
         assert_int_equal(kconfig_check(&c[i], &h200, &pre, DT_BF16, reason, sizeof reason), ST_OK);
         assert_int_equal(c[i].split_kv, 1); /* SPLIT_KV > 1 is for decode only */
         assert_int_equal(c[i].pack_gqa, 0); /* no GQA here */
@@ -119,7 +119,7 @@ static void test_space_enumerate(void **state)
         kconfig d = {0};
         kconfig_complete(&d, devs[k], &pre, DT_BF16);
         assert_int_equal(d.mma, k ? MMA_WGMMA : MMA_SYNC);
-        char a[256], b[256];
+        char a[KCONFIG_STR_MAX], b[KCONFIG_STR_MAX];
         kconfig_str(&c[0], a, sizeof a);
         kconfig_str(&d, b, sizeof b);
         assert_string_equal(a, b);
@@ -174,6 +174,29 @@ static void test_space_enumerate(void **state)
     }
     assert_true(split && pack);
     free(c);
+}
+
+/* The longest text a configuration has (every key set, the widest values) fits the buffers
+ * sized KCONFIG_STR_MAX and reads back as the same configuration: a name cut short would be
+ * recorded as another configuration (explored.csv once held "...;RED_" that way). */
+static void test_config_text_longest(void **state)
+{
+    (void)state;
+    const char *all = "MMA=wgmma;BLOCK_M=128;BLOCK_N=192;NUM_WARPS=32;WARP_M=1;STAGES=4;SPLIT_KV=256;PACK_GQA=1;KPAD=8;"
+                      "WG_PIPE=1;WG_SWIZZLE=1;WG_TMA=1;WG_WS=1;WG_PINGPONG=1;WG_KVSPLIT=1;WG_PERSIST=1;WG_DEFER=1;"
+                      "WG_PVTURN=1;WG_DYNAMIC=1;WG_QEARLY=1;WG_QPREFETCH=1;WG_HOLDPV=1;WG_SINFLIGHT=1;WG_OSTAGE=1;"
+                      "RED_SPLIT=1;GRID_LPT=4096";
+    kconfig c = {0}, back = {0};
+    char err[256], a[KCONFIG_STR_MAX], b[KCONFIG_STR_MAX];
+    if (kconfig_parse(all, &c, err, sizeof err) != 0) fail_msg("%s", err);
+    kconfig_str(&c, a, sizeof a);
+    assert_true(strlen(a) > 256); /* longer than the buffers were */
+    assert_true(strlen(a) < KCONFIG_STR_MAX - 64);
+    assert_string_equal(a, all);
+    assert_int_equal(kconfig_parse(a, &back, err, sizeof err), 0);
+    kconfig_str(&back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_int_equal(kconfig_distance(&c, &back), 0);
 }
 
 static void test_class_key(void **state)
@@ -829,6 +852,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_space_errors),
         cmocka_unit_test(test_space_enumerate),
+        cmocka_unit_test(test_config_text_longest),
         cmocka_unit_test(test_class_key),
         cmocka_unit_test(test_lookup_work_bucket),
         cmocka_unit_test(test_ragged_classes),

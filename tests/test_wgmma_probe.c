@@ -81,7 +81,7 @@ static status_t run_on(attn_runner *r, const shape_t *s, dtype_t dt, const char 
     char err[FB_ERRLEN];
     if (kconfig_parse(config, &c, err, sizeof err) != 0) fail_msg("bad test config %s: %s", config, err);
     if (attn_run(r, s, dt, &c, o, res, err, sizeof err) != 0) fail_msg("%s: harness error: %s", s->name, err);
-    char cs[256];
+    char cs[KCONFIG_STR_MAX];
     kconfig_str(&res->config, cs, sizeof cs);
     printf("  %-28s %s [%s]: %s, max abs err %.3g, %ld registers, %ld spill bytes%s%s\n", s->name, dtype_name(dt), cs,
            status_name(res->status), res->ver.max_abs_err, res->attrs.registers, res->attrs.spill_bytes,
