@@ -261,6 +261,13 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_OSTAGE=1", 128, DT_BF16, 0, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_OSTAGE=1", 80, DT_FP16, 1, 2048, 1},
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_OSTAGE=1", 64, DT_BF16, 1, 1024, 1},
+    /* Q by the copy engine, issued by the producer thread before K and V (WG_QTMA): d = 64 to
+     * 256 (80: a box half outside the row), both types, causal or not, the reference winner */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_OSTAGE=1,PACK_GQA=0,WG_QTMA=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,GRID_LPT=1,PACK_GQA=0,WG_QTMA=1", 128, DT_FP16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1,PACK_GQA=0,WG_QTMA=1", 256, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,PACK_GQA=0,WG_QTMA=1", 80, DT_BF16, 0, 2048, 1},
+    {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,PACK_GQA=0,WG_QTMA=1", 64, DT_FP16, 1, 2048, 1},
     /* O's deferred rescale with this tile's S left in flight (WG_SINFLIGHT) */
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_HOLDPV=1,WG_SINFLIGHT=1", 128, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1,WG_SINFLIGHT=1", 256, DT_BF16, 1, 4096, 1},
@@ -361,6 +368,11 @@ static void test_kernel_wgmma(void **state)
             if (sr == 0) hgmma = hist_count_prefix(&h, "HGMMA");
             /* WG_TMA: the copies are the copy engine's (UTMALDG), not cp.async's (LDGSTS) */
             if (sr == 0 && c.wg_tma) assert_true(hist_count_prefix(&h, "UTMALDG") >= 2 * (wc->d / 64));
+            /* WG_QTMA: Q's boxes too, and no cp.async left in the kernel */
+            if (sr == 0 && c.wg_qtma) {
+                assert_true(hist_count_prefix(&h, "UTMALDG") >= 3 * ((wc->d + 63) / 64));
+                assert_int_equal(hist_count_prefix(&h, "LDGSTS"), 0);
+            }
             op_histogram_free(&h);
         }
         char cs[KCONFIG_STR_MAX];
@@ -393,8 +405,12 @@ static void test_kernel_wgmma(void **state)
         assert_non_null(strstr(ptx, "wgmma.fence.sync.aligned"));
         assert_non_null(strstr(ptx, "wgmma.commit_group.sync.aligned"));
         assert_non_null(strstr(ptx, "wgmma.wait_group.sync.aligned"));
-        assert_non_null(strstr(ptx, "fence.proxy.async.shared::cta"));
-        assert_non_null(strstr(ptx, "cp.async.cg.shared.global"));
+        if (!c.wg_qtma) { /* Q by cp.async, made visible to wgmma's proxy */
+            assert_non_null(strstr(ptx, "fence.proxy.async.shared::cta"));
+            assert_non_null(strstr(ptx, "cp.async.cg.shared.global"));
+        } else {
+            assert_null(strstr(ptx, "cp.async.cg.shared.global"));
+        }
         char want[96];
         snprintf(want, sizeof want, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s", c.block_n, wc->dt == DT_BF16 ? "bf16" : "f16");
         assert_non_null(strstr(ptx, want));
@@ -534,6 +550,17 @@ static void test_wgmma_rejected(void **state)
                  ";WG_DEFER=1;WG_SINFLIGHT=1", &qe);
     switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_QPREFETCH=1,WG_OSTAGE=1", "WG_OSTAGE=1 needs SPLIT_KV=1 and no WG_QPREFETCH",
                  "WG_QPREFETCH=0", ";WG_PERSIST=1;WG_OSTAGE=1", &qe);
+    /* WG_QTMA: the producer thread loads Q, from a dense, unpacked Q (its tensor map) */
+    switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,PACK_GQA=0,WG_QTMA=1", "WG_QTMA=1 needs WG_TMA=1 and WG_WS=1", "WG_WS=1",
+                 ";WG_WS=1;WG_QTMA=1", &qe);
+    switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,PACK_GQA=1,WG_QTMA=1", "PACK_GQA=0", "PACK_GQA=0", ";WG_QTMA=1", &qe);
+    switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,PACK_GQA=0,WG_QEARLY=1,WG_QTMA=1", "no WG_PERSIST or WG_QEARLY", "WG_QEARLY=0",
+                 ";WG_QTMA=1", &qe);
+    kconfig rq = {0};
+    assert_int_equal(kconfig_parse("MMA=wgmma,WG_TMA=1,WG_WS=1,PACK_GQA=0,WG_QTMA=1", &rq, err, sizeof err), 0);
+    kconfig_complete(&rq, &h100, &ragged, DT_BF16);
+    assert_int_equal(kconfig_check(&rq, &h100, &ragged, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    if (!strstr(reason, "WG_QTMA=1 needs")) fail_msg("ragged + WG_QTMA: %s", reason);
     /* RED_SPLIT: the mma and wgmma softmax only */
     switch_needs(&h100, &s, "MMA=fma,RED_SPLIT=1", "RED_SPLIT=1 applies to MMA=mma and MMA=wgmma only", "MMA=mma,BLOCK_M=64",
                  ";KPAD=1;RED_SPLIT=1", &qe);

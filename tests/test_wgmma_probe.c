@@ -290,7 +290,7 @@ static void time_variants(const shape_t *shapes, size_t ns, const char *base, co
                           int pack_gqa)
 {
     attn_opts t = timed_opts();
-    char cfg[300];
+    char cfg[KCONFIG_STR_MAX];
     for (size_t k = 0; k < ns; k++)
         for (size_t i = 0; i < nv; i++) {
             const shape_t *s = &shapes[k];
@@ -317,7 +317,7 @@ static int run_probe_cases(const char *prefix, const probe_case *cases, size_t n
 {
     int bad = 0;
     attn_result res;
-    char cfg[256];
+    char cfg[KCONFIG_STR_MAX];
     for (size_t i = 0; i < n; i++) {
         snprintf(cfg, sizeof cfg, "%s,%s", prefix, cases[i].cfg);
         status_t st = run_on(runner, cases[i].s, cases[i].dt, cfg, &opts, &res);
@@ -423,7 +423,7 @@ static void test_tma(void **state)
     };
     int bad = 0;
     attn_result res;
-    char cfg[256];
+    char cfg[KCONFIG_STR_MAX];
     /* each case with the copy engine, then with a producer warpgroup too */
     /* ws 2: and the two consumer warpgroups taking turns (NUM_WARPS=8 cases) */
     for (int ws = 0; ws < 4; ws++) /* ws 3: ws 2 with the launch order read longest first */
@@ -526,7 +526,7 @@ static void test_kvsplit(void **state)
         {&d80, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_PIPE=1"},
     };
     const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1", cases, sizeof cases / sizeof cases[0]);
-    char cfg[256];
+    char cfg[KCONFIG_STR_MAX];
     printf("kvsplit: %s\n", bad ? "wrong results" : "right on every case");
     shape_t ref[] = {mk(4, 32, 32, 4096, 4096, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1)};
     const char *timed[] = {"STAGES=3,WG_PIPE=1,WG_PINGPONG=1", "STAGES=3,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1",
@@ -691,6 +691,36 @@ static void test_ostage(void **state)
     const char *timed[] = {"", ",WG_OSTAGE=1", ",WG_SINFLIGHT=1,WG_HOLDPV=1", ",WG_SINFLIGHT=1,WG_HOLDPV=1,WG_OSTAGE=1",
                            ",WG_PERSIST=1,WG_DYNAMIC=1", ",WG_PERSIST=1,WG_DYNAMIC=1,WG_OSTAGE=1"};
     time_startup_variants(base, timed, sizeof timed / sizeof timed[0], 1);
+    assert_int_equal(bad, 0);
+}
+
+/* Q by the copy engine (WG_QTMA: the producer thread issues Q's boxes on a barrier of their
+ * own before the first K and V, the consumers load nothing): right with ping-pong or not,
+ * FlashAttention-3's order, split barriers, O staged, d = 64 to 256 (80: half a box past the
+ * row), both 16-bit types, causal or not, GQA unpacked, rows past SQ (Q's map zero-fills
+ * them); then timed beside the same configuration without it, with WG_QEARLY (the
+ * consumers' own Q loads beside the producer's K and V) and WG_OSTAGE. */
+static void test_qtma(void **state)
+{
+    (void)state;
+    need_hopper();
+    switch_shapes sh = probe_shapes();
+    const probe_case cases[] = {
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&sh.c128, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_OSTAGE=1,SPLIT_KV=1"},
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_KVSPLIT=1,SPLIT_KV=3"},
+        {&sh.nc, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
+        {&sh.nc, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=176,STAGES=2,WG_PIPE=1,WG_KVSPLIT=1"},
+        {&sh.big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1"},
+        {&sh.d80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_KVSPLIT=1,GRID_LPT=1"},
+        {&sh.many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1,WG_HOLDPV=1,GRID_LPT=1"},
+        {&sh.many, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=2,WG_PIPE=1"},
+    };
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,PACK_GQA=0,WG_QTMA=1", cases, sizeof cases / sizeof cases[0]);
+    printf("qtma: %s\n", bad ? "wrong results" : "right on every case");
+    const char *base = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,PACK_GQA=0";
+    const char *timed[] = {"", ",WG_QTMA=1", ",WG_QEARLY=1", ",WG_OSTAGE=1", ",WG_OSTAGE=1,WG_QTMA=1"};
+    time_startup_variants(base, timed, sizeof timed / sizeof timed[0], 0);
     assert_int_equal(bad, 0);
 }
 
@@ -876,7 +906,7 @@ static void test_defer(void **state)
     shape_t ref[] = {mk(4, 32, 32, 4096, 4096, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1)};
     const char *timed[] = {"", ",WG_DEFER=1", ",WG_PVTURN=1", ",WG_DEFER=1,WG_PVTURN=1"};
     attn_opts t = timed_opts();
-    char cfg[256];
+    char cfg[KCONFIG_STR_MAX];
     for (size_t k = 0; k < 2; k++)
         for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
             snprintf(cfg, sizeof cfg, "MMA=wgmma,WG_TMA=1,WG_WS=1,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1%s", timed[i]);
@@ -906,6 +936,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_red_split),
         cmocka_unit_test(test_sinflight),
         cmocka_unit_test(test_ostage),
+        cmocka_unit_test(test_qtma),
         cmocka_unit_test(test_ragged_tma),
         cmocka_unit_test(test_packed_small),
     };
