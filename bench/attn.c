@@ -229,10 +229,10 @@ out:
  * planes of [total keys, d]; boxes of 64
  * columns x BLOCK_N rows, the 128-byte swizzle) encoded by the runtime and uploaded into
  * *tm, the kernel's TMAPS argument; with WG_QTMA (q not NULL) Q's third ([batch * hq]
- * planes of [sq, d], boxes of 64 columns x BLOCK_M rows). 0; 1 the runtime has no encoder or refused these
+ * planes of [sq, d], boxes of 64 columns x BLOCK_M rows), with WG_OTMA (o not NULL) O's fourth. 0; 1 the runtime has no encoder or refused these
  * tensors (reason); RT_ERESOURCE (reason) or -1 (err). */
 static int tma_upload(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *c, rt_buf *q, rt_buf *k, rt_buf *v,
-                      rt_buf **tm, char *reason, size_t rlen, char *err, size_t errlen)
+                      rt_buf *o, rt_buf **tm, char *reason, size_t rlen, char *err, size_t errlen)
 {
     const rt_runtime *rt = r->dev.rt;
     if (!rt->tensor_map) {
@@ -249,7 +249,7 @@ static int tma_upload(attn_runner *r, const shape_t *s, dtype_t dt, const kconfi
                             .strides = {(uint64_t)s->d * es, rows * (uint64_t)s->d * es},
                             .box = {64, (uint32_t)c->block_n, 1},
                             .bf16 = dt == DT_BF16};
-    _Alignas(64) unsigned char maps[384];
+    _Alignas(64) unsigned char maps[512];
     if (rt->tensor_map(k, &d, maps, reason, rlen) != 0 || rt->tensor_map(v, &d, maps + 128, reason, rlen) != 0)
         return 1;
     if (q) { /* dense only (kconfig_check): the map's bounds are each head's SQ rows */
@@ -259,6 +259,14 @@ static int tma_upload(attn_runner *r, const shape_t *s, dtype_t dt, const kconfi
                                  .box = {64, (uint32_t)c->block_m, 1},
                                  .bf16 = dt == DT_BF16};
         if (rt->tensor_map(q, &dq, maps + 256, reason, rlen) != 0) return 1;
+    }
+    if (o) { /* WG_OTMA: O's, the same [batch * hq] planes of [sq, d], boxes of 64 x 64 (a warpgroup's rows) */
+        rt_tensor_map_desc dout = {.rank = 3,
+                                   .dims = {(uint64_t)s->d, (uint64_t)s->sq, (uint64_t)s->batch * (uint64_t)s->hq},
+                                   .strides = {(uint64_t)s->d * es, (uint64_t)s->sq * (uint64_t)s->d * es},
+                                   .box = {64, 64, 1},
+                                   .bf16 = dt == DT_BF16};
+        if (rt->tensor_map(o, &dout, maps + 384, reason, rlen) != 0) return 1;
     }
     if (rt->alloc(r->ctx, sizeof maps, tm, reason, rlen) != 0) return RT_ERESOURCE;
     return rt->upload(r->ctx, *tm, maps, sizeof maps, err, errlen) != 0 ? -1 : 0;
@@ -675,8 +683,8 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = pg[2]};
         p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = shape_pages_per_seq(s)};
     }
-    if (c->wg_tma) { /* TMAPS: K's and V's tensor maps, and Q's with WG_QTMA (tma_upload) */
-        int trc = tma_upload(r, s, dt, c, c->wg_qtma ? b[0] : NULL, b[1], b[2], &tm, reason, sizeof reason, err, errlen);
+    if (c->wg_tma) { /* TMAPS: K's and V's tensor maps, Q's with WG_QTMA, O's with WG_OTMA (tma_upload) */
+        int trc = tma_upload(r, s, dt, c, c->wg_qtma ? b[0] : NULL, b[1], b[2], c->wg_otma ? b[3] : NULL, &tm, reason, sizeof reason, err, errlen);
         if (trc == 1) { set_status(res, ST_LAUNCH_ERROR, reason); goto done; }
         if (trc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
         if (trc != 0) { ret = -1; goto done; }

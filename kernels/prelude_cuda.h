@@ -205,6 +205,17 @@ INLINE void fb_mbar_wait(u32 bar, u32 parity)
                  "@!done bra wait_%=;\n"
                  "}" ::"r"(bar), "r"(parity) : "memory");
 }
+/* box {c0, c1, c2} of the 3-d tensor map out of shared memory at src (the copy engine
+ * clips what falls outside the map), in this thread's bulk group; the thread's generic
+ * writes to src need fence.proxy.async first, and src stays untouched until
+ * fb_bulk_wait_read says the engine has read it */
+INLINE void fb_tma_store_3d(const void *tmap, int c0, int c1, int c2, u32 src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 ::"l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+INLINE void fb_bulk_commit(void) { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+INLINE void fb_bulk_wait_read(void) { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 /* box {c0, c1, c2} of the 3-d tensor map into shared memory at dst, completing on bar */
 INLINE void fb_tma_load_3d(u32 dst, const void *tmap, int c0, int c1, int c2, u32 bar)
 {

@@ -268,6 +268,11 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1,PACK_GQA=0,WG_QTMA=1", 256, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,PACK_GQA=0,WG_QTMA=1", 80, DT_BF16, 0, 2048, 1},
     {"MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,PACK_GQA=0,WG_QTMA=1", 64, DT_FP16, 1, 2048, 1},
+    /* O stored by the copy engine from WG_OSTAGE's rows (WG_OTMA), with and without the
+     * producer warpgroup, persistent, with WG_QTMA */
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_OSTAGE=1,PACK_GQA=0,WG_QTMA=1,WG_OTMA=1", 128, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_PIPE=1,WG_OSTAGE=1,PACK_GQA=0,SPLIT_KV=1,WG_OTMA=1", 80, DT_FP16, 0, 2048, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_OSTAGE=1,PACK_GQA=0,WG_OTMA=1", 256, DT_BF16, 1, 4096, 1},
     /* O's deferred rescale with this tile's S left in flight (WG_SINFLIGHT) */
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_HOLDPV=1,WG_SINFLIGHT=1", 128, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1,WG_SINFLIGHT=1", 256, DT_BF16, 1, 4096, 1},
@@ -369,6 +374,7 @@ static void test_kernel_wgmma(void **state)
             /* WG_TMA: the copies are the copy engine's (UTMALDG), not cp.async's (LDGSTS) */
             if (sr == 0 && c.wg_tma) assert_true(hist_count_prefix(&h, "UTMALDG") >= 2 * (wc->d / 64));
             /* WG_QTMA: Q's boxes too, and no cp.async left in the kernel */
+            if (sr == 0 && c.wg_otma) assert_true(hist_count_prefix(&h, "UTMASTG") >= (wc->d + 63) / 64);
             if (sr == 0 && c.wg_qtma) {
                 assert_true(hist_count_prefix(&h, "UTMALDG") >= 3 * ((wc->d + 63) / 64));
                 assert_int_equal(hist_count_prefix(&h, "LDGSTS"), 0);
@@ -556,6 +562,10 @@ static void test_wgmma_rejected(void **state)
     switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,PACK_GQA=1,WG_QTMA=1", "PACK_GQA=0", "PACK_GQA=0", ";WG_QTMA=1", &qe);
     switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,PACK_GQA=0,WG_QEARLY=1,WG_QTMA=1", "no WG_PERSIST or WG_QEARLY", "WG_QEARLY=0",
                  ";WG_QTMA=1", &qe);
+    switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,PACK_GQA=0,WG_OTMA=1", "WG_OTMA=1 needs WG_OSTAGE=1", "WG_OSTAGE=1,SPLIT_KV=1",
+                 ";WG_OSTAGE=1;WG_OTMA=1", &qe);
+    switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_OSTAGE=1,SPLIT_KV=1,PACK_GQA=1,WG_OTMA=1", "WG_OTMA=1 needs", "PACK_GQA=0",
+                 ";WG_OTMA=1", &qe);
     kconfig rq = {0};
     assert_int_equal(kconfig_parse("MMA=wgmma,WG_TMA=1,WG_WS=1,PACK_GQA=0,WG_QTMA=1", &rq, err, sizeof err), 0);
     kconfig_complete(&rq, &h100, &ragged, DT_BF16);

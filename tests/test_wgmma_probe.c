@@ -694,11 +694,14 @@ static void test_ostage(void **state)
     assert_int_equal(bad, 0);
 }
 
-/* Q by the copy engine (WG_QTMA: the producer thread issues Q's boxes on a barrier of their
- * own before the first K and V, the consumers load nothing): right with ping-pong or not,
- * FlashAttention-3's order, split barriers, O staged, d = 64 to 256 (80: half a box past the
- * row), both 16-bit types, causal or not, GQA unpacked, rows past SQ (Q's map zero-fills
- * them); then timed beside the same configuration without it, with WG_QEARLY (the
+/* Q and O by the copy engine. WG_QTMA: the producer thread issues Q's boxes on a barrier of
+ * their own before the first K and V, the consumers load nothing; right with ping-pong or
+ * not, FlashAttention-3's order, split barriers, O staged, d = 64 to 256 (80: half a box
+ * past the row), both 16-bit types, causal or not, GQA unpacked, rows past SQ (Q's map
+ * zero-fills them). WG_OTMA: a thread per warpgroup stores the O rows WG_OSTAGE staged;
+ * right with and without the producer warpgroup, persistent and counter-fed, with WG_QTMA,
+ * rows past SQ (clipped: O is poisoned before each run, so a row stored twice or not at all
+ * shows). Then timed beside the same configuration without them, with WG_QEARLY (the
  * consumers' own Q loads beside the producer's K and V) and WG_OSTAGE. */
 static void test_qtma(void **state)
 {
@@ -716,10 +719,21 @@ static void test_qtma(void **state)
         {&sh.many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1,WG_HOLDPV=1,GRID_LPT=1"},
         {&sh.many, DT_FP16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=2,WG_PIPE=1"},
     };
-    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,PACK_GQA=0,WG_QTMA=1", cases, sizeof cases / sizeof cases[0]);
-    printf("qtma: %s\n", bad ? "wrong results" : "right on every case");
+    const probe_case ocases[] = {
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_QTMA=1"},
+        {&sh.c128, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1"},
+        {&sh.nc, DT_BF16, "NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_WS=1"},
+        {&sh.big, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_DEFER=1,WG_QTMA=1"},
+        {&sh.d80, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_WS=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1"},
+        {&sh.many, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_PERSIST=1"},
+        {&sh.many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,GRID_LPT=1,WG_QTMA=1"},
+    };
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,PACK_GQA=0,WG_QTMA=1", cases, sizeof cases / sizeof cases[0]) +
+                    run_probe_cases("MMA=wgmma,WG_TMA=1,PACK_GQA=0,SPLIT_KV=1,WG_OSTAGE=1,WG_OTMA=1", ocases, sizeof ocases / sizeof ocases[0]);
+    printf("qtma, otma: %s\n", bad ? "wrong results" : "right on every case");
     const char *base = "MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,PACK_GQA=0";
-    const char *timed[] = {"", ",WG_QTMA=1", ",WG_QEARLY=1", ",WG_OSTAGE=1", ",WG_OSTAGE=1,WG_QTMA=1"};
+    const char *timed[] = {"", ",WG_QTMA=1", ",WG_QEARLY=1", ",WG_OSTAGE=1", ",WG_OSTAGE=1,WG_QTMA=1", ",WG_OSTAGE=1,WG_OTMA=1",
+                           ",WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1"};
     time_startup_variants(base, timed, sizeof timed / sizeof timed[0], 0);
     assert_int_equal(bad, 0);
 }
