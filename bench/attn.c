@@ -225,12 +225,28 @@ out:
     return rc;
 }
 
-/* WG_TMA: the tensor maps of K and V (dense [batch * hkv] planes of [skv, d], ragged [hkv]
- * planes of [total keys, d]; boxes of 64
- * columns x BLOCK_N rows, the 128-byte swizzle) encoded by the runtime and uploaded into
- * *tm, the kernel's TMAPS argument; with WG_QTMA (q not NULL) Q's third ([batch * hq]
- * planes of [sq, d], boxes of 64 columns x BLOCK_M rows), with WG_OTMA (o not NULL) O's fourth. 0; 1 the runtime has no encoder or refused these
- * tensors (reason); RT_ERESOURCE (reason) or -1 (err). */
+/* A 3-d tensor map of `planes` [rows, d] matrices of 16-bit elements, boxes of 64 columns
+ * x box_rows rows (the 128-byte swizzle), encoded into out. 0, or 1 with reason. */
+static int plane_map(const rt_runtime *rt, rt_buf *buf, const shape_t *s, dtype_t dt, uint64_t rows, uint64_t planes,
+                     int box_rows, unsigned char *out, char *reason, size_t rlen)
+{
+    const uint64_t row_bytes = (uint64_t)s->d * dtype_size(dt);
+    rt_tensor_map_desc d = {.rank = 3,
+                            .dims = {(uint64_t)s->d, rows, planes},
+                            .strides = {row_bytes, rows * row_bytes},
+                            .box = {64, (uint32_t)box_rows, 1},
+                            .bf16 = dt == DT_BF16};
+    return rt->tensor_map(buf, &d, out, reason, rlen) != 0;
+}
+
+/* WG_TMA: the tensor maps the kernel's TMAPS argument holds, 128 bytes each, encoded by the
+ * runtime and uploaded into *tm: K's and V's (dense [batch * hkv] planes of [skv, d], ragged
+ * [hkv] planes of [total keys, d]: the kernel adds the sequence's first key to the row;
+ * boxes of BLOCK_N rows), then with WG_QTMA (q not NULL) Q's ([batch * hq] planes of [sq, d],
+ * boxes of BLOCK_M rows) and with WG_OTMA (o not NULL) O's (the same planes, boxes of a
+ * warpgroup's 64 rows). Q and O are dense only (kconfig_check), so the maps' bounds are
+ * each head's SQ rows. 0; 1 the runtime has no encoder or refused these tensors (reason);
+ * RT_ERESOURCE (reason) or -1 (err). */
 static int tma_upload(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *c, rt_buf *q, rt_buf *k, rt_buf *v,
                       rt_buf *o, rt_buf **tm, char *reason, size_t rlen, char *err, size_t errlen)
 {
@@ -239,35 +255,15 @@ static int tma_upload(attn_runner *r, const shape_t *s, dtype_t dt, const kconfi
         snprintf(reason, rlen, "WG_TMA=1: the %s runtime encodes no tensor maps", rt->name);
         return 1;
     }
-    const size_t es = dtype_size(dt);
-    /* dense: [B * HKV] planes of [SKV, d]; ragged: [HKV] planes of [total keys, d] (the
-     * kernel adds the sequence's first key to the row) */
     const uint64_t rows = shape_ragged(s) ? (uint64_t)shape_total_kv(s) : (uint64_t)s->skv;
     const uint64_t planes = shape_ragged(s) ? (uint64_t)s->hkv : (uint64_t)s->batch * (uint64_t)s->hkv;
-    rt_tensor_map_desc d = {.rank = 3,
-                            .dims = {(uint64_t)s->d, rows, planes},
-                            .strides = {(uint64_t)s->d * es, rows * (uint64_t)s->d * es},
-                            .box = {64, (uint32_t)c->block_n, 1},
-                            .bf16 = dt == DT_BF16};
-    _Alignas(64) unsigned char maps[512];
-    if (rt->tensor_map(k, &d, maps, reason, rlen) != 0 || rt->tensor_map(v, &d, maps + 128, reason, rlen) != 0)
+    const uint64_t qplanes = (uint64_t)s->batch * (uint64_t)s->hq;
+    _Alignas(64) unsigned char maps[512] = {0}; /* (the unused maps uploaded as zeros) */
+    if (plane_map(rt, k, s, dt, rows, planes, c->block_n, maps, reason, rlen) ||
+        plane_map(rt, v, s, dt, rows, planes, c->block_n, maps + 128, reason, rlen) ||
+        (q && plane_map(rt, q, s, dt, (uint64_t)s->sq, qplanes, c->block_m, maps + 256, reason, rlen)) ||
+        (o && plane_map(rt, o, s, dt, (uint64_t)s->sq, qplanes, 64, maps + 384, reason, rlen)))
         return 1;
-    if (q) { /* dense only (kconfig_check): the map's bounds are each head's SQ rows */
-        rt_tensor_map_desc dq = {.rank = 3,
-                                 .dims = {(uint64_t)s->d, (uint64_t)s->sq, (uint64_t)s->batch * (uint64_t)s->hq},
-                                 .strides = {(uint64_t)s->d * es, (uint64_t)s->sq * (uint64_t)s->d * es},
-                                 .box = {64, (uint32_t)c->block_m, 1},
-                                 .bf16 = dt == DT_BF16};
-        if (rt->tensor_map(q, &dq, maps + 256, reason, rlen) != 0) return 1;
-    }
-    if (o) { /* WG_OTMA: O's, the same [batch * hq] planes of [sq, d], boxes of 64 x 64 (a warpgroup's rows) */
-        rt_tensor_map_desc dout = {.rank = 3,
-                                   .dims = {(uint64_t)s->d, (uint64_t)s->sq, (uint64_t)s->batch * (uint64_t)s->hq},
-                                   .strides = {(uint64_t)s->d * es, (uint64_t)s->sq * (uint64_t)s->d * es},
-                                   .box = {64, 64, 1},
-                                   .bf16 = dt == DT_BF16};
-        if (rt->tensor_map(o, &dout, maps + 384, reason, rlen) != 0) return 1;
-    }
     if (rt->alloc(r->ctx, sizeof maps, tm, reason, rlen) != 0) return RT_ERESOURCE;
     return rt->upload(r->ctx, *tm, maps, sizeof maps, err, errlen) != 0 ? -1 : 0;
 }
