@@ -7,6 +7,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <unistd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 #define MAX_MODULES 128
 
 typedef struct {
-    char key[512];        /* the define set */
+    char key[ATTN_KEY_LEN]; /* the define set */
     status_t status;      /* ok, compile_error, resource_limit */
     char reason[512];
     rt_module *mod;
@@ -281,44 +282,77 @@ static void log_reason(const char *log, const char *fallback, char *out, size_t 
     out[n] = 0;
 }
 
+/* Appends one -D define to defs (nd of them so far); the table is sized for every define
+ * attn_defines can write at once, so running out is a programming error, as is a define
+ * cut short. */
+static void add_define(char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], int *nd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = *nd < ATTN_MAX_DEFINES ? vsnprintf(defs[*nd], ATTN_DEFINE_LEN, fmt, ap) : -1;
+    va_end(ap);
+    if (n < 0 || n >= ATTN_DEFINE_LEN) {
+        fprintf(stderr, "fabench: internal error: kernel define %d does not fit (%d defines of %d bytes)\n", *nd,
+                ATTN_MAX_DEFINES, ATTN_DEFINE_LEN);
+        abort();
+    }
+    (*nd)++;
+}
+
 int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
                  char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN])
 {
     int nd = 0;
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "HEAD_DIM=%d", s->d);
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "DTYPE=%d", (int)dt);
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "CAUSAL=%d", s->causal ? 1 : 0);
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "BLOCK_M=%d", c->block_m);
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "BLOCK_N=%d", c->block_n);
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "NUM_WARPS=%d", c->num_warps);
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "SPLIT_KV=%d", c->split_kv);
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "KPAD=%d", c->kpad);
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "MMA=%d", (int)c->mma);
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "STAGES=%d", c->stages);
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "PACK_GQA=%d", c->pack_gqa);
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "WARP_M=%d", c->warp_m);
-    if (c->red_split) snprintf(defs[nd++], ATTN_DEFINE_LEN, "RED_SPLIT=1");
-    snprintf(defs[nd++], ATTN_DEFINE_LEN, "WRITE_LSE=%d", write_lse ? 1 : 0);
+    add_define(defs, &nd, "HEAD_DIM=%d", s->d);
+    add_define(defs, &nd, "DTYPE=%d", (int)dt);
+    add_define(defs, &nd, "CAUSAL=%d", s->causal ? 1 : 0);
+    add_define(defs, &nd, "BLOCK_M=%d", c->block_m);
+    add_define(defs, &nd, "BLOCK_N=%d", c->block_n);
+    add_define(defs, &nd, "NUM_WARPS=%d", c->num_warps);
+    add_define(defs, &nd, "SPLIT_KV=%d", c->split_kv);
+    add_define(defs, &nd, "KPAD=%d", c->kpad);
+    add_define(defs, &nd, "MMA=%d", (int)c->mma);
+    add_define(defs, &nd, "STAGES=%d", c->stages);
+    add_define(defs, &nd, "PACK_GQA=%d", c->pack_gqa);
+    add_define(defs, &nd, "WARP_M=%d", c->warp_m);
+    if (c->red_split) add_define(defs, &nd, "RED_SPLIT=1");
+    add_define(defs, &nd, "WRITE_LSE=%d", write_lse ? 1 : 0);
     /* wgmma exists only on the architecture-specific target (sm_90a): the runtime compiles for it */
-    if (c->mma == MMA_WGMMA) snprintf(defs[nd++], ATTN_DEFINE_LEN, "ARCH_SPECIFIC=1");
+    if (c->mma == MMA_WGMMA) add_define(defs, &nd, "ARCH_SPECIFIC=1");
     /* the wgmma switches: those set, and WG_SWIZZLE always (its default is 1) */
     const char *key;
     int on;
     for (size_t i = 0; (key = kconfig_wg_switch(c, i, &on)); i++)
         if (on || (c->mma == MMA_WGMMA && !strcmp(key, "WG_SWIZZLE")))
-            snprintf(defs[nd++], ATTN_DEFINE_LEN, "%s=%d", key, on);
-    if (c->grid_lpt) snprintf(defs[nd++], ATTN_DEFINE_LEN, "GRID_LPT=%d", c->grid_lpt);
-    if (shape_ragged(s)) snprintf(defs[nd++], ATTN_DEFINE_LEN, "VARLEN=1");
+            add_define(defs, &nd, "%s=%d", key, on);
+    if (c->grid_lpt) add_define(defs, &nd, "GRID_LPT=%d", c->grid_lpt);
+    if (shape_ragged(s)) add_define(defs, &nd, "VARLEN=1");
     if (shape_paged(s)) {
-        snprintf(defs[nd++], ATTN_DEFINE_LEN, "PAGED=1");
-        snprintf(defs[nd++], ATTN_DEFINE_LEN, "PAGE=%d", s->page);
+        add_define(defs, &nd, "PAGED=1");
+        add_define(defs, &nd, "PAGE=%d", s->page);
     }
-    if (c->fault_skip_last_tile) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_SKIP_LAST_TILE=1");
-    else if (c->fault_linear_pages) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_LINEAR_PAGES=1");
-    else if (c->fault_hang) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_HANG=1");
-    else if (c->fault_oob) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_OOB=1");
-    else if (c->fault_compile) snprintf(defs[nd++], ATTN_DEFINE_LEN, "FAULT_COMPILE=1");
+    if (c->fault_skip_last_tile) add_define(defs, &nd, "FAULT_SKIP_LAST_TILE=1");
+    else if (c->fault_linear_pages) add_define(defs, &nd, "FAULT_LINEAR_PAGES=1");
+    else if (c->fault_hang) add_define(defs, &nd, "FAULT_HANG=1");
+    else if (c->fault_oob) add_define(defs, &nd, "FAULT_OOB=1");
+    else if (c->fault_compile) add_define(defs, &nd, "FAULT_COMPILE=1");
     return nd;
+}
+
+/* The define set as one string, each define followed by a space: a module's name in the
+ * runner and, hashed, in the binary cache. Every define is shorter than ATTN_DEFINE_LEN, so
+ * ATTN_KEY_LEN holds them all. */
+static void defines_key(char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], int nd, char key[ATTN_KEY_LEN])
+{
+    size_t o = 0;
+    key[0] = 0;
+    for (int i = 0; i < nd; i++) {
+        size_t n = strlen(defs[i]);
+        memcpy(key + o, defs[i], n);
+        key[o + n] = ' ';
+        o += n + 1;
+    }
+    key[o] = 0;
 }
 
 static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *c, int write_lse)
@@ -326,9 +360,8 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
     char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
     int nd = attn_defines(s, dt, c, write_lse, defs);
 
-    char key[512];
-    size_t o = 0;
-    for (int i = 0; i < nd; i++) o += (size_t)snprintf(key + o, sizeof key - o, "%s ", defs[i]);
+    char key[ATTN_KEY_LEN];
+    defines_key(defs, nd, key);
     for (int i = 0; i < r->nmods; i++)
         if (!strcmp(r->mods[i].key, key)) {
             r->mods[i].compile_ms = 0;
@@ -436,14 +469,11 @@ static void *precompile_worker(void *arg)
         long i = j->next++;
         pthread_mutex_unlock(&j->lock);
         if (i >= j->n || (j->stop && *j->stop) || (j->deadline > 0 && fb_now() > j->deadline)) break;
-        char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], key[512], ckey[33];
+        char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], key[ATTN_KEY_LEN], ckey[33];
         const char *dp[ATTN_MAX_DEFINES];
         int nd = attn_defines(&j->s, j->dt, &j->cands[i], j->write_lse, defs);
-        size_t o = 0;
-        for (int k = 0; k < nd; k++) {
-            dp[k] = defs[k];
-            o += (size_t)snprintf(key + o, sizeof key - o, "%s ", defs[k]);
-        }
+        for (int k = 0; k < nd; k++) dp[k] = defs[k];
+        defines_key(defs, nd, key);
         module_cache_key(j->r, key, ckey);
         void *bin;
         size_t len;
