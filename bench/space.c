@@ -176,12 +176,28 @@ static int space_fills(const space_t *sp, const int *idx, const kconfig *c, cons
  * then the other tensor-core kinds, then fma; within a kind, the fewest fields away from
  * that kind's default configuration first (the default itself leads). The sort is stable:
  * ties keep the enumeration's order. */
+typedef struct {
+    long key, i;
+} ranked;
+
+static int by_rank(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->key != y->key) return (x->key > y->key) - (x->key < y->key);
+    return (x->i > y->i) - (x->i < y->i); /* ties keep the enumeration's order */
+}
+
 static void likely_first(kconfig *v, long n, const rt_device_info *dev, const shape_t *s, dtype_t dt)
 {
     kconfig pref = {0};
     kconfig_complete(&pref, dev, s, dt);
-    long *key = malloc(sizeof *key * (size_t)(n ? n : 1));
-    if (!key) return; /* out of memory: the enumeration's order */
+    ranked *rk = malloc(sizeof *rk * (size_t)(n ? n : 1));
+    kconfig *sorted = malloc(sizeof *sorted * (size_t)(n ? n : 1));
+    if (!rk || !sorted) { /* out of memory: the enumeration's order */
+        free(rk);
+        free(sorted);
+        return;
+    }
     kconfig def[4];
     for (int m = 0; m < 4; m++) {
         def[m] = (kconfig){.mma = (mma_kind)m, .set = CFG_MMA};
@@ -189,20 +205,13 @@ static void likely_first(kconfig *v, long n, const rt_device_info *dev, const sh
     }
     for (long i = 0; i < n; i++) {
         int kind = v[i].mma == pref.mma ? 0 : v[i].mma != MMA_FMA ? 1 : 2;
-        key[i] = (long)kind * 100 + kconfig_distance(&v[i], &def[v[i].mma]);
+        rk[i] = (ranked){.key = (long)kind * 100 + kconfig_distance(&v[i], &def[v[i].mma]), .i = i};
     }
-    for (long i = 1; i < n; i++) { /* insertion sort: stable, and n is a few hundred */
-        kconfig c = v[i];
-        long k = key[i], j = i;
-        while (j > 0 && key[j - 1] > k) {
-            v[j] = v[j - 1];
-            key[j] = key[j - 1];
-            j--;
-        }
-        v[j] = c;
-        key[j] = k;
-    }
-    free(key);
+    qsort(rk, (size_t)n, sizeof *rk, by_rank); /* stable by the index: tens of thousands on Hopper */
+    for (long i = 0; i < n; i++) sorted[i] = v[rk[i].i];
+    memcpy(v, sorted, sizeof *v * (size_t)n);
+    free(sorted);
+    free(rk);
 }
 
 /* An enumerated configuration and its place in the odometer order over the whole product
@@ -218,73 +227,147 @@ static int by_pos(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* One value's conditions on other parameters' values ("WG_PIPE=1"), compiled: the value
+ * index each named parameter must hold (-1: a value the space does not list, so never).
+ * A parameter the space does not have is no condition, as in holds(). */
+typedef struct {
+    int n;
+    int param[8], value[8];
+} value_conds;
+
+static void compile_conds(const space_t *sp, const char *when, value_conds *vc)
+{
+    char w[64];
+    snprintf(w, sizeof w, "%s", when);
+    char *save = NULL;
+    vc->n = 0;
+    for (char *c = strtok_r(w, "&", &save); c; c = strtok_r(NULL, "&", &save)) {
+        size_t nl;
+        if (!param_cond(c, &nl)) continue;
+        for (int k = 0; k < sp->nparams; k++) {
+            if (strlen(sp->p[k].name) != nl || strncmp(sp->p[k].name, c, nl)) continue;
+            int v = -1;
+            for (int j = 0; j < sp->p[k].nvalues; j++)
+                if (!strcmp(sp->p[k].value[j], c + nl + 1)) { v = j; break; }
+            if (vc->n < 8) {
+                vc->param[vc->n] = k;
+                vc->value[vc->n++] = v;
+            }
+        }
+    }
+}
+
+/* The walk's state: the allowed values of each parameter for this MMA pass, each value's
+ * parsed fields and compiled conditions, the configuration built so far per depth. */
+typedef struct {
+    const space_t *sp;
+    const rt_device_info *dev;
+    const shape_t *s;
+    dtype_t dt;
+    int allow[SPACE_MAX_PARAMS][SPACE_MAX_VALUES], na[SPACE_MAX_PARAMS];
+    kconfig delta[SPACE_MAX_PARAMS][SPACE_MAX_VALUES];
+    value_conds conds[SPACE_MAX_PARAMS][SPACE_MAX_VALUES];
+    int idx[SPACE_MAX_PARAMS];
+    long stride[SPACE_MAX_PARAMS];
+    kconfig built[SPACE_MAX_PARAMS + 1];
+    placed *v;
+    long n, cap, all;
+    int oom;
+} walk;
+
+/* Can parameter d take value jd beside the values of parameters 0..d-1? Its conditions on
+ * those, and theirs on it (conditions on later parameters wait for them). */
+static int fits_so_far(const walk *w, int d, int jd)
+{
+    const value_conds *own = &w->conds[d][jd];
+    for (int i = 0; i < own->n; i++)
+        if (own->param[i] < d && w->idx[own->param[i]] != own->value[i]) return 0;
+        else if (own->param[i] == d && jd != own->value[i]) return 0;
+    for (int q = 0; q < d; q++) {
+        const value_conds *c = &w->conds[q][w->idx[q]];
+        for (int i = 0; i < c->n; i++)
+            if (c->param[i] == d && jd != c->value[i]) return 0;
+    }
+    return 1;
+}
+
+/* Depth-first over the parameters in file order, dropping a branch as soon as a condition
+ * between its values fails; each whole combination is completed and checked. */
+static void walk_from(walk *w, int d)
+{
+    const space_t *sp = w->sp;
+    if (d == sp->nparams) {
+        w->all++;
+        kconfig c = w->built[d];
+        kconfig_complete(&c, w->dev, w->s, w->dt); /* parameters the space leaves out */
+        char reason[256];
+        if (!space_fills(sp, w->idx, &c, w->s) || kconfig_check(&c, w->dev, w->s, w->dt, reason, sizeof reason) != ST_OK)
+            return;
+        if (w->n == w->cap) {
+            placed *nv = realloc(w->v, sizeof *nv * (size_t)(w->cap * 2));
+            if (!nv) { w->oom = 1; return; }
+            w->v = nv;
+            w->cap *= 2;
+        }
+        long pos = 0;
+        for (int k = 0; k < sp->nparams; k++) pos += w->idx[k] * w->stride[k];
+        w->v[w->n].pos = pos;
+        w->v[w->n++].c = c;
+        return;
+    }
+    for (int a = 0; a < w->na[d] && !w->oom; a++) {
+        const int j = w->allow[d][a];
+        if (!fits_so_far(w, d, j)) continue;
+        w->idx[d] = j;
+        w->built[d + 1] = w->built[d];
+        kconfig_overlay(&w->built[d + 1], &w->delta[d][j]);
+        walk_from(w, d + 1);
+    }
+}
+
 long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t *s, dtype_t dt,
                      kconfig **out, long *before)
 {
-    int idx[SPACE_MAX_PARAMS] = {0};
-    long cap = 256, n = 0, all = 0;
-    placed *v = malloc(sizeof *v * (size_t)cap);
-    if (!v) return -1;
+    walk *w = calloc(1, sizeof *w);
+    if (!w) return -1;
+    *w = (walk){.sp = sp, .dev = dev, .s = s, .dt = dt, .cap = 256};
+    w->v = malloc(sizeof *w->v * (size_t)w->cap);
+    if (!w->v) { free(w); return -1; }
     int mma_param = -1;
-    long stride[SPACE_MAX_PARAMS];
     for (int k = 0; k < sp->nparams; k++) {
         if (!strcmp(sp->p[k].name, "MMA")) mma_param = k;
-        stride[k] = k ? stride[k - 1] * sp->p[k - 1].nvalues : 1;
+        w->stride[k] = k ? w->stride[k - 1] * sp->p[k - 1].nvalues : 1;
+        for (int j = 0; j < sp->p[k].nvalues; j++) {
+            char kv[64], e[256];
+            snprintf(kv, sizeof kv, "%s=%s", sp->p[k].name, sp->p[k].value[j]);
+            w->delta[k][j] = (kconfig){0};
+            kconfig_parse(kv, &w->delta[k][j], e, sizeof e); /* space_load checked every value */
+            compile_conds(sp, sp->p[k].when[j], &w->conds[k][j]);
+        }
     }
     /* one pass per MMA value; within it only the values whose conditions can hold beside
      * it (the shape's, the device's, the MMA kind's), so that the product walked is the
-     * part of the space that applies; conditions on another parameter's value per
-     * combination */
+     * part of the space that applies; conditions on another parameter's value as the walk
+     * reaches both */
     const int nm = mma_param >= 0 ? sp->p[mma_param].nvalues : 1;
-    for (int mv = 0; mv < nm; mv++) {
-        int mma = MMA_FMA;
-        if (mma_param >= 0) {
-            kconfig mc = {0};
-            char kv[64], e[256];
-            snprintf(kv, sizeof kv, "MMA=%s", sp->p[mma_param].value[mv]);
-            mma = kconfig_parse(kv, &mc, e, sizeof e) == 0 ? (int)mc.mma : MMA_FMA;
-        }
-        int allow[SPACE_MAX_PARAMS][SPACE_MAX_VALUES], na[SPACE_MAX_PARAMS], at[SPACE_MAX_PARAMS] = {0}, empty = 0;
+    for (int mv = 0; mv < nm && !w->oom; mv++) {
+        int mma = mma_param >= 0 && (w->delta[mma_param][mv].set & CFG_MMA) ? (int)w->delta[mma_param][mv].mma : MMA_FMA;
+        int empty = 0;
         for (int k = 0; k < sp->nparams; k++) {
-            na[k] = 0;
+            w->na[k] = 0;
             for (int j = 0; j < sp->p[k].nvalues; j++)
-                if ((k != mma_param || j == mv) && holds(sp->p[k].when[j], dev, s, dt, mma, sp, NULL)) allow[k][na[k]++] = j;
-            empty |= na[k] == 0;
+                if ((k != mma_param || j == mv) && holds(sp->p[k].when[j], dev, s, dt, mma, sp, NULL)) w->allow[k][w->na[k]++] = j;
+            empty |= w->na[k] == 0;
         }
-        while (!empty) {
-            long pos = 0;
-            for (int k = 0; k < sp->nparams; k++) {
-                idx[k] = allow[k][at[k]];
-                pos += idx[k] * stride[k];
-            }
-            int ok = 1;
-            for (int k = 0; k < sp->nparams && ok; k++)
-                if (strchr(sp->p[k].when[idx[k]], '=')) ok = holds(sp->p[k].when[idx[k]], dev, s, dt, mma, sp, idx);
-            if (ok) {
-                all++;
-                kconfig c = {0};
-                char kv[64], err[256];
-                for (int k = 0; k < sp->nparams; k++) {
-                    snprintf(kv, sizeof kv, "%s=%s", sp->p[k].name, sp->p[k].value[idx[k]]);
-                    kconfig_parse(kv, &c, err, sizeof err);
-                }
-                kconfig_complete(&c, dev, s, dt); /* parameters the space leaves out */
-                char reason[256];
-                if (space_fills(sp, idx, &c, s) && kconfig_check(&c, dev, s, dt, reason, sizeof reason) == ST_OK) {
-                    if (n == cap) {
-                        placed *nv = realloc(v, sizeof *v * (size_t)(cap *= 2));
-                        if (!nv) { free(v); return -1; }
-                        v = nv;
-                    }
-                    v[n].pos = pos;
-                    v[n++].c = c;
-                }
-            }
-            int k = 0;
-            while (k < sp->nparams && ++at[k] == na[k]) at[k++] = 0;
-            if (k == sp->nparams) break;
-        }
+        if (empty) continue;
+        w->built[0] = (kconfig){0};
+        walk_from(w, 0);
     }
+    placed *v = w->v;
+    long n = w->n, all = w->all;
+    const int oom = w->oom;
+    free(w);
+    if (oom) { free(v); return -1; }
     qsort(v, (size_t)n, sizeof *v, by_pos); /* the odometer's order over the whole product */
     kconfig *cv = malloc(sizeof *cv * (size_t)(n ? n : 1));
     if (!cv) { free(v); return -1; }
