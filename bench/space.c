@@ -160,17 +160,6 @@ static int holds(const char *when, const rt_device_info *dev, const shape_t *s, 
     return 1;
 }
 
-/* "fill" on a BLOCK_M value: the work-group's rows fill more than half of such a block
- * (decode rows leave larger blocks idle; PACK_GQA decides how many rows there are). */
-static int space_fills(const space_t *sp, const int *idx, const kconfig *c, const shape_t *s)
-{
-    for (int k = 0; k < sp->nparams; k++)
-        if (strstr(sp->p[k].when[idx[k]], "fill") && !strcmp(sp->p[k].name, "BLOCK_M") &&
-            2 * kconfig_rows(c, s) <= c->block_m)
-            return 0;
-    return 1;
-}
-
 /* The order candidates are offered in, so that an exhaustive search cut short by --time has
  * tried the likely winners: the MMA kind the device's default picks for this shape first,
  * then the other tensor-core kinds, then fma; within a kind, the fewest fields away from
@@ -267,6 +256,7 @@ typedef struct {
     int allow[SPACE_MAX_PARAMS][SPACE_MAX_VALUES], na[SPACE_MAX_PARAMS];
     kconfig delta[SPACE_MAX_PARAMS][SPACE_MAX_VALUES];
     value_conds conds[SPACE_MAX_PARAMS][SPACE_MAX_VALUES];
+    unsigned char fill[SPACE_MAX_PARAMS][SPACE_MAX_VALUES]; /* a "fill" condition on a BLOCK_M value */
     int idx[SPACE_MAX_PARAMS];
     long stride[SPACE_MAX_PARAMS];
     kconfig built[SPACE_MAX_PARAMS + 1];
@@ -275,34 +265,42 @@ typedef struct {
     int oom;
 } walk;
 
-/* Can parameter d take value jd beside the values of parameters 0..d-1? Its conditions on
- * those, and theirs on it (conditions on later parameters wait for them). */
-static int fits_so_far(const walk *w, int d, int jd)
+#define NO_NEED (-2) /* need[p]: no value of p asked for yet */
+
+/* Can parameter d take value jd? Its own conditions on the parameters before it must hold,
+ * and any value the earlier ones asked of it (need[d]). Its conditions on later parameters
+ * become their needs: *need is updated, 0 when two values ask for different ones. */
+static int assign(const walk *w, int d, int jd, int need[SPACE_MAX_PARAMS])
 {
+    if (need[d] != NO_NEED && need[d] != jd) return 0;
     const value_conds *own = &w->conds[d][jd];
-    for (int i = 0; i < own->n; i++)
-        if (own->param[i] < d && w->idx[own->param[i]] != own->value[i]) return 0;
-        else if (own->param[i] == d && jd != own->value[i]) return 0;
-    for (int q = 0; q < d; q++) {
-        const value_conds *c = &w->conds[q][w->idx[q]];
-        for (int i = 0; i < c->n; i++)
-            if (c->param[i] == d && jd != c->value[i]) return 0;
+    for (int i = 0; i < own->n; i++) {
+        const int p = own->param[i], v = own->value[i];
+        if (p < d && w->idx[p] != v) return 0;
+        if (p == d && jd != v) return 0;
+        if (p > d) {
+            if (need[p] != NO_NEED && need[p] != v) return 0;
+            need[p] = v;
+        }
     }
     return 1;
 }
 
 /* Depth-first over the parameters in file order, dropping a branch as soon as a condition
  * between its values fails; each whole combination is completed and checked. */
-static void walk_from(walk *w, int d)
+static void walk_from(walk *w, int d, const int need_in[SPACE_MAX_PARAMS])
 {
     const space_t *sp = w->sp;
     if (d == sp->nparams) {
         w->all++;
         kconfig c = w->built[d];
         kconfig_complete(&c, w->dev, w->s, w->dt); /* parameters the space leaves out */
+        /* "fill" on a BLOCK_M value: the work-group's rows fill more than half of such a
+         * block (decode rows leave larger blocks idle; PACK_GQA decides how many rows) */
+        for (int k = 0; k < sp->nparams; k++)
+            if (w->fill[k][w->idx[k]] && 2 * kconfig_rows(&c, w->s) <= c.block_m) return;
         char reason[256];
-        if (!space_fills(sp, w->idx, &c, w->s) || kconfig_check(&c, w->dev, w->s, w->dt, reason, sizeof reason) != ST_OK)
-            return;
+        if (kconfig_check(&c, w->dev, w->s, w->dt, reason, sizeof reason) != ST_OK) return;
         if (w->n == w->cap) {
             placed *nv = realloc(w->v, sizeof *nv * (size_t)(w->cap * 2));
             if (!nv) { w->oom = 1; return; }
@@ -315,13 +313,15 @@ static void walk_from(walk *w, int d)
         w->v[w->n++].c = c;
         return;
     }
+    int need[SPACE_MAX_PARAMS];
     for (int a = 0; a < w->na[d] && !w->oom; a++) {
         const int j = w->allow[d][a];
-        if (!fits_so_far(w, d, j)) continue;
+        memcpy(need, need_in, sizeof need);
+        if (!assign(w, d, j, need)) continue;
         w->idx[d] = j;
         w->built[d + 1] = w->built[d];
         kconfig_overlay(&w->built[d + 1], &w->delta[d][j]);
-        walk_from(w, d + 1);
+        walk_from(w, d + 1, need);
     }
 }
 
@@ -343,6 +343,7 @@ long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t
             w->delta[k][j] = (kconfig){0};
             kconfig_parse(kv, &w->delta[k][j], e, sizeof e); /* space_load checked every value */
             compile_conds(sp, sp->p[k].when[j], &w->conds[k][j]);
+            w->fill[k][j] = strstr(sp->p[k].when[j], "fill") && !strcmp(sp->p[k].name, "BLOCK_M");
         }
     }
     /* one pass per MMA value; within it only the values whose conditions can hold beside
@@ -361,7 +362,9 @@ long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t
         }
         if (empty) continue;
         w->built[0] = (kconfig){0};
-        walk_from(w, 0);
+        int need[SPACE_MAX_PARAMS];
+        for (int k = 0; k < SPACE_MAX_PARAMS; k++) need[k] = NO_NEED;
+        walk_from(w, 0, need);
     }
     placed *v = w->v;
     long n = w->n, all = w->all;
