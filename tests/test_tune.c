@@ -72,6 +72,21 @@ static void test_space_errors(void **state)
     assert_int_equal(before, 3);
     for (long i = 0; i < n; i++) assert_true(c[i].block_n == 16 || c[i].block_m == 32);
     free(c);
+    /* conditions on later parameters, two values asking for different ones (BLOCK_M=32 wants
+     * BLOCK_N=64, NUM_WARPS=2 wants BLOCK_N=16: never together), a parameter the space does
+     * not have (no condition) and a value it does not list (never): by hand, 7 combinations */
+    write_file(p, "param,value,when\nBLOCK_M,16,\nBLOCK_M,32,BLOCK_N=64\nNUM_WARPS,1,\nNUM_WARPS,2,BLOCK_N=16&STAGES=2\n"
+                  "BLOCK_N,16,\nBLOCK_N,64,\nSTAGES,1,\nSTAGES,2,\nKPAD,0,WG_PIPE=1\nSPLIT_KV,1,\nSPLIT_KV,2,STAGES=3\n");
+    assert_int_equal(space_load(p, &sp, err, sizeof err), 0);
+    n = space_enumerate(&sp, &cpu, &pre, DT_FP32, &c, &before);
+    assert_int_equal(before, 7);
+    assert_true(n > 0 && n <= 7);
+    for (long i = 0; i < n; i++) {
+        assert_true(c[i].block_m == 16 || c[i].block_n == 64);
+        assert_true(c[i].num_warps == 1 || (c[i].block_n == 16 && c[i].stages == 2));
+        assert_int_equal(c[i].split_kv, 1);
+    }
+    free(c);
 }
 
 /* The shipped space: at least the paper's 450 configurations before constraints for a d=128
