@@ -22,11 +22,11 @@ typedef struct {
     int wg_qearly; /* WG_WS without WG_PERSIST: the producer starts on K and V while the consumers load Q (not after) */
     int wg_qprefetch; /* WG_PERSIST: a warpgroup fetches its next block's Q rows once this block's last S is done */
     int red_split; /* MMA=mma or wgmma: a score tile's row maxima and sums in four independent chains per row (not one) */
-    int wg_holdpv;
+    int wg_holdpv; /* WG_PIPE: a fence keeps the wait for tile j-1's P V behind tile j's softmax (ptxas hoists it otherwise) */
     int wg_ostage; /* wgmma, SPLIT_KV=1, no WG_QPREFETCH: O stored through the warpgroup's Q rows of shared memory in 16-byte chunks */
     int wg_otma; /* WG_OSTAGE, WG_TMA, dense, PACK_GQA=0: one thread per warpgroup stores the staged O rows by the copy engine */
     int wg_qtma; /* WG_WS without WG_PERSIST or WG_QEARLY, dense, PACK_GQA=0: the producer brings Q in by the copy engine before K and V */
-    int wg_sinflight; /* WG_DEFER: a wait for all but this tile's S before O's rescale, so that ptxas does not wait for S there */ /* WG_PIPE: a fence keeps the wait for tile j-1's P V behind tile j's softmax (ptxas hoists it otherwise) */
+    int wg_sinflight; /* WG_DEFER: a wait for all but this tile's S before O's rescale, so that ptxas does not wait for S there */
     int wg_ws;  /* wgmma + TMA: warp specialisation, a producer warpgroup feeds the stages (no CTA barrier per tile) */
     int grid_lpt; /* dense batches: the launch order visits the heaviest query blocks first (longest first), in sections of groups (1: as many as fit L2, N > 1: N) */
     mma_kind mma;
