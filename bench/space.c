@@ -126,11 +126,10 @@ int space_load_default(space_t *sp, char *err, size_t errlen)
     return space_load(path, sp, err, errlen);
 }
 
-/* Does every condition of `when` hold? mma: the MMA value of this combination; sp and idx:
- * the combination, for conditions on another parameter's value (idx NULL: those are left
- * for later and count as holding). */
-static int holds(const char *when, const rt_device_info *dev, const shape_t *s, dtype_t dt, int mma,
-                 const space_t *sp, const int *idx)
+/* Does every condition of `when` on the device, dtype, shape and MMA kind hold? mma: the
+ * MMA value of this combination. Conditions on another parameter's value are the walk's
+ * (compile_conds); "fill" is checked on the whole configuration. */
+static int holds(const char *when, const rt_device_info *dev, const shape_t *s, dtype_t dt, int mma)
 {
     char w[64];
     snprintf(w, sizeof w, "%s", when);
@@ -146,26 +145,15 @@ static int holds(const char *when, const rt_device_info *dev, const shape_t *s, 
         if (!strcmp(c, "feature:wgmma") && !(dev->features & RT_FEAT_WGMMA)) return 0;
         if (!strcmp(c, "MMA=wgmma") && mma != MMA_WGMMA) return 0;
         if (!strcmp(c, "feature:tma") && !(dev->features & RT_FEAT_TMA)) return 0;
-        size_t nl;
-        if (idx && param_cond(c, &nl))
-            for (int k = 0; k < sp->nparams; k++)
-                if (strlen(sp->p[k].name) == nl && !strncmp(sp->p[k].name, c, nl) && strcmp(sp->p[k].value[idx[k]], c + nl + 1))
-                    return 0;
         if (!strcmp(c, "decode") && !decode) return 0;
         if (!strcmp(c, "prefill") && decode) return 0;
         if (!strcmp(c, "gqa") && s->hq == s->hkv) return 0;
         if (!strcmp(c, "causal") && !s->causal) return 0;
-        /* "fill" is checked on the whole configuration (space_fills) */
     }
     return 1;
 }
 
-/* The order candidates are offered in, so that an exhaustive search cut short by --time has
- * tried the likely winners: the MMA kind the device's default picks for this shape first,
- * then the other tensor-core kinds, then fma; within a kind, the fewest fields away from
- * that kind's default configuration first (the default itself leads). The sort is stable:
- * ties keep the enumeration's order. */
-typedef struct {
+typedef struct { /* a candidate's sort key and its place in the enumeration */
     long key, i;
 } ranked;
 
@@ -176,6 +164,11 @@ static int by_rank(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i); /* ties keep the enumeration's order */
 }
 
+/* The order candidates are offered in, so that an exhaustive search cut short by --time has
+ * tried the likely winners: the MMA kind the device's default picks for this shape first,
+ * then the other tensor-core kinds, then fma; within a kind, the fewest fields away from
+ * that kind's default configuration first (the default itself leads). The sort is stable:
+ * ties keep the enumeration's order. */
 static void likely_first(kconfig *v, long n, const rt_device_info *dev, const shape_t *s, dtype_t dt)
 {
     kconfig pref = {0};
@@ -218,10 +211,10 @@ static int by_pos(const void *a, const void *b)
 
 /* One value's conditions on other parameters' values ("WG_PIPE=1"), compiled: the value
  * index each named parameter must hold (-1: a value the space does not list, so never).
- * A parameter the space does not have is no condition, as in holds(). */
+ * A parameter the space does not have is no condition. (A 64-byte `when` holds at most 9.) */
 typedef struct {
     int n;
-    int param[8], value[8];
+    int param[16], value[16];
 } value_conds;
 
 static void compile_conds(const space_t *sp, const char *when, value_conds *vc)
@@ -238,7 +231,7 @@ static void compile_conds(const space_t *sp, const char *when, value_conds *vc)
             int v = -1;
             for (int j = 0; j < sp->p[k].nvalues; j++)
                 if (!strcmp(sp->p[k].value[j], c + nl + 1)) { v = j; break; }
-            if (vc->n < 8) {
+            if (vc->n < 16) {
                 vc->param[vc->n] = k;
                 vc->value[vc->n++] = v;
             }
@@ -357,7 +350,7 @@ long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t
         for (int k = 0; k < sp->nparams; k++) {
             w->na[k] = 0;
             for (int j = 0; j < sp->p[k].nvalues; j++)
-                if ((k != mma_param || j == mv) && holds(sp->p[k].when[j], dev, s, dt, mma, sp, NULL)) w->allow[k][w->na[k]++] = j;
+                if ((k != mma_param || j == mv) && holds(sp->p[k].when[j], dev, s, dt, mma)) w->allow[k][w->na[k]++] = j;
             empty |= w->na[k] == 0;
         }
         if (empty) continue;
