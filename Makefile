@@ -28,6 +28,12 @@ $(BUILD)/tests/%: tests/%.c $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(LIBOBJ) $(LDLIBS) -lcmocka
 
+# test_telemetry loads a fake NVML built beside it
+$(BUILD)/tests/libfake_nvml.so: tests/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT) -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -shared -fPIC -o $@ $<
+$(BUILD)/tests/test_telemetry: | $(BUILD)/tests/libfake_nvml.so
+
 # Every tests/test_*.c is one cmocka program, tests/cli.sh checks the command line; all
 # of them run, and the summary line counts programs, so one failure hides no other.
 test: $(BUILD)/fabench $(TESTS)
@@ -39,7 +45,7 @@ plots:
 
 # The unit tests, a slice of the end-to-end tests and a smoke run, built with AddressSanitizer
 # and UndefinedBehaviorSanitizer into build/asan (PoCL's own leaks are suppressed by name).
-SAN_TESTS := test_csvio test_shapes test_stats test_refcheck test_search test_torch_proto test_tune test_e2e
+SAN_TESTS := test_csvio test_shapes test_stats test_refcheck test_search test_torch_proto test_tune test_telemetry test_e2e
 sanitize:
 	$(MAKE) BUILD=build/asan OPT='-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all' \
 	    LDFLAGS='-fsanitize=address,undefined' build/asan/fabench $(SAN_TESTS:%=build/asan/tests/%)

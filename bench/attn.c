@@ -49,6 +49,7 @@ struct attn_runner {
     long compiled, cached; /* binaries built here, binaries loaded from the disk cache */
     int broken;            /* a launch timed out: the device still runs it, nothing more is trusted */
     char broken_why[256];
+    telemetry *tm;         /* the GPU's clocks and power while timing (NULL: no NVML, not a GPU) */
 };
 
 void attn_counts(const attn_runner *r, long *compiled, long *cached)
@@ -108,6 +109,8 @@ int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
         free(r);
         return -1;
     }
+    char why[256]; /* no telemetry is no error: the manifest says why */
+    if (dev->info.is_gpu && telemetry_open(dev->info.pci, &r->tm, why, sizeof why) != 0) r->tm = NULL;
     *out = r;
     return 0;
 }
@@ -166,6 +169,7 @@ static int inputs_get(attn_runner *r, const shape_t *s, dtype_t dt, uint64_t see
 void attn_close(attn_runner *r)
 {
     if (!r) return;
+    telemetry_close(r->tm);
     if (r->broken) { /* a kernel may still run: releasing the context could wait for it forever */
         inputs_drop(r, 0);
         free(r->source);
@@ -598,6 +602,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
 {
     const rt_runtime *rt = r->dev.rt;
     memset(res, 0, sizeof *res);
+    telemetry_none(&res->tel);
     res->attrs.registers = res->attrs.spill_bytes = -1;
     res->config = *cfg;
     kconfig_complete(&res->config, &r->dev.info, s, dt);
@@ -779,7 +784,9 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     if (!res->ver.pass) { set_status(res, ST_WRONG_RESULT, res->ver.reason); goto done; }
     if (o->verify_only) { set_status(res, ST_OK, ""); goto done; }
 
-    rc = time_device(rt, r->ctx, enqueue_plan, &p, &o->timing, &res->us, reason, sizeof reason);
+    timing_opts topt = o->timing;
+    topt.tm = r->tm;
+    rc = time_device(rt, r->ctx, enqueue_plan, &p, &topt, &res->us, &res->tel, reason, sizeof reason);
     if (rc != 0) {
         set_status(res, rc == RT_ETIMEOUT ? ST_TIMEOUT : ST_LAUNCH_ERROR, reason);
         if (rc == RT_ETIMEOUT) goto hung;

@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "telemetry.h"
 #include "config.h"
 #include "csvio.h"
 #include "shapes.h"
@@ -327,6 +328,22 @@ static int close_enough(double got, double want, int decimals)
 
 /* ---------- per-file rules ---------- */
 
+/* The GPU's readings (sm_mhz, power_w, temp_c, clock_events) come from the timed runs: only
+ * on timed rows, and the events are NVML's names. */
+static void check_telemetry(file_ctx *fc, size_t r, int timed)
+{
+    static const char *const cols[] = {"sm_mhz", "power_w", "temp_c", "clock_events"};
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+        if (!timed && idx(fc, cols[i]) >= 0 && *val(fc, r, cols[i]))
+            problem(fc, line_of(fc, r), cols[i], "a reading on a row that was not timed (status %s)", val(fc, r, "status"));
+    unsigned long long ev;
+    char bad[80];
+    if (idx(fc, "clock_events") >= 0 && telemetry_events_parse(val(fc, r, "clock_events"), &ev, bad, sizeof bad) != 0)
+        problem(fc, line_of(fc, r), "clock_events", "'%s' is not a clock event reason (%s)", bad,
+                "idle, app_clocks, sw_power_cap, hw_slowdown, sync_boost, sw_thermal, hw_thermal, hw_power_brake, "
+                "display_clocks or 0x<bits>");
+}
+
 static void rule_perf(file_ctx *fc, size_t r)
 {
     check_gpu(fc, r, "gpu");
@@ -334,6 +351,7 @@ static void rule_perf(file_ctx *fc, size_t r)
     int ok = !strcmp(st, "ok");
     static const char *const times[] = {"median_us", "p20_us", "p80_us", "min_us", NULL};
     check_timings(fc, r, times, ok, 1);
+    check_telemetry(fc, r, ok && *val(fc, r, "median_us"));
     if (!ok) {
         static const char *const derived[] = {"tflops", "gbps", "reps", NULL};
         for (int i = 0; derived[i]; i++)
@@ -498,7 +516,8 @@ static const col_spec perf_cols[] = {
     {"tflops", V_NUM, REQ | EMPTY, 0}, {"gbps", V_NUM, REQ | EMPTY, 0}, {"max_abs_err", V_NUM, REQ | EMPTY, 0},
     {"rel_l2_err", V_NUM, EMPTY, 0}, {"status", V_STATUS, REQ, 0}, {"reason", V_TEXT, 0, 0},
     {"config_source", V_TEXT, 0, 0}, {"lens", V_TEXT, 0, 0}, {"qlens", V_TEXT, 0, 0},
-    {"page", V_INT, EMPTY, 1}};
+    {"page", V_INT, EMPTY, 1}, {"sm_mhz", V_NUM, EMPTY, 1}, {"power_w", V_NUM, EMPTY, 0}, {"temp_c", V_NUM, EMPTY, 0},
+    {"clock_events", V_TEXT, 0, 0}};
 
 static const col_spec explored_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"kernel", V_NAME, REQ, 0}, {"config", V_CONFIG, REQ, 0},
@@ -506,7 +525,7 @@ static const col_spec explored_cols[] = {
     {"compile_ms", V_NUM, REQ, 0}, {"median_us", V_NUM, REQ | EMPTY, 0}, {"tflops", V_NUM, EMPTY, 0},
     {"registers", V_INT, REQ, -1}, {"spill_bytes", V_INT, REQ, -1}, {"shared_bytes", V_INT, REQ, -1},
     {"private_bytes", V_INT, 0, -1}, {"binary_bytes", V_INT, REQ, -1}, {"max_abs_err", V_NUM, EMPTY, 0},
-    {"strategy", V_STRATEGY, 0, 0}, {"step", V_INT, 0, 1}, {"reps", V_INT, EMPTY, 1}};
+    {"strategy", V_STRATEGY, 0, 0}, {"step", V_INT, 0, 1}, {"reps", V_INT, EMPTY, 1}, {"sm_mhz", V_NUM, EMPTY, 1}};
 
 static const col_spec tuning_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"shape_class", V_CLASS, REQ, 0},

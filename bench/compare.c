@@ -20,6 +20,7 @@ typedef struct {
     char shape[160];   /* dtype and the dimensions: what makes two rows the same problem */
     int ok, line, matched, d;
     double med, p20, p80;
+    double mhz, watts; /* the GPU's median SM clock and mean power while timed; NAN: not read */
     const char *status;
 } entry;
 
@@ -49,7 +50,7 @@ static int load_side(const char *arg, side *s, char *err, size_t errlen)
             return FB_EXIT_BADINPUT;
         }
     }
-    int cname = csvt_col(s->t, "name");
+    int cname = csvt_col(s->t, "name"), cmhz = csvt_col(s->t, "sm_mhz"), cwatts = csvt_col(s->t, "power_w");
     s->e = calloc(s->t->nrows ? s->t->nrows : 1, sizeof *s->e);
     if (!s->e) { snprintf(err, errlen, "out of memory"); return -1; }
     for (size_t r = 0; r < s->t->nrows; r++) {
@@ -74,6 +75,8 @@ static int load_side(const char *arg, side *s, char *err, size_t errlen)
         snprintf(e->shape, sizeof e->shape, "%s b%s h%s/%s q%s k%s d%s c%s", e->dtype, row[col[3]], row[col[4]],
                  row[col[5]], row[col[6]], row[col[7]], row[col[8]], row[col[9]]);
         e->ok = !strcmp(e->status, "ok") && *row[col[10]];
+        e->mhz = cmhz >= 0 && *row[cmhz] ? strtod(row[cmhz], NULL) : NAN;
+        e->watts = cwatts >= 0 && *row[cwatts] ? strtod(row[cwatts], NULL) : NAN;
         if (e->ok) {
             double *dst[3] = {&e->med, &e->p20, &e->p80};
             for (int k = 0; k < 3; k++) {
@@ -341,12 +344,15 @@ int cmd_versus(int argc, char **argv)
         return rc == FB_EXIT_BADINPUT ? FB_EXIT_BADINPUT : 1;
     }
     static const char *const hdr[] = {"backend", "name", "shape", "d", "portable_us", "best_vendor", "best_vendor_us",
-                                      "speedup_vs_best", "vendors"};
+                                      "speedup_vs_best", "vendors", "portable_mhz", "best_vendor_mhz", "portable_w",
+                                      "best_vendor_w"};
+    int readings = 0; /* the GPU's clocks were read on some row: they get columns */
+    for (size_t i = 0; i < s.n && !readings; i++) readings = !isnan(s.e[i].mhz);
     csv_table *out = csv_out ? csvt_new(hdr, sizeof hdr / sizeof hdr[0]) : NULL;
     printf("%s: the portable kernel's speedup over the vendors (vendor median / portable median: above 1 it is faster)\n\n",
            s.path);
-    printf("%-8s %-36s %-34s %11s %-14s %11s %8s\n", "backend", "name", "shape", "portable us", "best vendor", "us",
-           "speedup");
+    printf("%-8s %-36s %-34s %11s %-14s %11s %8s%s\n", "backend", "name", "shape", "portable us", "best vendor", "us",
+           "speedup", readings ? "   SM MHz (portable / vendor), W" : "");
     double lbest = 0;
     long nshape = 0, nfastest = 0;
     int dims[16];
@@ -387,15 +393,24 @@ int cmd_versus(int argc, char **argv)
         while (k < nd && dims[k] != p->d) k++;
         if (k == nd && nd < 16) { dims[nd] = p->d; dsum[nd] = 0; dn[nd++] = 0; }
         if (k < nd) { dsum[k] += log(sp); dn[k]++; }
-        printf("%-8.8s %-36.36s %-34.34s %11.2f %-14.14s %11.2f %8.3f\n", p->backend, p->name, p->shape, p->med, best->impl,
-               best->med, sp);
+        char clk[96] = "";
+        if (readings)
+            snprintf(clk, sizeof clk, "   %5.0f / %-5.0f %4.0f / %.0f", p->mhz, best->mhz, p->watts, best->watts);
+        printf("%-8.8s %-36.36s %-34.34s %11.2f %-14.14s %11.2f %8.3f%s\n", p->backend, p->name, p->shape, p->med,
+               best->impl, best->med, sp, clk);
         if (out) {
-            char f[4][32];
+            char f[8][32];
             snprintf(f[0], sizeof f[0], "%d", p->d);
             snprintf(f[1], sizeof f[1], "%.3f", p->med);
             snprintf(f[2], sizeof f[2], "%.3f", best->med);
             snprintf(f[3], sizeof f[3], "%.4f", sp);
-            const char *row[] = {p->backend, p->name, p->shape, f[0], f[1], best->impl, f[2], f[3], vlist};
+            const double rd[4] = {p->mhz, best->mhz, p->watts, best->watts};
+            for (int q = 0; q < 4; q++) {
+                if (isnan(rd[q])) f[4 + q][0] = 0;
+                else snprintf(f[4 + q], sizeof f[4 + q], q < 2 ? "%.0f" : "%.1f", rd[q]);
+            }
+            const char *row[] = {p->backend, p->name, p->shape, f[0], f[1], best->impl, f[2], f[3], vlist,
+                                 f[4], f[5], f[6], f[7]};
             csvt_add(out, row);
         }
     }

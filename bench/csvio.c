@@ -98,6 +98,45 @@ int csvt_add(csv_table *t, const char *const *fields)
     return 0;
 }
 
+int csvt_widen(csv_table *t, const char *const *header, size_t ncols)
+{
+    if (ncols < t->ncols) return -1;
+    for (size_t i = 0; i < t->ncols; i++)
+        if (strcmp(t->header[i], header[i]) != 0) return -1;
+    if (ncols == t->ncols) return 0;
+    /* everything new is built first: out of memory leaves t as it was */
+    char **hdr = calloc(ncols, sizeof *hdr);
+    char ***rows = calloc(t->nrows ? t->nrows : 1, sizeof *rows);
+    int ok = hdr && rows;
+    for (size_t c = t->ncols; ok && c < ncols; c++) ok = (hdr[c] = dup_n(header[c], strlen(header[c]))) != NULL;
+    for (size_t r = 0; ok && r < t->nrows; r++) {
+        ok = (rows[r] = calloc(ncols, sizeof *rows[r])) != NULL;
+        for (size_t c = t->ncols; ok && c < ncols; c++) ok = (rows[r][c] = dup_n("", 0)) != NULL;
+    }
+    if (!ok) {
+        for (size_t r = 0; rows && r < t->nrows; r++)
+            if (rows[r]) {
+                for (size_t c = t->ncols; c < ncols; c++) free(rows[r][c]);
+                free(rows[r]);
+            }
+        for (size_t c = t->ncols; hdr && c < ncols; c++) free(hdr[c]);
+        free(rows);
+        free(hdr);
+        return -1;
+    }
+    for (size_t c = 0; c < t->ncols; c++) hdr[c] = t->header[c];
+    free(t->header);
+    t->header = hdr;
+    for (size_t r = 0; r < t->nrows; r++) {
+        for (size_t c = 0; c < t->ncols; c++) rows[r][c] = t->rows[r][c];
+        free(t->rows[r]);
+        t->rows[r] = rows[r];
+    }
+    free(rows);
+    t->ncols = ncols;
+    return 0;
+}
+
 int csvt_replace(csv_table *t, size_t r, const char *const *fields)
 {
     if (r >= t->nrows) return -1;
@@ -348,6 +387,12 @@ int csvt_write_atomic(const csv_table *t, const char *path, char *err, size_t er
 int csvt_open_append(const char *path, const char *const *header, size_t ncols,
                      csv_table **out, char *err, size_t errlen)
 {
+    return csvt_open_append_from(path, header, ncols, ncols, out, err, errlen);
+}
+
+int csvt_open_append_from(const char *path, const char *const *header, size_t ncols, size_t oldest,
+                          csv_table **out, char *err, size_t errlen)
+{
     *out = NULL;
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -360,8 +405,14 @@ int csvt_open_append(const char *path, const char *const *header, size_t ncols,
         int rc = csvt_read(path, &t, err, errlen);
         if (rc != 0) return rc;
         if (t->ncols != 0 || t->nrows != 0) {
-            int same = t->ncols == ncols;
-            for (size_t i = 0; same && i < ncols; i++) same = strcmp(t->header[i], header[i]) == 0;
+            /* this schema, or an earlier one (its first `oldest` or more columns) widened to it */
+            int same = t->ncols <= ncols && t->ncols >= oldest;
+            for (size_t i = 0; same && i < t->ncols; i++) same = strcmp(t->header[i], header[i]) == 0;
+            if (same && csvt_widen(t, header, ncols) != 0) {
+                snprintf(err, errlen, "%s: out of memory", path);
+                csvt_free(t);
+                return -1;
+            }
             if (!same) {
                 size_t o = (size_t)snprintf(err, errlen, "%s:1: the file's header (", path);
                 for (size_t i = 0; i < t->ncols && o < errlen; i++)

@@ -21,6 +21,10 @@ int csvt_add(csv_table *t, const char *const *fields);
 /* Replaces row r's fields with copies of exactly ncols fields (nothing changes when out of
  * memory). 0 or -1. */
 int csvt_replace(csv_table *t, size_t r, const char *const *fields);
+/* Gives a table whose header is the first columns of header the rest of them, empty in
+ * every row (a file of an older schema read into the current one). 0, or -1 when its header
+ * is not such a beginning or memory ran out (t unchanged). */
+int csvt_widen(csv_table *t, const char *const *header, size_t ncols);
 /* Replaces field c of row r with a copy of v (nothing changes when out of memory). 0 or -1. */
 int csvt_set(csv_table *t, size_t r, size_t c, const char *v);
 /* Column index of a header name, or -1. */
@@ -43,5 +47,9 @@ int csvt_write_atomic(const csv_table *t, const char *path, char *err, size_t er
  * appending rows of another schema would corrupt it. Returns 0, 2 or -1. */
 int csvt_open_append(const char *path, const char *const *header, size_t ncols,
                      csv_table **out, char *err, size_t errlen);
+/* csvt_open_append that also takes a file of an earlier schema, one whose header is the
+ * first `oldest` or more of these columns: read into this one (csvt_widen). */
+int csvt_open_append_from(const char *path, const char *const *header, size_t ncols, size_t oldest,
+                          csv_table **out, char *err, size_t errlen);
 
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "telemetry.h"
 
 int manifest_set(csv_table *t, const char *key, const char *value)
 {
@@ -58,6 +59,17 @@ int manifest_fill(csv_table *t, const rt_device *dev, int argc, char **argv)
         set_rt(t, dev, "clock_mhz", buf);
         snprintf(buf, sizeof buf, "%zu", dev->info.global_bytes);
         set_rt(t, dev, "memory_bytes", buf);
+        set_rt(t, dev, "pci", dev->info.pci);
+        /* what reads the clocks and power of perf.csv's rows, or why nothing does */
+        telemetry *tm = NULL;
+        char why[256];
+        if (telemetry_open(dev->info.pci, &tm, why, sizeof why) == 0) {
+            telemetry_describe(tm, buf, sizeof buf);
+            telemetry_close(tm);
+        } else {
+            snprintf(buf, sizeof buf, "absent: %s", why);
+        }
+        set_rt(t, dev, "telemetry", buf);
     }
     char root[4096];
     if (fb_root(root, sizeof root) == 0) {

@@ -7,8 +7,12 @@
 const char *const perf_header[] = {
     "gpu", "backend", "impl", "config", "name", "dtype", "batch", "hq", "hkv", "sq", "skv", "d",
     "causal", "median_us", "p20_us", "p80_us", "min_us", "reps", "tflops", "gbps", "max_abs_err",
-    "rel_l2_err", "status", "reason", "config_source", "lens", "qlens", "page"};
+    "rel_l2_err", "status", "reason", "config_source", "lens", "qlens", "page", "sm_mhz", "power_w", "temp_c",
+    "clock_events"};
 const size_t perf_ncols = sizeof perf_header / sizeof perf_header[0];
+/* columns added since the first schema (lens, qlens, page, then the four readings): a file
+ * without some of them, from the end, is an earlier schema */
+#define PERF_NEWER_COLUMNS 7
 
 static void fmt_num(char *out, size_t len, double v, const char *fmt)
 {
@@ -70,25 +74,26 @@ int perf_put(csv_table *t, const perf_row *r, int replace)
     shape_qlens_str(s, qlens, sizeof qlens);
     fmt_num(e1, sizeof e1, verified ? r->ver->max_abs_err : NAN, "%.3g");
     fmt_num(e2, sizeof e2, verified ? r->ver->rel_l2_err : NAN, "%.3g");
+    /* the GPU's own readings over the timed runs: empty where nothing was read */
+    const telemetry_summary *tel = timed && r->tel && r->tel->samples > 0 ? r->tel : NULL;
+    char mhz[32], watts[32], temp[32], events[256] = "";
+    fmt_num(mhz, sizeof mhz, tel ? tel->sm_mhz : NAN, "%.0f");
+    fmt_num(watts, sizeof watts, tel ? tel->power_w : NAN, "%.1f");
+    fmt_num(temp, sizeof temp, tel ? tel->temp_c : NAN, "%.0f");
+    if (tel) telemetry_events_str(tel->events, events, sizeof events);
     const char *row[] = {r->gpu, r->backend, r->impl, r->config ? r->config : "", s->name, f[0], f[1], f[2], f[3],
                          f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13], f[14], e1, e2,
                          status_name(r->status), r->reason ? r->reason : "", r->config_source ? r->config_source : "",
-                         lens, qlens, page};
-    /* a table opened in an older schema (before lens, qlens, page) takes the columns it has */
+                         lens, qlens, page, mhz, watts, temp, events};
     const long at = replace ? perf_find(t, r->gpu, r->backend, r->impl, s->name, r->dt) : -1;
     return at >= 0 ? csvt_replace(t, (size_t)at, row) : csvt_add(t, row);
 }
 
 int perf_open_append(const char *path, csv_table **out, char *err, size_t errlen)
 {
-    int rc = csvt_open_append(path, perf_header, perf_ncols, out, err, errlen);
-    if (rc != 2) return rc;
-    /* a perf.csv written before the page column (or also qlens, or also lens): its rows go
-     * on in its own schema */
-    char err2[FB_ERRLEN];
-    for (size_t drop = 1; drop <= 3; drop++)
-        if (csvt_open_append(path, perf_header, perf_ncols - drop, out, err2, sizeof err2) == 0) return 0;
-    return rc;
+    /* a perf.csv written before the telemetry columns (or also page, qlens, lens) is read
+     * into this schema, the old rows' new fields empty */
+    return csvt_open_append_from(path, perf_header, perf_ncols, perf_ncols - PERF_NEWER_COLUMNS, out, err, errlen);
 }
 
 void perf_progress(FILE *f, size_t i, size_t n, const perf_row *r)
@@ -96,9 +101,16 @@ void perf_progress(FILE *f, size_t i, size_t n, const perf_row *r)
     const shape_t *s = r->shape;
     if (r->us && r->status == ST_OK) {
         double us = r->us->median;
-        fprintf(f, "[%zu/%zu] %-34s %s %-15s %10.1f us  %8.3f TFLOP/s  %8.1f GB/s  err %.2g  %s%s%s%s\n", i, n, s->name,
+        char gpu[192] = "";
+        if (r->tel && r->tel->samples > 0 && !isnan(r->tel->sm_mhz)) {
+            char ev[128];
+            telemetry_events_str(r->tel->events, ev, sizeof ev);
+            snprintf(gpu, sizeof gpu, "%.0f MHz %.0f W%s%s  ", r->tel->sm_mhz, isnan(r->tel->power_w) ? 0.0 : r->tel->power_w,
+                     ev[0] ? " " : "", ev);
+        }
+        fprintf(f, "[%zu/%zu] %-34s %s %-15s %10.1f us  %8.3f TFLOP/s  %8.1f GB/s  err %.2g  %s%s%s%s%s\n", i, n, s->name,
                 dtype_name(r->dt), r->impl, us, shape_flops(s) / (us * 1e-6) / 1e12,
-                shape_bytes(s, r->dt) / (us * 1e-6) / 1e9, r->ver ? r->ver->max_abs_err : NAN,
+                shape_bytes(s, r->dt) / (us * 1e-6) / 1e9, r->ver ? r->ver->max_abs_err : NAN, gpu,
                 r->config ? r->config : "", r->config_source ? " (" : "", r->config_source ? r->config_source : "",
                 r->config_source ? ")" : "");
     } else {

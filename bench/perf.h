@@ -9,6 +9,7 @@
 #include "csvio.h"
 #include "refcheck.h"
 #include "stats.h"
+#include "telemetry.h"
 
 extern const char *const perf_header[];
 extern const size_t perf_ncols;
@@ -21,11 +22,13 @@ typedef struct {
     const char *reason;
     const verify_result *ver; /* NULL or rows_checked == 0: not verified */
     const stats_t *us;        /* NULL: not timed */
+    const telemetry_summary *tel; /* NULL or no samples: the GPU's clocks and power not read */
 } perf_row;
 
 /* Opens perf.csv at path for appending (csvt_open_append), accepting a file written
- * before the trailing `page`, `qlens, page` or `lens, qlens, page` columns (its rows then go
- * on without them).
+ * before the trailing telemetry columns (`sm_mhz, power_w, temp_c, clock_events`), or also
+ * before `page`, `qlens` and `lens`: its rows are widened to the current schema with those
+ * fields empty.
  * 0, 2 or -1. */
 int perf_open_append(const char *path, csv_table **out, char *err, size_t errlen);
 

@@ -14,14 +14,18 @@ void timing_defaults(timing_opts *o)
     o->max_reps = 1000;
     o->timeout_s = 60;
     o->abandon_us = 0;
+    o->tm = NULL;
 }
 
 #define BATCH 8
 
 int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, const timing_opts *o,
-                stats_t *st, char *err, size_t errlen)
+                stats_t *st, telemetry_summary *tel, char *err, size_t errlen)
 {
     int rc;
+    telemetry_summary none;
+    if (!tel) tel = &none;
+    telemetry_none(tel);
     double t0 = fb_now();
     do { /* warm-up: clocks up, caches and lazy module loading out of the way */
         rt_event *a = NULL, *b = NULL;
@@ -36,6 +40,7 @@ int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, con
     double *us = malloc(sizeof(double) * (size_t)cap);
     if (!us) { snprintf(err, errlen, "out of memory"); return RT_ERR; }
     int n = 0;
+    telemetry_begin(o->tm, TELEMETRY_PERIOD_MS); /* (a window that cannot start reads as none) */
     t0 = fb_now();
     while (n < cap && (n < o->min_reps || fb_now() - t0 < o->budget_s)) {
         rt_event *first[BATCH] = {0}, *last[BATCH] = {0};
@@ -59,9 +64,14 @@ int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, con
             if (last[i] != first[i]) rt->event_free(last[i]);
             rt->event_free(first[i]);
         }
-        if (rc != 0) { free(us); return rc; }
+        if (rc != 0) {
+            telemetry_end(o->tm, tel);
+            free(us);
+            return rc;
+        }
         if (n == 1 && o->abandon_us > 0 && us[0] > o->abandon_us) break;
     }
+    telemetry_end(o->tm, tel);
     rc = stats_compute(us, (size_t)n, st) == 0 ? 0 : RT_ERR;
     if (rc) snprintf(err, errlen, "no valid timing samples");
     free(us);

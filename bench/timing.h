@@ -5,6 +5,7 @@
 
 #include "rt.h"
 #include "stats.h"
+#include "telemetry.h"
 
 typedef struct {
     double warmup_s;  /* wall time spent warming up (at least one run) */
@@ -13,7 +14,10 @@ typedef struct {
     double timeout_s; /* one batch of runs longer than this is a hang */
     double abandon_us; /* > 0: the first timed run alone, and no more when it is slower than this
                         * (a tuner's hopeless candidate: one honest sample instead of a full budget) */
+    telemetry *tm;     /* NULL, or the GPU's clocks and power sampled over the timed repetitions */
 } timing_opts;
+
+#define TELEMETRY_PERIOD_MS 10 /* one sample of the GPU's clocks and power every 10 ms */
 
 void timing_defaults(timing_opts *o);
 
@@ -21,8 +25,10 @@ void timing_defaults(timing_opts *o);
  * first and last launch (the same event for one launch). */
 typedef int (*enqueue_fn)(void *arg, rt_event **first, rt_event **last, char *err, size_t errlen);
 
-/* Times fn. Samples are in microseconds. Returns 0, RT_ETIMEOUT or RT_ERR (err filled). */
+/* Times fn. Samples are in microseconds. With o->tm the repetitions (not the warm-up) are
+ * watched and *tel (may be NULL) gets the summary; without it tel->samples is 0.
+ * Returns 0, RT_ETIMEOUT or RT_ERR (err filled). */
 int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, const timing_opts *o,
-                stats_t *st, char *err, size_t errlen);
+                stats_t *st, telemetry_summary *tel, char *err, size_t errlen);
 
 #endif

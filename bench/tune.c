@@ -25,7 +25,10 @@
 static const char *const explored_header[] = {
     "gpu", "backend", "kernel", "config", "shape_class", "shape", "status", "reason", "compile_ms",
     "median_us", "tflops", "registers", "spill_bytes", "shared_bytes", "private_bytes", "binary_bytes",
-    "max_abs_err", "strategy", "step", "reps"};
+    "max_abs_err", "strategy", "step", "reps", "sm_mhz"};
+/* explored.csv files written before sm_mhz (the GPU's median SM clock while the candidate
+ * was timed) are read into this schema */
+#define EXPLORED_OLDEST_NCOLS 20
 #define TUNE_ABANDON 4.0
 /* --time spent before any candidate of a class verified: this many tries more */
 #define TUNE_LATE_TRIES 3
@@ -466,15 +469,16 @@ static int retime_row(attn_runner *runner, const shape_t *s, dtype_t dt, const k
     if (attn_run(runner, s, dt, &cand, &o, &res, err, errlen) != 0) return -1;
     *st = res.status;
     const int ok = res.status == ST_OK;
-    char us[32] = "", tf[32] = "", reps[24] = "", mae[32] = "";
+    char us[32] = "", tf[32] = "", reps[24] = "", mae[32] = "", mhz[32] = "";
     if (ok) {
         snprintf(us, sizeof us, "%.3f", res.us.median);
         snprintf(tf, sizeof tf, "%.4f", shape_flops(s) / (res.us.median * 1e-6) / 1e12);
         snprintf(reps, sizeof reps, "%zu", res.us.n);
+        if (res.tel.samples > 0 && !isnan(res.tel.sm_mhz)) snprintf(mhz, sizeof mhz, "%.0f", res.tel.sm_mhz);
     }
     if (res.ver.rows_checked) snprintf(mae, sizeof mae, "%.3g", res.ver.max_abs_err);
-    const char *col[] = {"status", "reason", "median_us", "tflops", "reps", "max_abs_err"};
-    const char *val[] = {status_name(res.status), res.reason, us, tf, reps, mae};
+    const char *col[] = {"status", "reason", "median_us", "tflops", "reps", "max_abs_err", "sm_mhz"};
+    const char *val[] = {status_name(res.status), res.reason, us, tf, reps, mae, mhz};
     for (size_t k = 0; k < sizeof col / sizeof col[0]; k++) {
         const int j = csvt_col(e, col[k]);
         if (j < 0 || csvt_set(e, r, (size_t)j, val[k]) != 0) {
@@ -581,14 +585,14 @@ static int supervise(int argc, char **argv)
             if (nf == 8 || retime) {
                 csv_table *t;
                 char err[FB_ERRLEN];
-                if (csvt_open_append(f[0], explored_header, EXPLORED_NCOLS, &t, err, sizeof err) == 0) {
+                if (csvt_open_append_from(f[0], explored_header, EXPLORED_NCOLS, EXPLORED_OLDEST_NCOLS, &t, err, sizeof err) == 0) {
                     long have = -1;
                     for (size_t r = 0; r < t->nrows && have < 0; r++)
                         if (!strcmp(t->rows[r][0], f[1]) && !strcmp(t->rows[r][1], f[2]) && !strcmp(t->rows[r][3], f[3]) &&
                             !strcmp(t->rows[r][4], f[4]))
                             have = (long)r;
                     const char *row[EXPLORED_NCOLS] = {f[1], f[2], "attn_fwd", f[3], f[4], f[5], "launch_error", reason, "",
-                                                       "", "", "-1", "-1", "-1", "-1", "-1", "", f[6], f[7], ""};
+                                                       "", "", "-1", "-1", "-1", "-1", "-1", "", f[6], f[7], "", ""};
                     int werr = 0;
                     if (have < 0) werr = csvt_add(t, row) != 0;
                     else if (retime) /* halving timing a survivor again: the crash replaces its earlier result */
@@ -786,7 +790,7 @@ int cmd_tune(int argc, char **argv)
     snprintf(p_tuning, sizeof p_tuning, "%s/tuning.csv", dir);
     snprintf(p_manifest, sizeof p_manifest, "%s/manifest.csv", dir);
     csv_table *explored = NULL, *tuning = NULL;
-    if (csvt_open_append(p_explored, explored_header, EXPLORED_NCOLS, &explored, err, sizeof err) != 0 ||
+    if (csvt_open_append_from(p_explored, explored_header, EXPLORED_NCOLS, EXPLORED_OLDEST_NCOLS, &explored, err, sizeof err) != 0 ||
         csvt_open_append(p_tuning, tuning_header, TUNING_NCOLS, &tuning, err, sizeof err) != 0 ||
         csvt_write_atomic(explored, p_explored, err, sizeof err) != 0 ||
         manifest_update(p_manifest, &dev, argc + 1, argv - 1, merge, err, sizeof err) != 0) {
@@ -962,9 +966,11 @@ int cmd_tune(int argc, char **argv)
             snprintf(f[7], 48, "%ld", res.attrs.binary_bytes);
             if (res.ver.rows_checked) snprintf(f[8], 48, "%.3g", res.ver.max_abs_err); else f[8][0] = 0;
             snprintf(f[9], 48, "%ld", explored_n);
+            if (ok && res.tel.samples > 0 && !isnan(res.tel.sm_mhz)) snprintf(f[10], 48, "%.0f", res.tel.sm_mhz);
+            else f[10][0] = 0;
             const char *row[EXPLORED_NCOLS] = {dev.info.name, dev.rt->name, "attn_fwd", cs, keys[ci], s->name,
                                                status_name(res.status), res.reason, f[0], f[1], f[2], f[3], f[4],
-                                               f[5], f[6], f[7], f[8], strategy, f[9], reps};
+                                               f[5], f[6], f[7], f[8], strategy, f[9], reps, f[10]};
             if (csvt_add(explored, row) != 0) snprintf(err, sizeof err, "out of memory");
             if (explored->nrows == 0 || strcmp(explored->rows[explored->nrows - 1][3], cs) ||
                 csvt_write_atomic(explored, p_explored, err, sizeof err) != 0) {

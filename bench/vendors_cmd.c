@@ -181,6 +181,10 @@ int cmd_vendors(int argc, char **argv)
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
+    { /* the GPU's clocks and power over each vendor's timed runs, as over ours (none: the manifest says why) */
+        char why[256];
+        if (!dev.info.is_gpu || telemetry_open(dev.info.pci, &topt.tm, why, sizeof why) != 0) topt.tm = NULL;
+    }
     for (size_t i = 0; i < NVENDORS; i++) {
         char versions[512] = "", why[512] = "";
         if (all_vendors[i]->open(&dev, &vs[i], versions, sizeof versions, why, sizeof why) != 0) {
@@ -273,7 +277,7 @@ int cmd_vendors(int argc, char **argv)
                 }
                 perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = *im, .config = vr.config,
                                .config_source = "vendor", .shape = s, .dt = dt, .status = status, .reason = reason,
-                               .ver = &ver, .us = status == ST_OK ? &st : NULL};
+                               .ver = &ver, .us = status == ST_OK ? &st : NULL, .tel = &vr.tel};
                 if (perf_put(table, &pr, update) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
                     fprintf(stderr, "fabench vendors: %s\n", err);
                     fatal = 1;
@@ -300,6 +304,7 @@ int cmd_vendors(int argc, char **argv)
     }
     for (size_t vi = 0; vi < NVENDORS; vi++)
         if (vs[vi]) all_vendors[vi]->close(vs[vi]);
+    telemetry_close(topt.tm);
     if (tdir) { unlink(qp); unlink(kp); unlink(vp); unlink(op); rmdir(tdir); }
     if (!any && !quiet) fprintf(stderr, "fabench vendors: no vendor library is available here; %s has no rows\n", out);
     if (resumed && !quiet) fprintf(stderr, "fabench vendors: --resume: %zu shapes already had rows in %s\n", resumed, out);

@@ -49,6 +49,13 @@ broken perf-duplicate-row   perf.csv     '2p'                                   
 # a ragged row's lens (the pattern) enters its FLOPs and bytes; a bad pattern is named
 broken perf-lens-changes-flops perf.csv '1s/$/,lens/; 2,$s/$/,/; 2s/,$/,0.5/'   "@D@/perf.csv:2: tflops" "@D@/perf.csv:2: gbps"
 broken perf-bad-lens        perf.csv     '1s/$/,lens/; 2,$s/$/,/; 3s/,$/,0.2;1.5/' "@D@/perf.csv:3: lens: entry 2, '1.5', is outside (0, 1]"
+# the GPU's readings (perf.csv's last columns): NVML's event names, only on timed rows
+TEL='1s/$/,sm_mhz,power_w,temp_c,clock_events/; 2,$s/$/,1605,688.3,63,sw_power_cap/'
+d="$T/readings/pthread-haswell-amd-epyc"; mkdir -p "$T/readings"; cp -r "$GOOD" "$d"; sed -i "$TEL" "$d/perf.csv"
+run check-results "$d";                  expect "check-results: readings of the GPU on timed rows pass" 0 "0 problems"
+broken perf-bad-clock-event perf.csv     "$TEL; 2s/,sw_power_cap\$/,sw_power_cap;warm/" "@D@/perf.csv:2: clock_events: 'warm' is not a clock event reason"
+broken perf-zero-clock      perf.csv     "$TEL; 3s/,1605,688.3,/,0,688.3,/"      "@D@/perf.csv:3: sm_mhz"
+broken perf-reading-untimed perf.csv     "$TEL; 2s/,ok,/,wrong_result,/; 2s/,,default,/,bad,default,/" "@D@/perf.csv:2: sm_mhz: a reading on a row that was not timed"
 broken explored-bad-class   explored.csv '2s/bf16-d64-c0-g1-q64-k64/bf16-d64-c0-g1-q60-k64/' "@D@/explored.csv:2: shape_class"
 broken explored-bad-status  explored.csv '2s/,ok,/,fine,/'                         "@D@/explored.csv:2: status: unknown status 'fine'"
 broken tuning-not-explored  tuning.csv   '2s/BLOCK_M=[0-9]*/BLOCK_M=256/'          "@D@/tuning.csv:2: config"
@@ -114,8 +121,15 @@ expect "versus: the best vendor per shape, geomeans per vendor, fastest count" 0
     "geomean speedup over the best vendor per shape: 1.000 over 2 shapes; the portable kernel fastest on 1" \
     "geomean speedup over cudnn          1.000 over 2 shapes" "geomean speedup over torch-flash    4.000 over 2 shapes"
 if grep -q "flex" "$T/out"; then bad "versus: a failed vendor row does not count"; else ok "versus: a failed vendor row does not count"; fi
-if [ -f "$T/vs/vs.csv" ] && grep -q "^opencl,fx-prefill,.*,cudnn,.*,2.0000,cudnn=2.000;torch-flash=4.000$" "$T/vs/vs.csv"; then
+if [ -f "$T/vs/vs.csv" ] && grep -q "^opencl,fx-prefill,.*,cudnn,.*,2.0000,cudnn=2.000;torch-flash=4.000,,,,$" "$T/vs/vs.csv"; then
     ok "versus --csv writes the per-shape table"; else bad "versus --csv writes the per-shape table" "$(cat "$T/vs/vs.csv" 2>/dev/null)"; fi
+# rows with the GPU's readings: the clocks and power of both sides beside each shape
+mkdir -p "$T/vsr"; sed "s/\r\$//; $TEL; /,cudnn,/s/,1605,688.3,/,1710,640.5,/" "$T/vs/perf.csv" >"$T/vsr/perf.csv"
+run versus "$T/vsr" --csv "$T/vsr/vs.csv"
+expect "versus: the SM clocks and power of the portable row and the best vendor's" 0 "SM MHz (portable / vendor), W" \
+    " 1605 / 1710   688 / 640"
+if grep -q "^opencl,fx-prefill,.*;torch-flash=4.000,1605,1710,688.3,640.5$" "$T/vsr/vs.csv"; then
+    ok "versus --csv: the readings' columns"; else bad "versus --csv: the readings' columns" "$(cat "$T/vsr/vs.csv")"; fi
 printf 'name,batch,hq,hkv,sq,skv,d,causal\nfx-decode,1,1,1,1,1,64,0\n' >"$T/vs/one.csv"
 run versus --shapes "$T/vs/one.csv" "$T/vs"
 expect "versus --shapes: only the named shapes" 0 "the best vendor per shape: 0.500 over 1 shape; the portable kernel fastest on 0"

@@ -23,6 +23,11 @@ class Protocol(unittest.TestCase):
         self.assertEqual(r["budget"], 0.3)
         self.assertEqual(r["o"], "/t/o")
 
+    def test_marks_request(self):
+        # marks=1: the adapter says "timing" when its timed repetitions start
+        self.assertEqual(adapter.parse_request(REQ + " marks=1").get("marks"), "1")
+        self.assertIsNone(adapter.parse_request(REQ).get("marks"))
+
     def test_bad_requests(self):
         for bad in ("", "go impl=x", REQ.replace(" d=128", ""), REQ.replace("b=4", "b=four"), REQ + " stray"):
             with self.assertRaises(ValueError):

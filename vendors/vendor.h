@@ -28,6 +28,7 @@ typedef struct {
     char config[256];      /* what the vendor chose (engine, knobs), for perf.csv's config column */
     long configs;          /* configurations the vendor's own selection offered for this shape */
     const char *configs_method; /* how configs was counted (a static string); NULL: not reported */
+    telemetry_summary tel; /* the GPU's clocks and power over the timed runs (timing_opts.tm); samples 0: none */
 } vendor_result;
 
 typedef struct vendor {

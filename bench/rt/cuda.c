@@ -73,6 +73,7 @@ typedef struct _nvrtcProgram *nvrtcProgram;
     X(cuDeviceGet, "cuDeviceGet", CUresult, (CUdevice *, int), 1)                              \
     X(cuDeviceGetName, "cuDeviceGetName", CUresult, (char *, int, CUdevice), 1)                \
     X(cuDeviceGetAttribute, "cuDeviceGetAttribute", CUresult, (int *, int, CUdevice), 1)       \
+    X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", CUresult, (char *, int, CUdevice), 0)        \
     X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", CUresult, (size_t *, CUdevice), 1)              \
     X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", CUresult, (CUcontext *, CUdevice), 1) \
     X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", CUresult, (CUdevice), 1)     \
@@ -607,6 +608,7 @@ static void fill_info(int i)
     size_t mem = 0;
     if (cu.cuDeviceTotalMem(&mem, d) == CUDA_SUCCESS) o->global_bytes = o->max_alloc_bytes = mem;
     if (cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, d) == CUDA_SUCCESS && v > 0) o->clock_mhz = v / 1000;
+    if (!cu.cuDeviceGetPCIBusId || cu.cuDeviceGetPCIBusId(o->pci, (int)sizeof o->pci, d) != CUDA_SUCCESS) o->pci[0] = 0;
 }
 
 static int cu_init_once(char *err, size_t errlen)

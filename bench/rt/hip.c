@@ -77,6 +77,7 @@ typedef struct _hiprtcProgram *hiprtcProgram;
     X(hipGetDeviceCount, "hipGetDeviceCount", hipError_t, (int *), 1)                          \
     X(hipDeviceGetName, "hipDeviceGetName", hipError_t, (char *, int, int), 1)                 \
     X(hipDeviceGetAttribute, "hipDeviceGetAttribute", hipError_t, (int *, int, int), 1)        \
+    X(hipDeviceGetPCIBusId, "hipDeviceGetPCIBusId", hipError_t, (char *, int, int), 0)         \
     X(hipDeviceTotalMem, "hipDeviceTotalMem", hipError_t, (size_t *, int), 1)                  \
     X(hipGetDevicePropertiesR0600, "hipGetDevicePropertiesR0600", hipError_t, (void *, int), 0) \
     X(hipGetDeviceProperties, "hipGetDeviceProperties", hipError_t, (void *, int), 0)          \
@@ -660,6 +661,7 @@ static void fill_info(int i)
     if (hp.hipDeviceTotalMem(&mem, i) == hipSuccess) o->global_bytes = o->max_alloc_bytes = mem;
     if (hp.hipDeviceGetAttribute(&v, hipDeviceAttributeClockRate, i) == hipSuccess && v > 0) o->clock_mhz = v / 1000;
     if (has_mfma(o->arch)) o->features |= RT_FEAT_MFMA;
+    if (!hp.hipDeviceGetPCIBusId || hp.hipDeviceGetPCIBusId(o->pci, (int)sizeof o->pci, i) != hipSuccess) o->pci[0] = 0;
 }
 
 static int hip_init_once(char *err, size_t errlen)

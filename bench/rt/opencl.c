@@ -15,6 +15,11 @@
 #define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
 #define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
 #endif
+/* cl_nv_device_attribute_query: where the GPU sits on the PCI bus (the slot id holds the
+ * device number in its upper five bits and the function in the lower three) */
+#define CL_DEVICE_PCI_BUS_ID_NV 0x4008
+#define CL_DEVICE_PCI_SLOT_ID_NV 0x4009
+#define CL_DEVICE_PCI_DOMAIN_ID_NV 0x400A
 #ifndef CL_DEVICE_WARP_SIZE_NV
 #define CL_DEVICE_WARP_SIZE_NV 0x4003
 #endif
@@ -165,6 +170,12 @@ static void fill_info(int i)
         snprintf(o->arch, sizeof o->arch, "sm_%u%u", major, minor);
     } else {
         snprintf(o->arch, sizeof o->arch, "%s", o->is_gpu ? "gpu" : (type & CL_DEVICE_TYPE_CPU) ? "cpu" : "other");
+    }
+    cl_uint bus = 0, slot = 0, domain = 0;
+    if (cl.clGetDeviceInfo(d, CL_DEVICE_PCI_BUS_ID_NV, sizeof bus, &bus, NULL) == CL_SUCCESS &&
+        cl.clGetDeviceInfo(d, CL_DEVICE_PCI_SLOT_ID_NV, sizeof slot, &slot, NULL) == CL_SUCCESS) {
+        if (cl.clGetDeviceInfo(d, CL_DEVICE_PCI_DOMAIN_ID_NV, sizeof domain, &domain, NULL) != CL_SUCCESS) domain = 0;
+        snprintf(o->pci, sizeof o->pci, "%04x:%02x:%02x.%x", domain & 0xffffu, bus & 0xffu, (slot >> 3) & 0x1fu, slot & 7u);
     }
     if (cl.clGetDeviceInfo(d, CL_DEVICE_WARP_SIZE_NV, sizeof warp, &warp, NULL) == CL_SUCCESS && warp > 0)
         o->warp_size = (int)warp;

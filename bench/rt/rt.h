@@ -30,6 +30,8 @@ typedef struct {
     size_t global_bytes;
     size_t max_alloc_bytes;  /* largest single buffer */
     int clock_mhz;           /* 0 when unknown */
+    char pci[32];            /* PCI address ("0000:3b:00.0"); empty when unknown (the CPU, a runtime
+                              * that does not say): telemetry finds the GPU by it */
     unsigned features;       /* RT_FEAT_* bits: what the kernel's tile primitives may use */
     size_t max_grid[3];      /* work-groups per grid dimension; 0: no limit that matters */
 } rt_device_info;

@@ -416,6 +416,7 @@ static int timed_runs(vendor_session *vs, plan_entry *e, run_state *rs, const ti
     int cap = t->max_reps > 0 ? t->max_reps : 1, n = 0;
     double *us = malloc(sizeof(double) * (size_t)cap);
     if (!us) { res->status = ST_LAUNCH_ERROR; snprintf(res->reason, sizeof res->reason, "out of memory"); return 0; }
+    telemetry_begin(t->tm, TELEMETRY_PERIOD_MS); /* ended on every way out below */
     t0 = fb_now();
     while (n < cap && (n < t->min_reps || fb_now() - t0 < t->budget_s)) {
         int k = 0;
@@ -423,6 +424,7 @@ static int timed_runs(vendor_session *vs, plan_entry *e, run_state *rs, const ti
             if ((r = drv.cuEventRecord(rs->ev[2 * k], vs->stream)) != CUDA_SUCCESS) break;
             int st = fbdnn_execute(&e->g, vs->h, &e->pl, rs->vp, m, sizeof m);
             if (st != 0) {
+                telemetry_end(t->tm, &res->tel);
                 free(us);
                 res->status = ST_LAUNCH_ERROR;
                 snprintf(res->reason, sizeof res->reason, "%.480s (repetition %d)", m, n + k + 1);
@@ -443,17 +445,20 @@ static int timed_runs(vendor_session *vs, plan_entry *e, run_state *rs, const ti
             us[n++] = (double)ms * 1e3;
         }
     }
+    telemetry_end(t->tm, &res->tel);
     res->samples_us = us;
     res->nsamples = (size_t)n;
     res->status = ST_OK;
     return 0;
 
 timeout:
+    telemetry_end(t->tm, &res->tel); /* (a no-op when the warm-up timed out: no window is open) */
     vs->hung = 1;
     res->status = ST_TIMEOUT;
     snprintf(res->reason, sizeof res->reason, "cuDNN's kernel did not finish within %.1f s", t->timeout_s);
     return 0;
 cuda_error:
+    telemetry_end(t->tm, &res->tel);
     drv.cuStreamSynchronize(vs->stream);
     if (cu_sticky(r)) { snprintf(err, errlen, "cuDNN's kernel failed: %s", cu_str(r, d, sizeof d)); return -1; }
     res->status = ST_LAUNCH_ERROR;

@@ -23,7 +23,10 @@ and its tensors are packed per head without padding: Q and O [Hq, total_q, D], K
 cache adds page=ROWS: the adapter scatters K and V into shuffled pages of that many rows
 and hands each vendor the block table its API takes; a vendor API without one says so.
 How each vendor ran a batch (varlen, document mask, padded with a mask, pages) comes back
-as config=WORD before samples.
+as config=WORD before samples. A request with marks=1 is also answered, once the warm-up is
+over and the timed repetitions begin, with a line
+    timing
+before its result line (the harness watches the GPU's clocks and power from there).
 Values never hold spaces except reason, which is always last. `quit` ends it.
 Tensors are raw little-endian arrays in [B, H, S, D] order, in the request's dtype.
 """
@@ -426,6 +429,8 @@ class Adapter:
             t.cuda.synchronize()
             if time.monotonic() - t0 >= r["warmup"]:
                 break
+        if r.get("marks") == "1":
+            say("timing")
         samples = []
         t0 = time.monotonic()
         while len(samples) < r["max_reps"] and (len(samples) < r["min_reps"] or time.monotonic() - t0 < r["budget"]):

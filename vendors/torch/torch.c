@@ -110,6 +110,7 @@ static int torch_run(vendor_session *vs, const char *impl, const shape_t *s, dty
             impl, dtype_name(dt), s->batch, s->hq, s->hkv, s->sq, s->skv, s->d, s->causal, in->qpath, in->kpath, in->vpath,
             in->opath, t->warmup_s, t->budget_s, t->min_reps, t->max_reps);
     if (shape_paged(s)) fprintf(vs->to, " page=%d", s->page);
+    if (t->tm) fputs(" marks=1", vs->to); /* say when the timed repetitions start: the GPU is watched from there */
     if (shape_ragged(s)) { /* the tensors in the files are packed per head: say where each sequence starts */
         int32_t *cu = malloc(sizeof *cu * 2 * ((size_t)s->batch + 1));
         if (!cu) { snprintf(err, errlen, "out of memory"); return -1; }
@@ -123,8 +124,16 @@ static int torch_run(vendor_session *vs, const char *impl, const shape_t *s, dty
     fputc('\n', vs->to);
     if (fflush(vs->to) != 0) { snprintf(err, errlen, "the PyTorch adapter stopped reading (%s)", strerror(errno)); return -1; }
     char *line = read_line(vs->from);
+    while (line && !strcmp(line, "timing")) { /* the warm-up is over */
+        telemetry_begin(t->tm, TELEMETRY_PERIOD_MS);
+        free(line);
+        line = read_line(vs->from);
+    }
+    telemetry_summary tel;
+    telemetry_end(t->tm, &tel);
     if (!line) { snprintf(err, errlen, "the PyTorch adapter exited"); return -1; }
     int rc = torch_parse_result(line, res);
+    res->tel = tel;
     if (rc != 0) {
         snprintf(err, errlen, "the PyTorch adapter answered '%.200s'", line);
         free(line);
