@@ -328,14 +328,14 @@ static int close_enough(double got, double want, int decimals)
 
 /* ---------- per-file rules ---------- */
 
-/* The GPU's readings (sm_mhz, power_w, temp_c, clock_events) come from the timed runs: only
- * on timed rows, and the events are NVML's names. */
+/* How the timed runs went (l2_flush) and what the GPU said meanwhile (sm_mhz, power_w,
+ * temp_c, clock_events): only on timed rows, and the events are NVML's names. */
 static void check_telemetry(file_ctx *fc, size_t r, int timed)
 {
-    static const char *const cols[] = {"sm_mhz", "power_w", "temp_c", "clock_events"};
+    static const char *const cols[] = {"l2_flush", "sm_mhz", "power_w", "temp_c", "clock_events"};
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
         if (!timed && idx(fc, cols[i]) >= 0 && *val(fc, r, cols[i]))
-            problem(fc, line_of(fc, r), cols[i], "a reading on a row that was not timed (status %s)", val(fc, r, "status"));
+            problem(fc, line_of(fc, r), cols[i], "a value on a row that was not timed (status %s)", val(fc, r, "status"));
     unsigned long long ev;
     char bad[80];
     if (idx(fc, "clock_events") >= 0 && telemetry_events_parse(val(fc, r, "clock_events"), &ev, bad, sizeof bad) != 0)
@@ -516,7 +516,7 @@ static const col_spec perf_cols[] = {
     {"tflops", V_NUM, REQ | EMPTY, 0}, {"gbps", V_NUM, REQ | EMPTY, 0}, {"max_abs_err", V_NUM, REQ | EMPTY, 0},
     {"rel_l2_err", V_NUM, EMPTY, 0}, {"status", V_STATUS, REQ, 0}, {"reason", V_TEXT, 0, 0},
     {"config_source", V_TEXT, 0, 0}, {"lens", V_TEXT, 0, 0}, {"qlens", V_TEXT, 0, 0},
-    {"page", V_INT, EMPTY, 1}, {"sm_mhz", V_NUM, EMPTY, 1}, {"power_w", V_NUM, EMPTY, 0}, {"temp_c", V_NUM, EMPTY, 0},
+    {"page", V_INT, EMPTY, 1}, {"l2_flush", V_BOOL, EMPTY, 0}, {"sm_mhz", V_NUM, EMPTY, 1}, {"power_w", V_NUM, EMPTY, 0}, {"temp_c", V_NUM, EMPTY, 0},
     {"clock_events", V_TEXT, 0, 0}};
 
 static const col_spec explored_cols[] = {

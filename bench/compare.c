@@ -21,6 +21,7 @@ typedef struct {
     int ok, line, matched, d;
     double med, p20, p80;
     double mhz, watts; /* the GPU's median SM clock and mean power while timed; NAN: not read */
+    int flush;         /* 1: timed with the L2 flushed before every run; 0: warm; -1: not said */
     const char *status;
 } entry;
 
@@ -50,7 +51,8 @@ static int load_side(const char *arg, side *s, char *err, size_t errlen)
             return FB_EXIT_BADINPUT;
         }
     }
-    int cname = csvt_col(s->t, "name"), cmhz = csvt_col(s->t, "sm_mhz"), cwatts = csvt_col(s->t, "power_w");
+    int cname = csvt_col(s->t, "name"), cmhz = csvt_col(s->t, "sm_mhz"), cwatts = csvt_col(s->t, "power_w"),
+        cflush = csvt_col(s->t, "l2_flush");
     s->e = calloc(s->t->nrows ? s->t->nrows : 1, sizeof *s->e);
     if (!s->e) { snprintf(err, errlen, "out of memory"); return -1; }
     for (size_t r = 0; r < s->t->nrows; r++) {
@@ -77,6 +79,7 @@ static int load_side(const char *arg, side *s, char *err, size_t errlen)
         e->ok = !strcmp(e->status, "ok") && *row[col[10]];
         e->mhz = cmhz >= 0 && *row[cmhz] ? strtod(row[cmhz], NULL) : NAN;
         e->watts = cwatts >= 0 && *row[cwatts] ? strtod(row[cwatts], NULL) : NAN;
+        e->flush = cflush >= 0 && *row[cflush] ? !strcmp(row[cflush], "1") : -1;
         if (e->ok) {
             double *dst[3] = {&e->med, &e->p20, &e->p80};
             for (int k = 0; k < 3; k++) {
@@ -354,7 +357,7 @@ int cmd_versus(int argc, char **argv)
     printf("%-8s %-36s %-34s %11s %-14s %11s %8s%s\n", "backend", "name", "shape", "portable us", "best vendor", "us",
            "speedup", readings ? "   SM MHz (portable / vendor), W" : "");
     double lbest = 0;
-    long nshape = 0, nfastest = 0;
+    long nshape = 0, nfastest = 0, nmixed = 0; /* nmixed: shapes whose two sides differ in l2_flush */
     int dims[16];
     double dsum[16];
     long dn[16];
@@ -387,6 +390,7 @@ int cmd_versus(int argc, char **argv)
         if (!best) continue;
         const double sp = best->med / p->med;
         nshape++;
+        nmixed += p->flush >= 0 && best->flush >= 0 && p->flush != best->flush;
         lbest += log(sp);
         nfastest += sp >= 1.0;
         int k = 0;
@@ -415,6 +419,9 @@ int cmd_versus(int argc, char **argv)
         }
     }
     int ret = 0;
+    if (nmixed)
+        fprintf(stderr, "fabench versus: on %ld shape%s one side was timed with the L2 flushed and the other warm "
+                        "(l2_flush): measure both the same way\n", nmixed, nmixed == 1 ? "" : "s");
     if (nshape) {
         printf("\ngeomean speedup over the best vendor per shape: %.3f over %ld shape%s; the portable kernel fastest on %ld\n",
                exp(lbest / nshape), nshape, nshape == 1 ? "" : "s", nfastest);

@@ -7,12 +7,12 @@
 const char *const perf_header[] = {
     "gpu", "backend", "impl", "config", "name", "dtype", "batch", "hq", "hkv", "sq", "skv", "d",
     "causal", "median_us", "p20_us", "p80_us", "min_us", "reps", "tflops", "gbps", "max_abs_err",
-    "rel_l2_err", "status", "reason", "config_source", "lens", "qlens", "page", "sm_mhz", "power_w", "temp_c",
-    "clock_events"};
+    "rel_l2_err", "status", "reason", "config_source", "lens", "qlens", "page", "l2_flush", "sm_mhz", "power_w",
+    "temp_c", "clock_events"};
 const size_t perf_ncols = sizeof perf_header / sizeof perf_header[0];
-/* columns added since the first schema (lens, qlens, page, then the four readings): a file
- * without some of them, from the end, is an earlier schema */
-#define PERF_NEWER_COLUMNS 7
+/* columns added since the first schema (lens, qlens, page, then l2_flush and the four
+ * readings): a file without some of them, from the end, is an earlier schema */
+#define PERF_NEWER_COLUMNS 8
 
 static void fmt_num(char *out, size_t len, double v, const char *fmt)
 {
@@ -84,7 +84,7 @@ int perf_put(csv_table *t, const perf_row *r, int replace)
     const char *row[] = {r->gpu, r->backend, r->impl, r->config ? r->config : "", s->name, f[0], f[1], f[2], f[3],
                          f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13], f[14], e1, e2,
                          status_name(r->status), r->reason ? r->reason : "", r->config_source ? r->config_source : "",
-                         lens, qlens, page, mhz, watts, temp, events};
+                         lens, qlens, page, timed ? (r->l2_flush ? "1" : "0") : "", mhz, watts, temp, events};
     const long at = replace ? perf_find(t, r->gpu, r->backend, r->impl, s->name, r->dt) : -1;
     return at >= 0 ? csvt_replace(t, (size_t)at, row) : csvt_add(t, row);
 }

@@ -23,6 +23,7 @@ typedef struct {
     const verify_result *ver; /* NULL or rows_checked == 0: not verified */
     const stats_t *us;        /* NULL: not timed */
     const telemetry_summary *tel; /* NULL or no samples: the GPU's clocks and power not read */
+    int l2_flush;             /* the device's cache was flushed before every run (--l2-flush) */
 } perf_row;
 
 /* Opens perf.csv at path for appending (csvt_open_append), accepting a file written

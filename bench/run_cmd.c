@@ -57,6 +57,9 @@ static void usage_run(FILE *f)
             "  --budget S         seconds of timed repetitions per shape (default 0.3)\n"
             "  --warmup S         seconds of warm-up per shape (default 0.05)\n"
             "  --min-reps N       at least N timed repetitions (default 5)\n"
+            "  --l2-flush         overwrite twice the device's L2 (at least 32 MiB) before every run,\n"
+            "                     outside the timed interval: no input stays cached from the run\n"
+            "                     before (perf.csv's l2_flush column says which rows were)\n"
             "  --verify-rows N    reference rows checked per shape at most (default 2048)\n"
             "  --seed N           input seed (default 20250505)\n"
             "  --timeout S        a launch running longer is recorded as a timeout (default 60)\n"
@@ -84,7 +87,7 @@ static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 int cmd_run(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SHAPES, O_SUITE, O_OUT, O_APPEND, O_CONFIG, O_DTYPE, O_MANIFEST, O_VERIFY_ONLY,
-           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME, O_UPDATE };
+           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME, O_UPDATE, O_FLUSH };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"shapes", required_argument, 0, O_SHAPES},
         {"suite", required_argument, 0, O_SUITE}, {"out", required_argument, 0, O_OUT},
@@ -96,10 +99,10 @@ int cmd_run(int argc, char **argv)
         {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
         {"tuned", no_argument, 0, O_TUNED}, {"tuning", required_argument, 0, O_TUNING},
         {"help", no_argument, 0, O_HELP}, {"resume", no_argument, 0, O_RESUME},
-        {"update", no_argument, 0, O_UPDATE}, {0, 0, 0, 0}};
+        {"update", no_argument, 0, O_UPDATE}, {"l2-flush", no_argument, 0, O_FLUSH}, {0, 0, 0, 0}};
     const char *device = NULL, *shapes_file = NULL, *suite = NULL, *out = NULL, *manifest_path = NULL;
     const char *tuning_path = NULL;
-    int append = 0, quiet = 0, have_dtype = 0, tuned = 0, resume = 0, update = 0;
+    int append = 0, quiet = 0, have_dtype = 0, tuned = 0, resume = 0, update = 0, l2_flush = 0;
     dtype_t dtype = DT_BF16;
     kconfig cfg = {0};
     attn_opts ao;
@@ -133,6 +136,7 @@ int cmd_run(int argc, char **argv)
             have_dtype = 1;
             break;
         case O_VERIFY_ONLY: ao.verify_only = 1; break;
+        case O_FLUSH: l2_flush = 1; break;
         case O_BUDGET: if (parse_double("--budget", optarg, 0, &ao.timing.budget_s)) return FB_EXIT_BADINPUT; break;
         case O_WARMUP: if (parse_double("--warmup", optarg, 0, &ao.timing.warmup_s)) return FB_EXIT_BADINPUT; break;
         case O_TIMEOUT: if (parse_double("--timeout", optarg, 0.001, &ao.timing.timeout_s)) return FB_EXIT_BADINPUT; break;
@@ -195,6 +199,7 @@ int cmd_run(int argc, char **argv)
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
+    if (l2_flush) ao.timing.l2_flush_bytes = timing_flush_bytes(&dev.info);
     /* nothing half-written: prove the output can be written before any work */
     if (csvt_write_atomic(table, out, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);
@@ -294,7 +299,8 @@ int cmd_run(int argc, char **argv)
         kconfig_str(&res.config, cfgs, sizeof cfgs);
         perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = "portable", .config = cfgs,
                        .config_source = source, .shape = s, .dt = dt, .status = res.status, .reason = res.reason,
-                       .ver = &res.ver, .us = ok && !ao.verify_only ? &res.us : NULL, .tel = &res.tel};
+                       .ver = &res.ver, .us = ok && !ao.verify_only ? &res.us : NULL, .tel = &res.tel,
+                       .l2_flush = l2_flush};
         if (perf_put(table, &pr, update) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
             fprintf(stderr, "fabench run: %s\n", err);
             fatal = 1;

@@ -15,11 +15,17 @@ typedef struct {
     double abandon_us; /* > 0: the first timed run alone, and no more when it is slower than this
                         * (a tuner's hopeless candidate: one honest sample instead of a full budget) */
     telemetry *tm;     /* NULL, or the GPU's clocks and power sampled over the timed repetitions */
+    size_t l2_flush_bytes; /* > 0: that many bytes of device memory are overwritten before every
+                            * run (warm-up and timed), outside the timed interval, so that no
+                            * input is left in the cache by the run before (timing_flush_bytes) */
 } timing_opts;
 
 #define TELEMETRY_PERIOD_MS 10 /* one sample of the GPU's clocks and power every 10 ms */
 
 void timing_defaults(timing_opts *o);
+/* How much to overwrite to flush the device's cache: twice its size, at least 32 MiB (64 MiB
+ * when the runtime does not say), at most a quarter of the largest buffer; a multiple of 4. */
+size_t timing_flush_bytes(const rt_device_info *info);
 
 /* Enqueues one run of the work being timed; sets *first and *last to the events of its
  * first and last launch (the same event for one launch). */

@@ -66,7 +66,7 @@ static int wanted(const char *impl, const char *list)
 int cmd_vendors(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_OUT, O_APPEND, O_MANIFEST, O_DTYPE, O_BUDGET, O_WARMUP, O_MINREPS,
-           O_VROWS, O_SEED, O_IMPL, O_QUIET, O_HELP, O_CONFIGS, O_RESUME, O_UPDATE };
+           O_VROWS, O_SEED, O_IMPL, O_QUIET, O_HELP, O_CONFIGS, O_RESUME, O_UPDATE, O_FLUSH };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"out", required_argument, 0, O_OUT},
@@ -76,10 +76,11 @@ int cmd_vendors(int argc, char **argv)
         {"verify-rows", required_argument, 0, O_VROWS}, {"seed", required_argument, 0, O_SEED},
         {"impl", required_argument, 0, O_IMPL}, {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, O_HELP}, {"configs-out", required_argument, 0, O_CONFIGS},
-        {"resume", no_argument, 0, O_RESUME}, {"update", no_argument, 0, O_UPDATE}, {0, 0, 0, 0}};
+        {"resume", no_argument, 0, O_RESUME}, {"update", no_argument, 0, O_UPDATE},
+        {"l2-flush", no_argument, 0, O_FLUSH}, {0, 0, 0, 0}};
     const char *device = NULL, *suite = NULL, *shapes_file = NULL, *out = NULL, *manifest_path = NULL, *impls = NULL;
     const char *configs_out = NULL;
-    int append = 0, quiet = 0, have_dtype = 0, resume = 0, update = 0;
+    int append = 0, quiet = 0, have_dtype = 0, resume = 0, update = 0, l2_flush = 0;
     dtype_t dtype = DT_BF16;
     timing_opts topt;
     timing_defaults(&topt);
@@ -112,6 +113,7 @@ int cmd_vendors(int argc, char **argv)
         case O_IMPL: impls = optarg; break;
         case O_CONFIGS: configs_out = optarg; break;
         case O_QUIET: quiet = 1; break;
+        case O_FLUSH: l2_flush = 1; break;
         case O_BUDGET: topt.budget_s = x; break;
         case O_WARMUP: topt.warmup_s = x; break;
         case O_MINREPS: topt.min_reps = x < 1 ? 1 : (int)x; if (topt.max_reps < topt.min_reps) topt.max_reps = topt.min_reps; break;
@@ -181,6 +183,7 @@ int cmd_vendors(int argc, char **argv)
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
+    if (l2_flush) topt.l2_flush_bytes = timing_flush_bytes(&dev.info);
     { /* the GPU's clocks and power over each vendor's timed runs, as over ours (none: the manifest says why) */
         char why[256];
         if (!dev.info.is_gpu || telemetry_open(dev.info.pci, &topt.tm, why, sizeof why) != 0) topt.tm = NULL;
@@ -277,7 +280,8 @@ int cmd_vendors(int argc, char **argv)
                 }
                 perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = *im, .config = vr.config,
                                .config_source = "vendor", .shape = s, .dt = dt, .status = status, .reason = reason,
-                               .ver = &ver, .us = status == ST_OK ? &st : NULL, .tel = &vr.tel};
+                               .ver = &ver, .us = status == ST_OK ? &st : NULL, .tel = &vr.tel,
+                               .l2_flush = l2_flush};
                 if (perf_put(table, &pr, update) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
                     fprintf(stderr, "fabench vendors: %s\n", err);
                     fatal = 1;

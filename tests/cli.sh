@@ -248,6 +248,19 @@ for k in keys:
 csv_py "real run: m.csv has gpu, backend, driver, date, command, git_commit" \
     "$PY_MANIFEST" "$T/m.csv" gpu,backend,driver,date,command,git_commit opencl
 
+# ---------- --l2-flush: the cache overwritten before every run, said per row ----------
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/fl.csv" --budget 0.02 --warmup 0.01 --quiet --l2-flush
+check "--l2-flush on opencl:0 exits 0" 0
+csv_py "--l2-flush: 2 ok rows" "$PY_PERF" "$T/fl.csv" "$PERF_COLS" 2 timed
+csv_py "l2_flush is 1 on --l2-flush rows, 0 on the plain run's; no GPU readings on PoCL" '
+import csv, sys
+for path, want in ((sys.argv[1], "1"), (sys.argv[2], "0")):
+    for r in csv.DictReader(open(path, newline="")):
+        if r.get("l2_flush") != want: print("%s: l2_flush %r, expected %s" % (path, r.get("l2_flush"), want))
+        for c in ("sm_mhz", "power_w", "temp_c", "clock_events"):
+            if r.get(c, None) != "": print("%s: %s is %r, expected empty (no NVML for a CPU)" % (path, c, r.get(c)))
+' "$T/fl.csv" "$T/p.csv"
+
 # ---------- --verify-only ----------
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/v.csv" --verify-only --quiet
 check "--verify-only exits 0" 0

@@ -55,7 +55,7 @@ d="$T/readings/pthread-haswell-amd-epyc"; mkdir -p "$T/readings"; cp -r "$GOOD" 
 run check-results "$d";                  expect "check-results: readings of the GPU on timed rows pass" 0 "0 problems"
 broken perf-bad-clock-event perf.csv     "$TEL; 2s/,sw_power_cap\$/,sw_power_cap;warm/" "@D@/perf.csv:2: clock_events: 'warm' is not a clock event reason"
 broken perf-zero-clock      perf.csv     "$TEL; 3s/,1605,688.3,/,0,688.3,/"      "@D@/perf.csv:3: sm_mhz"
-broken perf-reading-untimed perf.csv     "$TEL; 2s/,ok,/,wrong_result,/; 2s/,,default,/,bad,default,/" "@D@/perf.csv:2: sm_mhz: a reading on a row that was not timed"
+broken perf-reading-untimed perf.csv     "$TEL; 2s/,ok,/,wrong_result,/; 2s/,,default,/,bad,default,/" "@D@/perf.csv:2: sm_mhz: a value on a row that was not timed"
 broken explored-bad-class   explored.csv '2s/bf16-d64-c0-g1-q64-k64/bf16-d64-c0-g1-q60-k64/' "@D@/explored.csv:2: shape_class"
 broken explored-bad-status  explored.csv '2s/,ok,/,fine,/'                         "@D@/explored.csv:2: status: unknown status 'fine'"
 broken tuning-not-explored  tuning.csv   '2s/BLOCK_M=[0-9]*/BLOCK_M=256/'          "@D@/tuning.csv:2: config"
@@ -130,6 +130,12 @@ expect "versus: the SM clocks and power of the portable row and the best vendor'
     " 1605 / 1710   688 / 640"
 if grep -q "^opencl,fx-prefill,.*;torch-flash=4.000,1605,1710,688.3,640.5$" "$T/vsr/vs.csv"; then
     ok "versus --csv: the readings' columns"; else bad "versus --csv: the readings' columns" "$(cat "$T/vsr/vs.csv")"; fi
+# a portable row timed with the L2 flushed against vendor rows timed warm: said on stderr
+mkdir -p "$T/vsf"; sed 's/\r$//; 1s/$/,l2_flush/; 2,$s/$/,0/; /,portable,/s/,0$/,1/' "$T/vs/perf.csv" >"$T/vsf/perf.csv"
+run versus "$T/vsf"
+expect "versus: sides timed with and without the L2 flush are named" 0 "on 2 shapes one side was timed with the L2 flushed and the other warm"
+run versus "$T/vsr"
+if grep -q "L2 flushed" "$T/err"; then bad "versus: no flush warning when the sides agree"; else ok "versus: no flush warning when the sides agree"; fi
 printf 'name,batch,hq,hkv,sq,skv,d,causal\nfx-decode,1,1,1,1,1,64,0\n' >"$T/vs/one.csv"
 run versus --shapes "$T/vs/one.csv" "$T/vs"
 expect "versus --shapes: only the named shapes" 0 "the best vendor per shape: 0.500 over 1 shape; the portable kernel fastest on 0"

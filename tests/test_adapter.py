@@ -28,6 +28,13 @@ class Protocol(unittest.TestCase):
         self.assertEqual(adapter.parse_request(REQ + " marks=1").get("marks"), "1")
         self.assertIsNone(adapter.parse_request(REQ).get("marks"))
 
+    def test_flush_request(self):
+        self.assertEqual(adapter.parse_request(REQ + " flush=104857600")["flush"], 104857600)
+        self.assertEqual(adapter.parse_request(REQ)["flush"], 0)
+        for bad in (" flush=-4", " flush=lots"):
+            with self.assertRaises(ValueError):
+                adapter.parse_request(REQ + bad)
+
     def test_bad_requests(self):
         for bad in ("", "go impl=x", REQ.replace(" d=128", ""), REQ.replace("b=4", "b=four"), REQ + " stray"):
             with self.assertRaises(ValueError):

@@ -42,6 +42,7 @@ typedef struct _nvrtcProgram *nvrtcProgram;
 #define CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1
 #define CU_DEVICE_ATTRIBUTE_WARP_SIZE 10
 #define CU_DEVICE_ATTRIBUTE_CLOCK_RATE 13 /* kHz */
+#define CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE 38 /* bytes */
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
@@ -90,6 +91,7 @@ typedef struct _nvrtcProgram *nvrtcProgram;
     X(cuMemAlloc, "cuMemAlloc_v2", CUresult, (CUdeviceptr *, size_t), 1)                       \
     X(cuMemFree, "cuMemFree_v2", CUresult, (CUdeviceptr), 1)                                   \
     X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", CUresult, (CUdeviceptr, const void *, size_t, CUstream), 1) \
+    X(cuMemsetD32Async, "cuMemsetD32Async", CUresult, (CUdeviceptr, unsigned int, size_t, CUstream), 0) \
     X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", CUresult, (void *, CUdeviceptr, size_t, CUstream), 1) \
     X(cuLaunchKernel, "cuLaunchKernel", CUresult, (CUfunction, unsigned int, unsigned int,     \
         unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, CUstream, void **, void **), 1) \
@@ -608,6 +610,7 @@ static void fill_info(int i)
     size_t mem = 0;
     if (cu.cuDeviceTotalMem(&mem, d) == CUDA_SUCCESS) o->global_bytes = o->max_alloc_bytes = mem;
     if (cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, d) == CUDA_SUCCESS && v > 0) o->clock_mhz = v / 1000;
+    if (cu.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d) == CUDA_SUCCESS && v > 0) o->l2_bytes = (size_t)v;
     if (!cu.cuDeviceGetPCIBusId || cu.cuDeviceGetPCIBusId(o->pci, (int)sizeof o->pci, d) != CUDA_SUCCESS) o->pci[0] = 0;
 }
 
@@ -879,6 +882,15 @@ static int cu_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *er
     return 0;
 }
 
+static int cu_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen)
+{
+    if (!cu.cuMemsetD32Async) FAIL("%s", "libcuda.so.1 lacks cuMemsetD32Async");
+    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    CUresult r = cu.cuMemsetD32Async(buf->ptr, value, bytes / 4, c->stream);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuMemsetD32Async", r, (void)0);
+    return 0;
+}
+
 /* ---- launches, waiting, timing ---- */
 
 static int cu_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t block[3],
@@ -1019,6 +1031,7 @@ const rt_runtime rt_cuda = {
     .alloc = cu_alloc,
     .buf_free = cu_buf_free,
     .upload = cu_upload,
+    .fill = cu_fill,
     .download = cu_download,
     .launch = cu_launch,
     .finish = cu_finish,

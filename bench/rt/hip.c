@@ -47,6 +47,7 @@ typedef struct _hiprtcProgram *hiprtcProgram;
 
 /* hipDeviceAttribute_t: the CUDA-compatible block, unchanged from ROCm 5.0 to 6.x */
 #define hipDeviceAttributeClockRate 5
+#define hipDeviceAttributeL2CacheSize 19
 #define hipDeviceAttributeMaxGridDimX 29
 #define hipDeviceAttributeMaxGridDimY 30
 #define hipDeviceAttributeMaxGridDimZ 31
@@ -93,6 +94,7 @@ typedef struct _hiprtcProgram *hiprtcProgram;
     X(hipMalloc, "hipMalloc", hipError_t, (void **, size_t), 1)                                \
     X(hipFree, "hipFree", hipError_t, (void *), 1)                                             \
     X(hipMemcpyHtoDAsync, "hipMemcpyHtoDAsync", hipError_t, (void *, const void *, size_t, hipStream_t), 1) \
+    X(hipMemsetD32Async, "hipMemsetD32Async", hipError_t, (void *, int, size_t, hipStream_t), 0) \
     X(hipMemcpyDtoHAsync, "hipMemcpyDtoHAsync", hipError_t, (void *, void *, size_t, hipStream_t), 1) \
     X(hipModuleLaunchKernel, "hipModuleLaunchKernel", hipError_t, (hipFunction_t, unsigned int, unsigned int, \
         unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, hipStream_t, void **, void **), 1) \
@@ -661,6 +663,7 @@ static void fill_info(int i)
     if (hp.hipDeviceTotalMem(&mem, i) == hipSuccess) o->global_bytes = o->max_alloc_bytes = mem;
     if (hp.hipDeviceGetAttribute(&v, hipDeviceAttributeClockRate, i) == hipSuccess && v > 0) o->clock_mhz = v / 1000;
     if (has_mfma(o->arch)) o->features |= RT_FEAT_MFMA;
+    if (hp.hipDeviceGetAttribute(&v, hipDeviceAttributeL2CacheSize, i) == hipSuccess && v > 0) o->l2_bytes = (size_t)v;
     if (!hp.hipDeviceGetPCIBusId || hp.hipDeviceGetPCIBusId(o->pci, (int)sizeof o->pci, i) != hipSuccess) o->pci[0] = 0;
 }
 
@@ -901,6 +904,15 @@ static int hip_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, cha
     return 0;
 }
 
+static int hip_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen)
+{
+    if (!hp.hipMemsetD32Async) FAIL("%s", "libamdhip64 lacks hipMemsetD32Async");
+    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
+    hipError_t r = hp.hipMemsetD32Async(buf->ptr, (int)value, bytes / 4, c->stream);
+    if (r != hipSuccess) HIP_FAIL("hipMemsetD32Async", r, (void)0);
+    return 0;
+}
+
 static int hip_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen)
 {
     if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
@@ -1048,6 +1060,7 @@ const rt_runtime rt_hip = {
     .alloc = hip_alloc,
     .buf_free = hip_buf_free,
     .upload = hip_upload,
+    .fill = hip_fill,
     .download = hip_download,
     .launch = hip_launch,
     .finish = hip_finish,

@@ -51,6 +51,8 @@
     X(clReleaseMemObject, cl_int, (cl_mem), 1)                                                 \
     X(clEnqueueWriteBuffer, cl_int, (cl_command_queue, cl_mem, cl_bool, size_t, size_t,        \
         const void *, cl_uint, const cl_event *, cl_event *), 1)                               \
+    X(clEnqueueFillBuffer, cl_int, (cl_command_queue, cl_mem, const void *, size_t, size_t, size_t, cl_uint, \
+                                    const cl_event *, cl_event *), 0)                                   \
     X(clEnqueueReadBuffer, cl_int, (cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, \
         cl_uint, const cl_event *, cl_event *), 1)                                             \
     X(clFlush, cl_int, (cl_command_queue), 1)                                                  \
@@ -163,6 +165,7 @@ static void fill_info(int i)
     if (cl.clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) o->global_bytes = (size_t)ul;
     if (cl.clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) o->max_alloc_bytes = (size_t)ul;
     if (cl.clGetDeviceInfo(d, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof u, &u, NULL) == CL_SUCCESS) o->clock_mhz = (int)u;
+    if (cl.clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) o->l2_bytes = (size_t)ul;
 
     cl_uint major = 0, minor = 0, warp = 0;
     if (cl.clGetDeviceInfo(d, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major, NULL) == CL_SUCCESS &&
@@ -406,6 +409,14 @@ static int cl_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, char
     return 0;
 }
 
+static int cl_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen)
+{
+    if (!cl.clEnqueueFillBuffer) FAIL("%s", "the OpenCL loader lacks clEnqueueFillBuffer (OpenCL 1.2)");
+    cl_int e = cl.clEnqueueFillBuffer(c->queue, buf->mem, &value, sizeof value, 0, bytes / 4 * 4, 0, NULL, NULL);
+    if (e != CL_SUCCESS) FAIL("clEnqueueFillBuffer(%zu bytes): %s", bytes, cl_errstr(e));
+    return 0;
+}
+
 static int cl_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen)
 {
     cl_int e = cl.clEnqueueReadBuffer(c->queue, src->mem, CL_TRUE, 0, bytes, dst, 0, NULL, NULL);
@@ -516,6 +527,7 @@ const rt_runtime rt_opencl = {
     .alloc = cl_alloc,
     .buf_free = cl_buf_free,
     .upload = cl_upload,
+    .fill = cl_fill,
     .download = cl_download,
     .launch = cl_launch,
     .finish = cl_finish,

@@ -117,8 +117,8 @@ void rt_print_devices(FILE *f)
             rt_device_info i;
             if (runtimes[r]->device_info(d, &i) != 0) continue;
             fprintf(f, "  %s:%d  %s\n", runtimes[r]->name, d, i.name);
-            fprintf(f, "      vendor %s | platform %s | arch %s | %s\n", i.vendor, i.platform, i.arch,
-                    i.is_gpu ? "gpu" : "not a gpu");
+            fprintf(f, "      vendor %s | platform %s | arch %s | %s%s%s\n", i.vendor, i.platform, i.arch,
+                    i.is_gpu ? "gpu" : "not a gpu", i.pci[0] ? " | pci " : "", i.pci);
             fprintf(f, "      %d compute units, %zu threads/group, %zu KiB shared/group, %.1f GiB memory (max buffer %.1f GiB)\n",
                     i.compute_units, i.max_group_size, i.shared_bytes / 1024,
                     i.global_bytes / 1073741824.0, i.max_alloc_bytes / 1073741824.0);

@@ -30,6 +30,8 @@ typedef struct {
     size_t global_bytes;
     size_t max_alloc_bytes;  /* largest single buffer */
     int clock_mhz;           /* 0 when unknown */
+    size_t l2_bytes;         /* last-level cache the GPU keeps global memory in (CUDA, HIP: L2;
+                              * OpenCL: CL_DEVICE_GLOBAL_MEM_CACHE_SIZE); 0 when unknown */
     char pci[32];            /* PCI address ("0000:3b:00.0"); empty when unknown (the CPU, a runtime
                               * that does not say): telemetry finds the GPU by it */
     unsigned features;       /* RT_FEAT_* bits: what the kernel's tile primitives may use */
@@ -109,6 +111,10 @@ typedef struct rt_runtime {
     int (*launch)(rt_ctx *ctx, rt_kernel *k, const size_t grid[3], const size_t block[3],
                   size_t dyn_shared, const rt_arg *args, int nargs, rt_event **ev,
                   char *err, size_t errlen);
+    /* Optional (NULL when the runtime cannot): enqueues filling the first bytes (a multiple
+     * of 4) of buf with the 32-bit value, asynchronously, in order with the launches: the
+     * L2 flush between timed repetitions. 0 or RT_ERR. */
+    int (*fill)(rt_ctx *ctx, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen);
     /* Waits for all queued work, at most timeout_s seconds: 0, RT_ETIMEOUT or RT_ERR. */
     int (*finish)(rt_ctx *ctx, double timeout_s, char *err, size_t errlen);
     /* Device time from the start of the launch `first` to the end of `last`, in ms. */

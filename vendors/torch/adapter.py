@@ -26,7 +26,9 @@ How each vendor ran a batch (varlen, document mask, padded with a mask, pages) c
 as config=WORD before samples. A request with marks=1 is also answered, once the warm-up is
 over and the timed repetitions begin, with a line
     timing
-before its result line (the harness watches the GPU's clocks and power from there).
+before its result line (the harness watches the GPU's clocks and power from there). A
+request with flush=BYTES has that much device memory overwritten before every call, outside
+the timed events, so that no input stays in the cache from the call before.
 Values never hold spaces except reason, which is always last. `quit` ends it.
 Tensors are raw little-endian arrays in [B, H, S, D] order, in the request's dtype.
 """
@@ -63,6 +65,9 @@ def parse_request(line):
     for k in ("warmup", "budget"):
         req[k] = float(req[k])
     req["page"] = int(req.get("page", "0"))
+    req["flush"] = int(req.get("flush", "0"))
+    if req["flush"] < 0:
+        raise ValueError("flush=%d is negative" % req["flush"])
     if req["page"] < 0 or (req["page"] & (req["page"] - 1)):
         raise ValueError("page=%d is not 0 or a power of two" % req["page"])
     if ("cu_q" in req) != ("cu_kv" in req):
@@ -422,9 +427,18 @@ class Adapter:
                     type(e).__name__, str(e)[:300], (" (" + why[:400] + ")") if why else "")
         self.store(r["o"], finish(o), r["dtype"])
         # the timing protocol of fabench: warm-up, then event-timed repetitions until the
-        # time budget and the minimum count are met
+        # time budget and the minimum count are met; with flush=BYTES that much device memory
+        # is overwritten before every call, outside the events (no input stays in the L2)
+        flush = t.empty(r["flush"] // 4, dtype=t.int32, device=self.dev) if r["flush"] else None
+        runs = [0]
+
+        def flush_l2():
+            if flush is not None:
+                runs[0] += 1
+                flush.fill_(runs[0])
         t0 = time.monotonic()
         while True:
+            flush_l2()
             call()
             t.cuda.synchronize()
             if time.monotonic() - t0 >= r["warmup"]:
@@ -436,12 +450,13 @@ class Adapter:
         while len(samples) < r["max_reps"] and (len(samples) < r["min_reps"] or time.monotonic() - t0 < r["budget"]):
             evs = [(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)) for _ in range(8)]
             for a, b in evs:
+                flush_l2()
                 a.record()
                 call()
                 b.record()
             t.cuda.synchronize()
             samples += [a.elapsed_time(b) * 1e3 for a, b in evs]
-        del q, k, v, o
+        del q, k, v, o, flush
         return "result status=ok " + ("config=%s " % config if config else "") + "samples=" + ",".join("%.3f" % s for s in samples[: r["max_reps"]])
 
 
