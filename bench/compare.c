@@ -358,6 +358,8 @@ int cmd_versus(int argc, char **argv)
            "speedup", readings ? "   SM MHz (portable / vendor), W" : "");
     double lbest = 0;
     long nshape = 0, nfastest = 0, nmixed = 0; /* nmixed: shapes whose two sides differ in l2_flush */
+    double lclk = 0; /* the speedup per SM cycle (each side's time times its clock), where both were read */
+    long nclk = 0;
     int dims[16];
     double dsum[16];
     long dn[16];
@@ -391,6 +393,10 @@ int cmd_versus(int argc, char **argv)
         const double sp = best->med / p->med;
         nshape++;
         nmixed += p->flush >= 0 && best->flush >= 0 && p->flush != best->flush;
+        if (p->mhz > 0 && best->mhz > 0) {
+            lclk += log(best->med * best->mhz / (p->med * p->mhz));
+            nclk++;
+        }
         lbest += log(sp);
         nfastest += sp >= 1.0;
         int k = 0;
@@ -431,6 +437,9 @@ int cmd_versus(int argc, char **argv)
         for (int k = 0; k < nd; k++)
             printf("d=%-4d geomean speedup over the best vendor %.3f over %ld shape%s\n", dims[k], exp(dsum[k] / dn[k]), dn[k],
                    dn[k] == 1 ? "" : "s");
+        if (nclk)
+            printf("per SM cycle (each side's time times the SM clock it ran at): geomean %.3f over %ld shape%s\n",
+                   exp(lclk / nclk), nclk, nclk == 1 ? "" : "s");
     } else {
         fprintf(stderr, "fabench versus: no shape with an ok portable row and an ok vendor row in %s\n", s.path);
         ret = 1;

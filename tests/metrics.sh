@@ -127,7 +127,7 @@ if [ -f "$T/vs/vs.csv" ] && grep -q "^opencl,fx-prefill,.*,cudnn,.*,2.0000,cudnn
 mkdir -p "$T/vsr"; sed "s/\r\$//; $TEL; /,cudnn,/s/,1605,688.3,/,1710,640.5,/" "$T/vs/perf.csv" >"$T/vsr/perf.csv"
 run versus "$T/vsr" --csv "$T/vsr/vs.csv"
 expect "versus: the SM clocks and power of the portable row and the best vendor's" 0 "SM MHz (portable / vendor), W" \
-    " 1605 / 1710   688 / 640"
+    " 1605 / 1710   688 / 640" "per SM cycle (each side's time times the SM clock it ran at): geomean 1.065 over 2 shapes"
 if grep -q "^opencl,fx-prefill,.*;torch-flash=4.000,1605,1710,688.3,640.5$" "$T/vsr/vs.csv"; then
     ok "versus --csv: the readings' columns"; else bad "versus --csv: the readings' columns" "$(cat "$T/vsr/vs.csv")"; fi
 # a portable row timed with the L2 flushed against vendor rows timed warm: said on stderr
