@@ -414,11 +414,15 @@ static void rule_explored(file_ctx *fc, size_t r)
     int ok = !strcmp(st, "ok");
     static const char *const times[] = {"median_us", NULL};
     check_timings(fc, r, times, ok, 0);
-    if (!ok) {
-        if (*val(fc, r, "tflops")) problem(fc, line_of(fc, r), "tflops", "a value on a row with status %s", st);
+    if (!ok) { /* (a candidate that killed the tuning process has no compile time: it died with it) */
+        static const char *const timed[] = {"tflops", "reps", "sm_mhz"};
+        for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++)
+            if (idx(fc, timed[i]) >= 0 && *val(fc, r, timed[i]))
+                problem(fc, line_of(fc, r), timed[i], "a value on a row with status %s", st);
         if (!*val(fc, r, "reason")) problem(fc, line_of(fc, r), "reason", "empty on a row with status %s (say why)", st);
         return;
     }
+    if (!*val(fc, r, "compile_ms")) problem(fc, line_of(fc, r), "compile_ms", "empty on an ok row");
     dtype_t dt;
     if (parse_class(val(fc, r, "shape_class"), &dt) == 0) check_error_tolerance(fc, r, dt);
     if (idx(fc, "tflops") >= 0 && !*val(fc, r, "tflops"))
@@ -522,7 +526,7 @@ static const col_spec perf_cols[] = {
 static const col_spec explored_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"kernel", V_NAME, REQ, 0}, {"config", V_CONFIG, REQ, 0},
     {"shape_class", V_CLASS, REQ, 0}, {"shape", V_TEXT, 0, 0}, {"status", V_STATUS, REQ, 0}, {"reason", V_TEXT, REQ, 0},
-    {"compile_ms", V_NUM, REQ, 0}, {"median_us", V_NUM, REQ | EMPTY, 0}, {"tflops", V_NUM, EMPTY, 0},
+    {"compile_ms", V_NUM, REQ | EMPTY, 0}, {"median_us", V_NUM, REQ | EMPTY, 0}, {"tflops", V_NUM, EMPTY, 0},
     {"registers", V_INT, REQ, -1}, {"spill_bytes", V_INT, REQ, -1}, {"shared_bytes", V_INT, REQ, -1},
     {"private_bytes", V_INT, 0, -1}, {"binary_bytes", V_INT, REQ, -1}, {"max_abs_err", V_NUM, EMPTY, 0},
     {"strategy", V_STRATEGY, 0, 0}, {"step", V_INT, 0, 1}, {"reps", V_INT, EMPTY, 1}, {"sm_mhz", V_NUM, EMPTY, 1}};

@@ -403,9 +403,13 @@ int cmd_versus(int argc, char **argv)
         while (k < nd && dims[k] != p->d) k++;
         if (k == nd && nd < 16) { dims[nd] = p->d; dsum[nd] = 0; dn[nd++] = 0; }
         if (k < nd) { dsum[k] += log(sp); dn[k]++; }
-        char clk[96] = "";
-        if (readings)
-            snprintf(clk, sizeof clk, "   %5.0f / %-5.0f %4.0f / %.0f", p->mhz, best->mhz, p->watts, best->watts);
+        char clk[96] = "", rd[4][16];
+        const double rv[4] = {p->mhz, best->mhz, p->watts, best->watts};
+        for (int q = 0; q < 4; q++) { /* '-': not read on that row */
+            if (isnan(rv[q])) snprintf(rd[q], sizeof rd[q], "-");
+            else snprintf(rd[q], sizeof rd[q], "%.0f", rv[q]);
+        }
+        if (readings) snprintf(clk, sizeof clk, "   %5s / %-5s %4s / %s", rd[0], rd[1], rd[2], rd[3]);
         printf("%-8.8s %-36.36s %-34.34s %11.2f %-14.14s %11.2f %8.3f%s\n", p->backend, p->name, p->shape, p->med,
                best->impl, best->med, sp, clk);
         if (out) {
@@ -414,10 +418,9 @@ int cmd_versus(int argc, char **argv)
             snprintf(f[1], sizeof f[1], "%.3f", p->med);
             snprintf(f[2], sizeof f[2], "%.3f", best->med);
             snprintf(f[3], sizeof f[3], "%.4f", sp);
-            const double rd[4] = {p->mhz, best->mhz, p->watts, best->watts};
             for (int q = 0; q < 4; q++) {
-                if (isnan(rd[q])) f[4 + q][0] = 0;
-                else snprintf(f[4 + q], sizeof f[4 + q], q < 2 ? "%.0f" : "%.1f", rd[q]);
+                if (isnan(rv[q])) f[4 + q][0] = 0;
+                else snprintf(f[4 + q], sizeof f[4 + q], q < 2 ? "%.0f" : "%.1f", rv[q]);
             }
             const char *row[] = {p->backend, p->name, p->shape, f[0], f[1], best->impl, f[2], f[3], vlist,
                                  f[4], f[5], f[6], f[7]};

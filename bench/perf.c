@@ -105,8 +105,9 @@ void perf_progress(FILE *f, size_t i, size_t n, const perf_row *r)
         if (r->tel && r->tel->samples > 0 && !isnan(r->tel->sm_mhz)) {
             char ev[128];
             telemetry_events_str(r->tel->events, ev, sizeof ev);
-            snprintf(gpu, sizeof gpu, "%.0f MHz %.0f W%s%s  ", r->tel->sm_mhz, isnan(r->tel->power_w) ? 0.0 : r->tel->power_w,
-                     ev[0] ? " " : "", ev);
+            char w[32] = "";
+            if (!isnan(r->tel->power_w)) snprintf(w, sizeof w, " %.0f W", r->tel->power_w);
+            snprintf(gpu, sizeof gpu, "%.0f MHz%s%s%s  ", r->tel->sm_mhz, w, ev[0] ? " " : "", ev);
         }
         fprintf(f, "[%zu/%zu] %-34s %s %-15s %10.1f us  %8.3f TFLOP/s  %8.1f GB/s  err %.2g  %s%s%s%s%s\n", i, n, s->name,
                 dtype_name(r->dt), r->impl, us, shape_flops(s) / (us * 1e-6) / 1e12,

@@ -98,7 +98,9 @@ static void *sampler(void *arg)
         nanosleep(&ms, NULL);
         if (atomic_load(&tm->stop) || fb_now() < next) continue;
         take_sample(tm);
+        /* on after a stall (NVML can take a while) without catching up in a burst */
         next += tm->period_ms * 1e-3;
+        if (next < fb_now()) next = fb_now() + tm->period_ms * 1e-3;
     }
     return NULL;
 }

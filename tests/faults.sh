@@ -110,5 +110,20 @@ check "tune, a candidate hangs the device: its row is a timeout, the others ok" 
     "[ \"\$(grep -F \"$victim\" $T/iso2/explored.csv | grep -c ',timeout,')\" = 1 ] && [ \"\$(col $T/iso2/explored.csv status | grep -c '^ok$')\" = 5 ]"
 check "tune, a candidate hangs the device: the restart is reported" "grep -q 'the device hung; tuning went on in a fresh process' $T/iso2.err"
 
+# 10. a crash while halving times a survivor again: that row becomes the crash, its earlier
+# timing gone (reps, sm_mhz cleared), its compile time kept; the folder stays valid
+hv=(tune --device opencl:0 --shapes "$T/one.csv" --strategy halving --budget 8 --rep-budget 0.01 --seed 1 --quiet)
+FABENCH_TEST_CRASH_RETIME="$T/hv.crashed" timeout 300 $fab "${hv[@]}" --results "$T/hv1" 2> "$T/hv1.err"; rc=$?
+check "halving, a crash while timing a survivor again: exit 0, one row is the crash with no timing left" \
+    "[ -e $T/hv.crashed ] && [ $rc -eq 0 ] && python3 -c \"
+import csv, sys
+r = [x for x in csv.DictReader(open(sys.argv[1])) if x['status'] == 'launch_error']
+ok = len(r) == 1 and 'Segmentation fault' in r[0]['reason'] and r[0]['median_us'] == r[0]['tflops'] == r[0]['reps'] == \\
+     r[0]['sm_mhz'] == '' and r[0]['compile_ms'] != ''
+sys.exit(0 if ok else 1)\" $T/hv1/explored.csv"
+mkdir -p "$T/hvc/x" && cp "$T/hv1/explored.csv" "$T/hvc/x/"
+check "halving, a crash while timing a survivor again: check-results finds nothing wrong in explored.csv" \
+    "! $fab check-results $T/hvc/x 2>&1 | grep -q 'explored.csv:'"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -130,6 +130,11 @@ expect "versus: the SM clocks and power of the portable row and the best vendor'
     " 1605 / 1710   688 / 640" "per SM cycle (each side's time times the SM clock it ran at): geomean 1.065 over 2 shapes"
 if grep -q "^opencl,fx-prefill,.*;torch-flash=4.000,1605,1710,688.3,640.5$" "$T/vsr/vs.csv"; then
     ok "versus --csv: the readings' columns"; else bad "versus --csv: the readings' columns" "$(cat "$T/vsr/vs.csv")"; fi
+# a vendor row without readings (an older run's): '-' where a reading would be
+mkdir -p "$T/vsn"; sed '/,cudnn,/s/,1710,640.5,63,sw_power_cap$/,,,,/' "$T/vsr/perf.csv" >"$T/vsn/perf.csv"
+run versus "$T/vsn"
+expect "versus: '-' for the side whose clocks were not read" 0 " 1605 / -      688 / -"
+if grep -q "nan" "$T/out"; then bad "versus: no nan printed"; else ok "versus: no nan printed"; fi
 # a portable row timed with the L2 flushed against vendor rows timed warm: said on stderr
 mkdir -p "$T/vsf"; sed 's/\r$//; 1s/$/,l2_flush/; 2,$s/$/,0/; /,portable,/s/,0$/,1/' "$T/vs/perf.csv" >"$T/vsf/perf.csv"
 run versus "$T/vsf"

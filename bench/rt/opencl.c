@@ -178,7 +178,7 @@ static void fill_info(int i)
     if (cl.clGetDeviceInfo(d, CL_DEVICE_PCI_BUS_ID_NV, sizeof bus, &bus, NULL) == CL_SUCCESS &&
         cl.clGetDeviceInfo(d, CL_DEVICE_PCI_SLOT_ID_NV, sizeof slot, &slot, NULL) == CL_SUCCESS) {
         if (cl.clGetDeviceInfo(d, CL_DEVICE_PCI_DOMAIN_ID_NV, sizeof domain, &domain, NULL) != CL_SUCCESS) domain = 0;
-        snprintf(o->pci, sizeof o->pci, "%04x:%02x:%02x.%x", domain & 0xffffu, bus & 0xffu, (slot >> 3) & 0x1fu, slot & 7u);
+        snprintf(o->pci, sizeof o->pci, "%04x:%02x:%02x.%x", domain, bus & 0xffu, (slot >> 3) & 0x1fu, slot & 7u);
     }
     if (cl.clGetDeviceInfo(d, CL_DEVICE_WARP_SIZE_NV, sizeof warp, &warp, NULL) == CL_SUCCESS && warp > 0)
         o->warp_size = (int)warp;
