@@ -360,8 +360,8 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         snprintf(reason, len, "GRID_LPT=1 needs a dense batch (not ragged or paged: their blocks are found per sequence)");
         return ST_UNSUPPORTED;
     }
-    if (c->wg_pingpong && (!c->wg_ws || c->num_warps != 8)) {
-        snprintf(reason, len, "WG_PINGPONG=1 needs WG_WS=1 and two consumer warpgroups (NUM_WARPS=8)");
+    if (c->wg_pingpong && (!c->wg_ws || (c->num_warps != 8 && c->num_warps != 12))) {
+        snprintf(reason, len, "WG_PINGPONG=1 needs WG_WS=1 and two or three consumer warpgroups (NUM_WARPS=8 or 12)");
         return ST_UNSUPPORTED;
     }
     if (c->wg_defer && !c->wg_pipe) {

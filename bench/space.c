@@ -39,6 +39,18 @@ static int param_cond(const char *c, size_t *namelen)
     return 1;
 }
 
+/* A bound on the head dimension ("d<=64": only shapes whose d is at most 64): 1 and the
+ * bound, else 0. */
+static int hdim_cond(const char *c, int *most)
+{
+    if (strncmp(c, "d<=", 3) != 0) return 0;
+    char *end;
+    long v = strtol(c + 3, &end, 10);
+    if (end == c + 3 || *end || v < 1 || v > 4096) return 0;
+    *most = (int)v;
+    return 1;
+}
+
 int space_load(const char *path, space_t *sp, char *err, size_t errlen)
 {
     csv_table *t;
@@ -79,10 +91,11 @@ int space_load(const char *path, space_t *sp, char *err, size_t errlen)
         snprintf(wcopy, sizeof wcopy, "%s", when);
         char *save = NULL;
         for (char *c = strtok_r(wcopy, "&", &save); c && rc == 0; c = strtok_r(NULL, "&", &save))
-            if (!known(c, known_conds, sizeof known_conds / sizeof known_conds[0]) && !param_cond(c, &(size_t){0})) {
+            if (!known(c, known_conds, sizeof known_conds / sizeof known_conds[0]) && !param_cond(c, &(size_t){0}) &&
+                !hdim_cond(c, &(int){0})) {
                 snprintf(err, errlen, "%s:%d: field 'when': unknown condition '%s' (known: feature:mma_sync, "
                          "dtype:16bit, MMA=fma, MMA=mma, decode, prefill, gqa, fill, feature:mfma, MMA=mfma, feature:wgmma, "
-                         "MMA=wgmma, feature:tma, causal, and PARAM=VALUE on another parameter)", path, line, c);
+                         "MMA=wgmma, feature:tma, causal, d<=N, and PARAM=VALUE on another parameter)", path, line, c);
                 rc = FB_EXIT_BADINPUT;
             }
         if (rc) break;
@@ -149,6 +162,8 @@ static int holds(const char *when, const rt_device_info *dev, const shape_t *s, 
         if (!strcmp(c, "prefill") && decode) return 0;
         if (!strcmp(c, "gqa") && s->hq == s->hkv) return 0;
         if (!strcmp(c, "causal") && !s->causal) return 0;
+        int most;
+        if (hdim_cond(c, &most) && s->d > most) return 0;
     }
     return 1;
 }

@@ -25,7 +25,8 @@ typedef struct {
 
 /* Loads and checks a space file: known parameters (those kconfig_parse takes), values it
  * accepts, known conditions (feature:mma_sync, dtype:16bit, MMA=fma, MMA=mma, decode,
- * prefill, gqa, fill: BLOCK_M only where the shape's rows fill more than half the block). Errors name file, line and field; returns 0, 2 (bad input) or -1. */
+ * prefill, gqa, causal, d<=N: head dims up to N, fill: BLOCK_M only where the shape's rows
+ * fill more than half the block). Errors name file, line and field; returns 0, 2 (bad input) or -1. */
 int space_load(const char *path, space_t *sp, char *err, size_t errlen);
 /* kernels/space.csv under the project root. */
 int space_load_default(space_t *sp, char *err, size_t errlen);

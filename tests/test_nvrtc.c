@@ -279,6 +279,17 @@ static const wcase wcases[] = {
     /* the wait for the previous tile's P V held behind the softmax (WG_HOLDPV) */
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_HOLDPV=1", 128, DT_BF16, 0, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_HOLDPV=1", 80, DT_FP16, 1, 2048, 1},
+    /* three consumer warpgroups (192-row blocks; 160 registers a consumer thread beside the
+     * producer): alone, in a ping-pong ring, FlashAttention-3's order where it fits d = 64
+     * non-causal, persistent and counter-fed, with O staged and stored by the copy engine and
+     * Q loaded by it; without the producer (no register hand-over) */
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1", 64, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1", 64, DT_FP16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1", 64, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1", 64, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,WG_OTMA=1,WG_QTMA=1,PACK_GQA=0", 64, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=64,STAGES=2,WG_TMA=1", 64, DT_BF16, 1, 4096, 1},
 };
 /* ragged batches (VARLEN, four sequences of these length fractions): cp.async, and the
  * copy engine from each sequence's first key */

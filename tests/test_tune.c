@@ -48,6 +48,8 @@ static void test_space_errors(void **state)
         {"param,value,when\nMMA,tcgen05,\n", "field 'value'"},
         {"param,value,when\nBLOCK_M,16,sometimes\n", "field 'when'"},
         {"param,value,when\nBLOCK_M,16,BLOCK_Q=1\n", "field 'when'"}, /* a condition on no parameter */
+        {"param,value,when\nBLOCK_M,16,d<=\n", "field 'when'"},      /* a head-dim bound without a number */
+        {"param,value,when\nBLOCK_M,16,d<=6x4\n", "field 'when'"},
         {"param,value\nBLOCK_M,16\n", ":1:"},
         {"param,value,when\n", "no parameters"},
     };
@@ -87,6 +89,16 @@ static void test_space_errors(void **state)
         assert_int_equal(c[i].split_kv, 1);
     }
     free(c);
+    /* a bound on the head dim: NUM_WARPS=2 only where d <= 64 */
+    write_file(p, "param,value,when\nBLOCK_M,16,\nNUM_WARPS,1,\nNUM_WARPS,2,d<=64\n");
+    assert_int_equal(space_load(p, &sp, err, sizeof err), 0);
+    for (int d = 64; d <= 128; d += 64) {
+        shape_t sh = mk(1, 2, 2, 256, 256, d, 0);
+        n = space_enumerate(&sp, &cpu, &sh, DT_FP32, &c, &before);
+        assert_int_equal(before, d == 64 ? 2 : 1);
+        for (long i = 0; i < n; i++) assert_true(d == 64 || c[i].num_warps == 1);
+        free(c);
+    }
 }
 
 /* The shipped space: at least the paper's 450 configurations before constraints for a d=128
@@ -166,6 +178,7 @@ static void test_space_enumerate(void **state)
             nlpt += c[i].grid_lpt;
             if (c[i].wg_ws) assert_true(c[i].wg_tma && c[i].mma == MMA_WGMMA && (!c[i].wg_pipe || c[i].stages >= 2));
             if (c[i].wg_pingpong) assert_true(c[i].wg_ws && c[i].num_warps == 8);
+            assert_true(c[i].num_warps != 12); /* three consumer warpgroups: d <= 64 only */
             if (c[i].block_n == 176 || c[i].block_n == 192) assert_int_equal(c[i].mma, MMA_WGMMA);
         }
         print_message("%s: %ld of %ld fit, %ld WG_TMA, %ld WG_WS (%ld with WG_PIPE), %ld WG_PINGPONG, %ld with 176 or 192 keys\n",
@@ -174,6 +187,26 @@ static void test_space_enumerate(void **state)
         else assert_true(ntma == 0 && nws == 0 && npp == 0);
         assert_true(nodd > 0);
         assert_true(nlpt > 0 && nlpt < n); /* a causal prefill class: both launch orders */
+        free(c);
+    }
+    /* d = 64: three consumer warpgroups (NUM_WARPS=12, 192-row blocks) join, with and
+     * without ping-pong among them, every one passing the checks */
+    {
+        shape_t d64 = mk(4, 32, 8, 4096, 4096, 64, 1);
+        n = space_enumerate(&sp, &tma, &d64, DT_BF16, &c, &before);
+        long n3 = 0, n3pp = 0;
+        for (long i = 0; i < n; i++) {
+            if (c[i].num_warps != 12) continue;
+            char reason[256];
+            assert_int_equal(c[i].mma, MMA_WGMMA);
+            assert_int_equal(c[i].block_m, 192);
+            assert_int_equal(kconfig_check(&c[i], &tma, &d64, DT_BF16, reason, sizeof reason), ST_OK);
+            n3++;
+            n3pp += c[i].wg_pingpong;
+        }
+        print_message("d64 bf16 causal GQA prefill with TMA: %ld of %ld fit, %ld with three consumer warpgroups (%ld ping-pong)\n",
+                      n, before, n3, n3pp);
+        assert_true(n3 > 0 && n3pp > 0 && n3pp < n3);
         free(c);
     }
     /* fp32 or no tensor cores: no mma candidates */

@@ -738,6 +738,60 @@ static void test_qtma(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Three consumer warpgroups (NUM_WARPS=12, 192-row blocks, 160 registers a consumer thread
+ * beside the producer): right alone, in a three-way ping-pong ring, with FlashAttention-3's
+ * order (d = 64 non-causal), persistent and counter-fed, with split barriers, Q and O through
+ * the copy engine, without the producer, GQA packed, causal and not, both 16-bit types,
+ * d = 64 to 128, a ragged batch; then timed on the d = 64 prefill shapes (llama3.2-1b) beside
+ * their tuned winner and two warpgroups in FlashAttention-3's order, and on the reference
+ * shapes beside the tuned d = 128 form. */
+static void test_wg3(void **state)
+{
+    (void)state;
+    need_hopper();
+    switch_shapes sh = probe_shapes();
+    shape_t nc64 = mk(3, 8, 8, 700, 650, 64, 0), c64 = mk(2, 8, 2, 500, 777, 64, 1);
+    const probe_case cases[] = {
+        {&c64, DT_BF16, "BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1"},
+        {&c64, DT_FP16, "BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,PACK_GQA=1"},
+        {&c64, DT_BF16, "BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1,GRID_LPT=1"},
+        {&nc64, DT_BF16, "BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1"},
+        {&nc64, DT_FP16, "BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1"},
+        {&sh.nc, DT_BF16, "BLOCK_N=64,STAGES=2"},
+        {&sh.nc, DT_FP16, "BLOCK_N=128,STAGES=2,WG_TMA=1"},
+        {&sh.c128, DT_BF16, "BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1"},
+        {&sh.d80, DT_BF16, "BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,PACK_GQA=1"},
+        {&sh.many, DT_BF16, "BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1"},
+        {&sh.many, DT_FP16, "BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1"},
+        {&c64, DT_BF16, "BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,WG_OTMA=1,WG_QTMA=1,PACK_GQA=0"},
+        {&nc64, DT_BF16, "BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_OSTAGE=1,SPLIT_KV=1"},
+        {&sh.rag, DT_BF16, "BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1"},
+    };
+    const int bad = run_probe_cases("MMA=wgmma,NUM_WARPS=12,BLOCK_M=192", cases, sizeof cases / sizeof cases[0]);
+    printf("three consumer warpgroups: %s\n", bad ? "wrong results" : "right on every case");
+    const shape_t d64[] = {mk(4, 32, 8, 4096, 4096, 64, 1), mk(1, 32, 8, 4096, 4096, 64, 1), mk(4, 32, 8, 1024, 1024, 64, 1),
+                           mk(4, 32, 32, 4096, 4096, 64, 0)};
+    const char *base64 = "MMA=wgmma,SPLIT_KV=1,WG_TMA=1";
+    const char *timed64[] = {
+        ",BLOCK_M=64,NUM_WARPS=4,BLOCK_N=128,STAGES=1", /* the S=4096 classes' tuned winner */
+        ",BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1",
+        ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_WS=1",
+        ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_WS=1,WG_PINGPONG=1",
+        ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=3,WG_WS=1,WG_PINGPONG=1",
+        ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_PIPE=1,WG_DEFER=1,WG_PVTURN=1",
+        ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=64,STAGES=2,WG_WS=1,WG_PINGPONG=1",
+        ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1",
+    };
+    time_variants(d64, sizeof d64 / sizeof d64[0], base64, timed64, sizeof timed64 / sizeof timed64[0], 0);
+    const shape_t ref[] = {mk(4, 32, 32, 4096, 4096, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1)};
+    const char *base128 = "MMA=wgmma,SPLIT_KV=1,WG_TMA=1,WG_WS=1";
+    const char *timed128[] = {",BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,WG_OSTAGE=1",
+                              ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_PINGPONG=1",
+                              ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_OSTAGE=1"};
+    time_variants(ref, 2, base128, timed128, 3, 0);
+    assert_int_equal(bad, 0);
+}
+
 /* WG_DEFER's rescale of O with this tile's S left in flight (WG_SINFLIGHT: a wait for all
  * but the newest group before it, so that ptxas does not wait for S there): right with and
  * without the producer warpgroup, ping-pong, P V turns, split barriers, persistent and
@@ -951,6 +1005,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sinflight),
         cmocka_unit_test(test_ostage),
         cmocka_unit_test(test_qtma),
+        cmocka_unit_test(test_wg3),
         cmocka_unit_test(test_ragged_tma),
         cmocka_unit_test(test_packed_small),
     };
