@@ -177,8 +177,8 @@ static void test_space_enumerate(void **state)
             nodd += c[i].block_n == 176 || c[i].block_n == 192;
             nlpt += c[i].grid_lpt;
             if (c[i].wg_ws) assert_true(c[i].wg_tma && c[i].mma == MMA_WGMMA && (!c[i].wg_pipe || c[i].stages >= 2));
-            if (c[i].wg_pingpong) assert_true(c[i].wg_ws && c[i].num_warps == 8);
-            assert_true(c[i].num_warps != 12); /* three consumer warpgroups: d <= 64 only */
+            if (c[i].wg_pingpong) assert_true(c[i].wg_ws && (c[i].num_warps == 8 || c[i].num_warps == 12));
+            if (c[i].num_warps == 12) assert_int_equal(c[i].block_m, 192); /* three consumer warpgroups */
             if (c[i].block_n == 176 || c[i].block_n == 192) assert_int_equal(c[i].mma, MMA_WGMMA);
         }
         print_message("%s: %ld of %ld fit, %ld WG_TMA, %ld WG_WS (%ld with WG_PIPE), %ld WG_PINGPONG, %ld with 176 or 192 keys\n",
