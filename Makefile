@@ -45,11 +45,14 @@ plots:
 
 # The unit tests, a slice of the end-to-end tests and a smoke run, built with AddressSanitizer
 # and UndefinedBehaviorSanitizer into build/asan (PoCL's own leaks are suppressed by name).
+# LeakSanitizer does not scan thread-local storage (use_tls=0): PoCL's dlopen'd kernels leave
+# dynamic-TLS records its tracer crashes on at exit for some kernel sources ("Tracer caught
+# signal 11"; seen in test_tune's --merge runs at stop 27).
 SAN_TESTS := test_csvio test_shapes test_stats test_refcheck test_search test_torch_proto test_tune test_telemetry test_e2e
 sanitize:
 	$(MAKE) BUILD=build/asan OPT='-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all' \
 	    LDFLAGS='-fsanitize=address,undefined' build/asan/fabench $(SAN_TESTS:%=build/asan/tests/%)
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0 \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 LSAN_OPTIONS=suppressions=tests/lsan.supp:print_suppressions=0:use_tls=0 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 FABENCH_BIN=build/asan/fabench \
 	    FABENCH_TEST_FILTER='test_gqa*' bash tests/run-all.sh $(SAN_TESTS:%=build/asan/tests/%) tests/sanitize-smoke.sh
 
