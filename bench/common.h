@@ -115,6 +115,8 @@ void fb_slug(const char *in, char *out, size_t outlen);
 
 /* Monotonic clock in seconds. */
 double fb_now(void);
+/* v printed with fmt into out, or "" when v is NaN (a value not measured). */
+void fb_fmt_num(char *out, size_t len, double v, const char *fmt);
 
 /* FNV-1a, 64 bits, continued from h (start from FB_FNV_OFFSET): the checksum and key hash
  * of the kernel cache, and the fingerprint that tells identical binaries apart. */

@@ -418,10 +418,7 @@ int cmd_versus(int argc, char **argv)
             snprintf(f[1], sizeof f[1], "%.3f", p->med);
             snprintf(f[2], sizeof f[2], "%.3f", best->med);
             snprintf(f[3], sizeof f[3], "%.4f", sp);
-            for (int q = 0; q < 4; q++) {
-                if (isnan(rv[q])) f[4 + q][0] = 0;
-                else snprintf(f[4 + q], sizeof f[4 + q], q < 2 ? "%.0f" : "%.1f", rv[q]);
-            }
+            for (int q = 0; q < 4; q++) fb_fmt_num(f[4 + q], sizeof f[4 + q], rv[q], q < 2 ? "%.0f" : "%.1f");
             const char *row[] = {p->backend, p->name, p->shape, f[0], f[1], best->impl, f[2], f[3], vlist,
                                  f[4], f[5], f[6], f[7]};
             csvt_add(out, row);

@@ -14,11 +14,6 @@ const size_t perf_ncols = sizeof perf_header / sizeof perf_header[0];
  * readings): a file without some of them, from the end, is an earlier schema */
 #define PERF_NEWER_COLUMNS 8
 
-static void fmt_num(char *out, size_t len, double v, const char *fmt)
-{
-    if (isnan(v)) out[0] = 0;
-    else snprintf(out, len, fmt, v);
-}
 
 long perf_find(const csv_table *t, const char *gpu, const char *backend, const char *impl, const char *name,
                dtype_t dt)
@@ -61,25 +56,25 @@ int perf_put(csv_table *t, const perf_row *r, int replace)
     snprintf(f[5], 64, "%d", s->skv);
     snprintf(f[6], 64, "%d", s->d);
     snprintf(f[7], 64, "%d", s->causal);
-    fmt_num(f[8], 64, us, "%.3f");
-    fmt_num(f[9], 64, timed ? r->us->p20 : NAN, "%.3f");
-    fmt_num(f[10], 64, timed ? r->us->p80 : NAN, "%.3f");
-    fmt_num(f[11], 64, timed ? r->us->min : NAN, "%.3f");
+    fb_fmt_num(f[8], 64, us, "%.3f");
+    fb_fmt_num(f[9], 64, timed ? r->us->p20 : NAN, "%.3f");
+    fb_fmt_num(f[10], 64, timed ? r->us->p80 : NAN, "%.3f");
+    fb_fmt_num(f[11], 64, timed ? r->us->min : NAN, "%.3f");
     if (timed) snprintf(f[12], 64, "%zu", r->us->n); else f[12][0] = 0;
-    fmt_num(f[13], 64, timed ? shape_flops(s) / (us * 1e-6) / 1e12 : NAN, "%.4f");
-    fmt_num(f[14], 64, timed ? shape_bytes(s, r->dt) / (us * 1e-6) / 1e9 : NAN, "%.2f");
+    fb_fmt_num(f[13], 64, timed ? shape_flops(s) / (us * 1e-6) / 1e12 : NAN, "%.4f");
+    fb_fmt_num(f[14], 64, timed ? shape_bytes(s, r->dt) / (us * 1e-6) / 1e9 : NAN, "%.2f");
     char e1[32], e2[32], lens[FB_MAX_LENS * 24], qlens[FB_MAX_LENS * 24], page[16] = "";
     shape_lens_str(s, lens, sizeof lens);
     if (shape_paged(s)) snprintf(page, sizeof page, "%d", s->page);
     shape_qlens_str(s, qlens, sizeof qlens);
-    fmt_num(e1, sizeof e1, verified ? r->ver->max_abs_err : NAN, "%.3g");
-    fmt_num(e2, sizeof e2, verified ? r->ver->rel_l2_err : NAN, "%.3g");
+    fb_fmt_num(e1, sizeof e1, verified ? r->ver->max_abs_err : NAN, "%.3g");
+    fb_fmt_num(e2, sizeof e2, verified ? r->ver->rel_l2_err : NAN, "%.3g");
     /* the GPU's own readings over the timed runs: empty where nothing was read */
     const telemetry_summary *tel = timed && r->tel && r->tel->samples > 0 ? r->tel : NULL;
     char mhz[32], watts[32], temp[32], events[256] = "";
-    fmt_num(mhz, sizeof mhz, tel ? tel->sm_mhz : NAN, "%.0f");
-    fmt_num(watts, sizeof watts, tel ? tel->power_w : NAN, "%.1f");
-    fmt_num(temp, sizeof temp, tel ? tel->temp_c : NAN, "%.0f");
+    fb_fmt_num(mhz, sizeof mhz, tel ? tel->sm_mhz : NAN, "%.0f");
+    fb_fmt_num(watts, sizeof watts, tel ? tel->power_w : NAN, "%.1f");
+    fb_fmt_num(temp, sizeof temp, tel ? tel->temp_c : NAN, "%.0f");
     if (tel) telemetry_events_str(tel->events, events, sizeof events);
     const char *row[] = {r->gpu, r->backend, r->impl, r->config ? r->config : "", s->name, f[0], f[1], f[2], f[3],
                          f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13], f[14], e1, e2,

@@ -474,7 +474,7 @@ static int retime_row(attn_runner *runner, const shape_t *s, dtype_t dt, const k
         snprintf(us, sizeof us, "%.3f", res.us.median);
         snprintf(tf, sizeof tf, "%.4f", shape_flops(s) / (res.us.median * 1e-6) / 1e12);
         snprintf(reps, sizeof reps, "%zu", res.us.n);
-        if (res.tel.samples > 0 && !isnan(res.tel.sm_mhz)) snprintf(mhz, sizeof mhz, "%.0f", res.tel.sm_mhz);
+        fb_fmt_num(mhz, sizeof mhz, res.tel.samples > 0 ? res.tel.sm_mhz : NAN, "%.0f");
     }
     if (res.ver.rows_checked) snprintf(mae, sizeof mae, "%.3g", res.ver.max_abs_err);
     const char *col[] = {"status", "reason", "median_us", "tflops", "reps", "max_abs_err", "sm_mhz"};
@@ -976,8 +976,7 @@ int cmd_tune(int argc, char **argv)
             snprintf(f[7], 48, "%ld", res.attrs.binary_bytes);
             if (res.ver.rows_checked) snprintf(f[8], 48, "%.3g", res.ver.max_abs_err); else f[8][0] = 0;
             snprintf(f[9], 48, "%ld", explored_n);
-            if (ok && res.tel.samples > 0 && !isnan(res.tel.sm_mhz)) snprintf(f[10], 48, "%.0f", res.tel.sm_mhz);
-            else f[10][0] = 0;
+            fb_fmt_num(f[10], 48, ok && res.tel.samples > 0 ? res.tel.sm_mhz : NAN, "%.0f");
             const char *row[EXPLORED_NCOLS] = {dev.info.name, dev.rt->name, "attn_fwd", cs, keys[ci], s->name,
                                                status_name(res.status), res.reason, f[0], f[1], f[2], f[3], f[4],
                                                f[5], f[6], f[7], f[8], strategy, f[9], reps, f[10]};

@@ -309,3 +309,9 @@ double fb_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+void fb_fmt_num(char *out, size_t len, double v, const char *fmt)
+{
+    if (isnan(v)) out[0] = 0;
+    else snprintf(out, len, fmt, v);
+}
