@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFEAT 28
+#define NFEAT 29
 #define BO_INIT 8          /* random probes before the model steers */
 #define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
@@ -84,6 +84,7 @@ static void features(const kconfig *c, double *f)
     f[25] = (double)c->wg_ostage;
     f[26] = (double)c->wg_qtma;
     f[27] = (double)c->wg_otma;
+    f[28] = (double)c->wg_skip;
 }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)

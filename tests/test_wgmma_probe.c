@@ -792,6 +792,50 @@ static void test_wg3(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* WG_SKIP (a warpgroup takes no MMA for tiles none of its rows sees): right on 192-row
+ * blocks whose last warpgroups lie past the last row (S = 700, 650, 77, 4096 - 64 of the
+ * 3-warpgroup tail), causal tiles past a warpgroup's diagonal (192-row blocks over 128-key
+ * tiles; 128-row blocks over 64-key tiles at d = 256), packed GQA, split barriers,
+ * persistent and counter-fed blocks with Q prefetched, ragged batches, fp16; then timed
+ * beside the same configurations without it. */
+static void test_skip(void **state)
+{
+    (void)state;
+    need_hopper();
+    switch_shapes sh = probe_shapes();
+    shape_t nc64 = mk(3, 8, 8, 700, 650, 64, 0), c64 = mk(2, 8, 2, 500, 777, 64, 1), nc128 = mk(1, 4, 4, 4096 - 64, 333, 128, 0);
+    const probe_case cases[] = {
+        {&nc64, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1"},
+        {&nc128, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_OSTAGE=1,WG_QTMA=1,PACK_GQA=0"},
+        {&nc128, DT_FP16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_OSTAGE=1,WG_OTMA=1,PACK_GQA=0"},
+        {&sh.nc, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=64,STAGES=2,WG_PINGPONG=1"},
+        {&c64, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,PACK_GQA=1"},
+        {&c64, DT_FP16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=3,WG_PINGPONG=1,WG_KVSPLIT=1,GRID_LPT=1"},
+        {&sh.c128, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_OSTAGE=1,WG_QTMA=1,PACK_GQA=0"},
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=3,WG_PINGPONG=1,RED_SPLIT=1"},
+        {&sh.big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1,WG_KVSPLIT=1"},
+        {&sh.d80, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,PACK_GQA=1"},
+        {&sh.many, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1"},
+        {&sh.many, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=3,WG_PINGPONG=1,WG_PERSIST=1,WG_QPREFETCH=1,PACK_GQA=1"},
+        {&sh.rag, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1"},
+        {&sh.rag, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1,WG_OSTAGE=1"},
+    };
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,SPLIT_KV=1,WG_SKIP=1", cases, sizeof cases / sizeof cases[0]);
+    printf("WG_SKIP: %s\n", bad ? "wrong results" : "right on every case");
+    const shape_t ref[] = {mk(4, 32, 32, 4096, 4096, 128, 0), mk(4, 32, 32, 4096, 4096, 128, 1), mk(4, 32, 8, 1024, 1024, 128, 1),
+                           mk(4, 32, 8, 1024, 1024, 128, 0), mk(4, 8, 1, 4096, 4096, 256, 1)};
+    const char *base = "MMA=wgmma,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PINGPONG=1";
+    const char *timed[] = {",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_OSTAGE=1,WG_QTMA=1",
+                           ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_OSTAGE=1,WG_QTMA=1,WG_SKIP=1",
+                           ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_OSTAGE=1,WG_QTMA=1,WG_SKIP=1,GRID_LPT=1",
+                           ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,WG_SKIP=1,GRID_LPT=1",
+                           ",BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_DEFER=1,WG_PVTURN=1,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,RED_SPLIT=1,GRID_LPT=1"};
+    time_variants(ref, 4, base, timed, sizeof timed / sizeof timed[0], 0);
+    const char *timed256[] = {",BLOCK_M=128,NUM_WARPS=8,BLOCK_N=64,STAGES=2,WG_KVSPLIT=1", ",BLOCK_M=128,NUM_WARPS=8,BLOCK_N=64,STAGES=2,WG_KVSPLIT=1,WG_SKIP=1"};
+    time_variants(&ref[4], 1, base, timed256, 2, 1);
+    assert_int_equal(bad, 0);
+}
+
 /* WG_DEFER's rescale of O with this tile's S left in flight (WG_SINFLIGHT: a wait for all
  * but the newest group before it, so that ptxas does not wait for S there): right with and
  * without the producer warpgroup, ping-pong, P V turns, split barriers, persistent and
@@ -1006,6 +1050,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ostage),
         cmocka_unit_test(test_qtma),
         cmocka_unit_test(test_wg3),
+        cmocka_unit_test(test_skip),
         cmocka_unit_test(test_ragged_tma),
         cmocka_unit_test(test_packed_small),
     };
