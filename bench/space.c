@@ -278,16 +278,24 @@ typedef struct {
 /* Can parameter d take value jd? Its own conditions on the parameters before it must hold,
  * and any value the earlier ones asked of it (need[d]). Its conditions on later parameters
  * become their needs: *need is updated, 0 when two values ask for different ones. */
+/* Values a and b of parameter p are the same value: a value may be listed more than once,
+ * under different conditions ("BLOCK_N,128,MMA=mma" and "BLOCK_N,128,MMA=wgmma"), and a
+ * condition naming it holds for every listing. */
+static int same_value(const space_t *sp, int p, int a, int b)
+{
+    return a == b || (a >= 0 && b >= 0 && !strcmp(sp->p[p].value[a], sp->p[p].value[b]));
+}
+
 static int assign(const walk *w, int d, int jd, int need[SPACE_MAX_PARAMS])
 {
-    if (need[d] != NO_NEED && need[d] != jd) return 0;
+    if (need[d] != NO_NEED && !same_value(w->sp, d, need[d], jd)) return 0;
     const value_conds *own = &w->conds[d][jd];
     for (int i = 0; i < own->n; i++) {
         const int p = own->param[i], v = own->value[i];
-        if (p < d && w->idx[p] != v) return 0;
-        if (p == d && jd != v) return 0;
+        if (p < d && !same_value(w->sp, p, w->idx[p], v)) return 0;
+        if (p == d && !same_value(w->sp, p, jd, v)) return 0;
         if (p > d) {
-            if (need[p] != NO_NEED && need[p] != v) return 0;
+            if (need[p] != NO_NEED && !same_value(w->sp, p, need[p], v)) return 0;
             need[p] = v;
         }
     }

@@ -290,6 +290,15 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,WG_OTMA=1,WG_QTMA=1,PACK_GQA=0", 64, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1", 128, DT_BF16, 0, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=64,STAGES=2,WG_TMA=1", 64, DT_BF16, 1, 4096, 1},
+    /* a warpgroup's tiles that none of its rows sees only taken turns on (WG_SKIP): the
+     * reference winner's form (a 192-row tail past the last row), causal 192-row blocks
+     * (tiles past a warpgroup's diagonal) counter-fed with Q prefetched, d = 256 with 64-key
+     * tiles and split barriers; none may make ptxas serialize the wgmmas */
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,PACK_GQA=0,WG_QTMA=1,WG_SKIP=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,GRID_LPT=1,WG_SKIP=1", 64, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,PACK_GQA=1,WG_SKIP=1", 64, DT_FP16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_SKIP=1", 256, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,PACK_GQA=0,WG_QTMA=1,WG_SKIP=1", 128, DT_BF16, 1, 4096, 0},
 };
 /* ragged batches (VARLEN, four sequences of these length fractions): cp.async, and the
  * copy engine from each sequence's first key */
@@ -298,6 +307,7 @@ static const struct { wcase w; const char *lens; } rcases[] = {
     {{"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1", 128, DT_FP16, 1, 1024, 1}, "0.3;1;0.6"},
     {{"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_TMA=1", 64, DT_BF16, 0, 1024, 1}, "0.5;1"},
     {{"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1", 256, DT_BF16, 1, 1024, 1}, "0.5;1"},
+    {{"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_SKIP=1", 64, DT_BF16, 1, 1024, 1}, "0.3;1;0.6"},
 };
 
 static rt_device_info hopper(void)
@@ -586,6 +596,9 @@ static void test_wgmma_rejected(void **state)
     switch_needs(&h100, &s, "MMA=fma,RED_SPLIT=1", "RED_SPLIT=1 applies to MMA=mma and MMA=wgmma only", "MMA=mma,BLOCK_M=64",
                  ";KPAD=1;RED_SPLIT=1", &qe);
     switch_needs(&h100, &s, "MMA=wgmma,WG_HOLDPV=1", "WG_HOLDPV=1 needs WG_PIPE=1", "WG_PIPE=1,STAGES=3", ";WG_PIPE=1;WG_SWIZZLE=1;WG_HOLDPV=1", &qe);
+    switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_SKIP=1", "WG_SKIP=1 needs WG_WS=1 and no WG_PIPE", "WG_PIPE=0",
+                 ";WG_WS=1;WG_SKIP=1", &qe);
+    switch_needs(&h100, &s, "MMA=wgmma,WG_SKIP=1", "WG_SKIP=1 needs WG_WS=1", "WG_TMA=1,WG_WS=1", ";WG_TMA=1;WG_WS=1;WG_SKIP=1", &qe);
     /* persistent work-groups walk dense query blocks only */
     assert_int_equal(kconfig_parse("WG_PERSIST=1", &rtma, err, sizeof err), 0);
     assert_int_equal(kconfig_check(&rtma, &h100, &ragged, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);

@@ -89,6 +89,17 @@ static void test_space_errors(void **state)
         assert_int_equal(c[i].split_kv, 1);
     }
     free(c);
+    /* a value listed twice under different conditions (BLOCK_N=16 for either BLOCK_M): a
+     * condition naming it holds for both listings, so NUM_WARPS=2 joins both BLOCK_Ms */
+    write_file(p, "param,value,when\nBLOCK_M,16,\nBLOCK_M,32,\nBLOCK_N,16,BLOCK_M=16\nBLOCK_N,16,BLOCK_M=32\n"
+                  "NUM_WARPS,1,\nNUM_WARPS,2,BLOCK_N=16\n");
+    assert_int_equal(space_load(p, &sp, err, sizeof err), 0);
+    n = space_enumerate(&sp, &cpu, &pre, DT_FP32, &c, &before);
+    assert_int_equal(before, 4);
+    long nw2 = 0;
+    for (long i = 0; i < n; i++) nw2 += c[i].num_warps == 2 && c[i].block_m == 32;
+    assert_int_equal(nw2, 1);
+    free(c);
     /* a bound on the head dim: NUM_WARPS=2 only where d <= 64 */
     write_file(p, "param,value,when\nBLOCK_M,16,\nNUM_WARPS,1,\nNUM_WARPS,2,d<=64\n");
     assert_int_equal(space_load(p, &sp, err, sizeof err), 0);
@@ -200,6 +211,7 @@ static void test_space_enumerate(void **state)
             char reason[256];
             assert_int_equal(c[i].mma, MMA_WGMMA);
             assert_int_equal(c[i].block_m, 192);
+            assert_true(c[i].block_n <= 128); /* 176 or 192 keys would spill at 160 registers */
             assert_int_equal(kconfig_check(&c[i], &tma, &d64, DT_BF16, reason, sizeof reason), ST_OK);
             n3++;
             n3pp += c[i].wg_pingpong;
@@ -234,7 +246,7 @@ static void test_config_text_longest(void **state)
     const char *all = "MMA=wgmma;BLOCK_M=128;BLOCK_N=192;NUM_WARPS=32;WARP_M=1;STAGES=4;SPLIT_KV=256;PACK_GQA=1;KPAD=8;"
                       "WG_PIPE=1;WG_SWIZZLE=1;WG_TMA=1;WG_WS=1;WG_PINGPONG=1;WG_KVSPLIT=1;WG_PERSIST=1;WG_DEFER=1;"
                       "WG_PVTURN=1;WG_DYNAMIC=1;WG_QEARLY=1;WG_QPREFETCH=1;WG_HOLDPV=1;WG_SINFLIGHT=1;WG_OSTAGE=1;"
-                      "WG_QTMA=1;WG_OTMA=1;RED_SPLIT=1;GRID_LPT=4096";
+                      "WG_QTMA=1;WG_OTMA=1;WG_SKIP=1;RED_SPLIT=1;GRID_LPT=4096";
     kconfig c = {0}, back = {0};
     char err[256], a[KCONFIG_STR_MAX], b[KCONFIG_STR_MAX];
     if (kconfig_parse(all, &c, err, sizeof err) != 0) fail_msg("%s", err);
@@ -252,7 +264,7 @@ static void test_config_text_longest(void **state)
     char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
     int nd = attn_defines(&s, DT_BF16, &c, 1, defs);
     assert_true(nd >= 34 && nd <= ATTN_MAX_DEFINES);
-    const char *want[] = {"WG_QTMA=1", "WG_OTMA=1", "WG_OSTAGE=1", "WG_SINFLIGHT=1", "RED_SPLIT=1", "GRID_LPT=4096",
+    const char *want[] = {"WG_QTMA=1", "WG_OTMA=1", "WG_SKIP=1", "WG_OSTAGE=1", "WG_SINFLIGHT=1", "RED_SPLIT=1", "GRID_LPT=4096",
                           "FAULT_SKIP_LAST_TILE=1", "ARCH_SPECIFIC=1", "WG_SWIZZLE=1"};
     for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
         int found = 0;
