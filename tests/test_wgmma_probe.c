@@ -793,8 +793,8 @@ static void test_wg3(void **state)
 }
 
 /* WG_SKIP (a warpgroup takes no MMA for tiles none of its rows sees): right on 192-row
- * blocks whose last warpgroups lie past the last row (S = 700, 650, 77, 4096 - 64 of the
- * 3-warpgroup tail), causal tiles past a warpgroup's diagonal (192-row blocks over 128-key
+ * blocks whose last warpgroups lie past the last row (S = 700, 77, 3968: the
+ * tail block's third warpgroup or more), causal tiles past a warpgroup's diagonal (192-row blocks over 128-key
  * tiles; 128-row blocks over 64-key tiles at d = 256), packed GQA, split barriers,
  * persistent and counter-fed blocks with Q prefetched, ragged batches, fp16; then timed
  * beside the same configurations without it. */
@@ -803,7 +803,7 @@ static void test_skip(void **state)
     (void)state;
     need_hopper();
     switch_shapes sh = probe_shapes();
-    shape_t nc64 = mk(3, 8, 8, 700, 650, 64, 0), c64 = mk(2, 8, 2, 500, 777, 64, 1), nc128 = mk(1, 4, 4, 4096 - 64, 333, 128, 0);
+    shape_t nc64 = mk(3, 8, 8, 700, 650, 64, 0), c64 = mk(2, 8, 2, 500, 777, 64, 1), nc128 = mk(1, 4, 4, 4096 - 128, 333, 128, 0);
     const probe_case cases[] = {
         {&nc64, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1"},
         {&nc128, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_OSTAGE=1,WG_QTMA=1,PACK_GQA=0"},
