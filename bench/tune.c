@@ -278,13 +278,14 @@ static void contend(const char **con, int *src, int *ncon, const char *cfg, int 
  * best, if any; the class's fastest few; the fastest earlier row; the recorded row) are
  * timed again here, in turn, and the faster in this run becomes best_cfg and *best_us.
  * They are timed as `fabench run` times them (verified on 2048 rows, then 0.05 s of
- * warm-up and 0.3 s of repetitions), not with the search's short repetitions: on the
+ * warm-up and 0.3 s of repetitions; rematch_s > 0, --rematch-budget: that many seconds of
+ * repetitions instead), not with the search's short repetitions: on the
  * H200 the short back-to-back timings ranked configurations within 3-10% of each other
  * differently from the runs that then measured them (NOTES.md, stop 20). `force`: time
  * whatever contenders there are even when nothing is stale (the search's best is not one
  * of them: kernels/space.csv does not declare it). Returns 1 when that decided, 0 when
  * nothing was stale (or nothing verified), -1 on a harness error. */
-static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_opts *ao, const csv_table *explored,
+static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_opts *ao, double rematch_s, const csv_table *explored,
                         const rt_device *dev, const char *cls, size_t first_row, const char *new_cfg,
                         const char *recorded, const char *const *decl, long ndecl, int force, int quiet,
                         char *best_cfg, size_t best_len, double *best_us, char *err, size_t errlen)
@@ -324,6 +325,9 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
     as_run.timing.abandon_us = 0;
     as_run.timing.warmup_s = defaults.timing.warmup_s;
     if (as_run.timing.budget_s < defaults.timing.budget_s) as_run.timing.budget_s = defaults.timing.budget_s;
+    if (rematch_s > 0) as_run.timing.budget_s = rematch_s;
+    if (!quiet)
+        fprintf(stderr, "fabench tune: %s: %d contenders timed again, %g s of repetitions each\n", cls, ncon, as_run.timing.budget_s);
     as_run.verify_rows = defaults.verify_rows;
     for (int round = 0; round < TUNE_REMATCH_ROUNDS; round++)
         for (int k = 0; k < ncon; k++) {
@@ -661,6 +665,11 @@ static void usage(FILE *f)
             "                      best (for tuning only part of the space, as with --space); the\n"
             "                      manifest then records this command under update.N. keys\n"
             "  --rep-budget S      seconds of timing per candidate (default 0.1)\n"
+            "  --rematch-budget S  seconds of repetitions for each contender when a class's finalists\n"
+            "                      are timed again against earlier runs' rows (default: fabench run's\n"
+            "                      0.3). On a GPU held by its power cap under sustained load (the\n"
+            "                      H200's 700 W), 0.05 picks the winner for short bursts at full\n"
+            "                      clocks, the default for sustained work\n"
             "  --timeout S         a batch of runs longer than this is a hang (default 30)\n"
             "  --quiet\n\n"
             "Candidates run in a child process: one that crashes the process or hangs the device\n"
@@ -683,14 +692,14 @@ int cmd_tune(int argc, char **argv)
         }
     }
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_DTYPE, O_STRATEGY, O_BUDGET, O_TIME, O_SEED, O_RESULTS, O_SPACE,
-           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE };
+           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE, O_REMATCH };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"dtype", required_argument, 0, O_DTYPE},
         {"strategy", required_argument, 0, O_STRATEGY}, {"budget", required_argument, 0, O_BUDGET},
         {"time", required_argument, 0, O_TIME}, {"seed", required_argument, 0, O_SEED},
         {"results", required_argument, 0, O_RESULTS}, {"space", required_argument, 0, O_SPACE},
-        {"rep-budget", required_argument, 0, O_REPBUDGET}, {"quiet", no_argument, 0, O_QUIET},
+        {"rep-budget", required_argument, 0, O_REPBUDGET}, {"rematch-budget", required_argument, 0, O_REMATCH}, {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, O_HELP}, {"timeout", required_argument, 0, O_TIMEOUT},
         {"merge", no_argument, 0, O_MERGE}, {0, 0, 0, 0}};
     const char *device = NULL, *suite = NULL, *shapes_file = NULL, *results = NULL, *space_file = NULL;
@@ -698,7 +707,7 @@ int cmd_tune(int argc, char **argv)
     int halving = 0;
     double timeout_s = 30;
     long budget = -1;
-    double time_limit = -1, rep_budget = 0.1;
+    double time_limit = -1, rep_budget = 0.1, rematch_budget = 0;
     uint64_t seed = 1;
     int have_dtype = 0, quiet = 0, merge = 0;
     dtype_t dtype = DT_BF16;
@@ -742,6 +751,10 @@ int cmd_tune(int argc, char **argv)
         case O_REPBUDGET:
             rep_budget = strtod(optarg, &end);
             if (*end || end == optarg || !(rep_budget >= 0)) { fprintf(stderr, "fabench tune: --rep-budget: bad seconds '%s'\n", optarg); return FB_EXIT_BADINPUT; }
+            break;
+        case O_REMATCH:
+            rematch_budget = strtod(optarg, &end);
+            if (*end || end == optarg || !(rematch_budget > 0 && rematch_budget <= 60)) { fprintf(stderr, "fabench tune: --rematch-budget: bad seconds '%s' (more than 0, at most 60)\n", optarg); return FB_EXIT_BADINPUT; }
             break;
         case O_TIMEOUT:
             timeout_s = strtod(optarg, &end);
@@ -1062,7 +1075,7 @@ int cmd_tune(int argc, char **argv)
                     "contenders are timed instead (add its values there to let it win)\n",
                     keys[ci], declared ? declared->source : "kernels/space.csv");
         if (best >= 0 && !fatal && !stop_requested && !restart) {
-            const int hh = head_to_head(runner, s, dt, &ao, explored, &dev, keys[ci], first_row, new_cfg, recorded,
+            const int hh = head_to_head(runner, s, dt, &ao, rematch_budget, explored, &dev, keys[ci], first_row, new_cfg, recorded,
                                         (const char *const *)decl, ndecl, best_undeclared, quiet, best_cfg, sizeof best_cfg,
                                         &best_us, err, sizeof err);
             if (hh < 0) {

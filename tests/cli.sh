@@ -375,6 +375,14 @@ if [ -d "$DATA" ]; then
     done
 fi
 
+# ---- tune --rematch-budget: a number of seconds, more than 0 and at most 60; nothing written
+printf 'name,batch,hq,hkv,sq,skv,d,causal\nm,1,2,2,64,64,64,0\n' >"$T/rm.csv"
+for v in 0 -1 61 abc; do
+    run tune --device opencl:0 --shapes "$T/rm.csv" --results "$T/rm" --rematch-budget "$v"
+    check "tune --rematch-budget $v: exit 2 naming the option" 2 err "--rematch-budget: bad seconds '$v'"
+done
+absent "tune --rematch-budget: nothing written on bad input" "$T/rm"
+
 # ---- tune-replay: the searchers over recorded times (a synthetic explored.csv built from
 # the committed sm_90 space listing; the times are a made-up smooth function of the
 # configuration, with every seventh configuration failed) ----

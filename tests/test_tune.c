@@ -608,7 +608,7 @@ static void test_tune_merge(void **state)
     for (int run = 0; run < 3; run++) {
         if (run == 1) plant_time(res, "0.001");
         snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --space %s --rep-budget 0.01%s 2>%s",
-                 fab, shapes, res, sp[run ? 1 : 0], run == 1 ? " --merge" : " --quiet", log);
+                 fab, shapes, res, sp[run ? 1 : 0], run == 1 ? " --merge --rematch-budget 0.02" : " --quiet", log);
         assert_int_equal(system(cmd), 0);
         tuned_config(res, got[run], sizeof got[run], &us[run]);
         if (run == 1) { /* both were timed again: the planted time is gone, whichever won */
@@ -619,6 +619,7 @@ static void test_tune_merge(void **state)
             assert_int_equal(getdelim(&text, &len, 0, f) > 0, 1);
             fclose(f);
             assert_non_null(strstr(text, "timed again"));
+            assert_non_null(strstr(text, "contenders timed again, 0.02 s of repetitions each")); /* --rematch-budget */
             assert_true(strstr(text, "an earlier run's row") || strstr(text, "tuning.csv's row"));
             assert_non_null(strstr(text, ", the winner"));
             free(text);
