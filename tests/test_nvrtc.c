@@ -354,6 +354,54 @@ static long hist_count_prefix(const op_histogram *h, const char *prefix)
     return n;
 }
 
+/* WG_SKIP's tiles that no row of a warpgroup sees run in a second loop with no MMA: its
+ * SASS has exactly the HGMMAs of the same configuration without it (the live tiles keep
+ * the one loop; a branch around the wgmmas would have made ptxas serialize them, which
+ * test_kernel_wgmma's "serialized" check also catches), non-causal and causal. */
+static void test_wgmma_skip_sass(void **state)
+{
+    (void)state;
+    need_nvrtc();
+    char tool[1024];
+    if (!sass_tool(tool, sizeof tool)) skip();
+    const rt_runtime *rt = cuda();
+    char *src = NULL, err[FB_ERRLEN] = "";
+    assert_int_equal(attn_source("cuda", &src, err, sizeof err), 0);
+    const char *base[] = {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,PACK_GQA=0,WG_QTMA=1",
+                          "MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,GRID_LPT=1"};
+    const int dims[] = {128, 64};
+    for (int k = 0; k < 2; k++) {
+        long hg[2];
+        for (int on = 0; on < 2; on++) {
+            char cfg[KCONFIG_STR_MAX];
+            snprintf(cfg, sizeof cfg, "%s,WG_SKIP=%d", base[k], on);
+            const wcase wc = {cfg, dims[k], DT_BF16, k, 4096, 1};
+            kconfig c;
+            char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
+            const char *dp[ATTN_MAX_DEFINES];
+            const int nd = wgmma_defines(&wc, NULL, &c, defs, dp);
+            void *bin = NULL;
+            size_t len = 0;
+            char *log = NULL;
+            rt_kernel_attrs a;
+            if (rt->compile_offline("sm_90", src, dp, nd, "attn_fwd", &bin, &len, &a, &log, err, sizeof err) != 0)
+                fail_msg("%s: %s\n%s", cfg, err, log ? log : "");
+            op_histogram h = {0};
+            char serr[512] = "";
+            if (sass_disassemble(bin, len, &h, serr, sizeof serr) != 0) fail_msg("%s: disassembling: %s", cfg, serr);
+            hg[on] = hist_count_prefix(&h, "HGMMA");
+            print_message("%s d=%d c%d: %ld HGMMA, %ld spill bytes\n", cfg, wc.d, wc.causal, hg[on], a.spill_bytes);
+            assert_null(strstr(log ? log : "", "serialized"));
+            op_histogram_free(&h);
+            free(bin);
+            free(log);
+        }
+        assert_true(hg[0] > 0);
+        assert_int_equal(hg[1], hg[0]);
+    }
+    free(src);
+}
+
 static void test_kernel_wgmma(void **state)
 {
     (void)state;
@@ -783,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_kernel_sm90),
         cmocka_unit_test(test_kernel_wgmma),
         cmocka_unit_test(test_wgmma_rejected),
+        cmocka_unit_test(test_wgmma_skip_sass),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
