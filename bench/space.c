@@ -275,9 +275,6 @@ typedef struct {
 
 #define NO_NEED (-2) /* need[p]: no value of p asked for yet */
 
-/* Can parameter d take value jd? Its own conditions on the parameters before it must hold,
- * and any value the earlier ones asked of it (need[d]). Its conditions on later parameters
- * become their needs: *need is updated, 0 when two values ask for different ones. */
 /* Values a and b of parameter p are the same value: a value may be listed more than once,
  * under different conditions ("BLOCK_N,128,MMA=mma" and "BLOCK_N,128,MMA=wgmma"), and a
  * condition naming it holds for every listing. */
@@ -286,6 +283,9 @@ static int same_value(const space_t *sp, int p, int a, int b)
     return a == b || (a >= 0 && b >= 0 && !strcmp(sp->p[p].value[a], sp->p[p].value[b]));
 }
 
+/* Can parameter d take value jd? Its own conditions on the parameters before it must hold,
+ * and any value the earlier ones asked of it (need[d]). Its conditions on later parameters
+ * become their needs: *need is updated, 0 when two values ask for different ones. */
 static int assign(const walk *w, int d, int jd, int need[SPACE_MAX_PARAMS])
 {
     if (need[d] != NO_NEED && !same_value(w->sp, d, need[d], jd)) return 0;

@@ -51,8 +51,8 @@ INLINE u32 fb_float_to_bits(float f) { return __float_as_uint(f); }
 /* ---- warp-level primitives ---- */
 #define FB_HAS_WARP_PRIMITIVES 1
 INLINE float fb_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
-/* v as lane 0 has it: a value every lane holds alike, which ptxas then knows to be warp-uniform
- * (a branch on it around wgmma is not divergent to it; CUTLASS reads its warpgroup index so) */
+/* v as lane 0 has it: a value every lane holds alike, which ptxas then knows to be
+ * warp-uniform (WG_SKIP's loop bound; CUTLASS reads its warpgroup index the same way) */
 INLINE int fb_warp_uniform(int v) { return __shfl_sync(0xffffffffu, v, 0); }
 INLINE int fb_any(int pred) { return __any_sync(0xffffffffu, pred); }
 INLINE int fb_lane(void) { return (int)(threadIdx.x & 31); }
