@@ -117,5 +117,28 @@ if [ -n "$dev" ]; then
 else
     echo "skip - ab-kernels.sh: no device (fabench devices --list is empty)"
 fi
+# tools/rounds.sh: ours and the vendors alternating; the summary's medians and the per-round
+# vendor/portable ratio, checked against a stand-in fabench whose times are known (the
+# vendor is 10% slower in round 1, 10% faster in round 2: median ratio 1.000)
+cat > "$T/fakefab" <<'FAKE'
+#!/usr/bin/env bash
+cmd=$1; shift; out=; cfg=
+while [ $# -gt 0 ]; do case "$1" in --out) out=$2; shift 2 ;; --config) cfg=$2; shift 2 ;; *) shift ;; esac; done
+[ -e "$out" ] || echo "impl,config,name,median_us,tflops,status,config_source,sm_mhz" > "$out"
+n=$(grep -c '^cudnn,' "$out")
+if [ "$cmd" = run ] && [ -z "$cfg" ]; then echo "portable,T,s,100,2.0,ok,tuning.csv (exact class),1980" >> "$out"
+elif [ "$cmd" = run ]; then echo "portable,$cfg,s,200,1.0,ok,--config,1800" >> "$out"
+else [ "$n" -eq 0 ] && echo "cudnn,v,s,110,1.8,ok,,1700" >> "$out" || echo "cudnn,v,s,90,2.2,ok,,1900" >> "$out"; fi
+FAKE
+chmod +x "$T/fakefab"
+printf 'name,batch,hq,hkv,sq,skv,d,causal\ns,1,2,1,48,48,64,1\n' > "$T/rs.csv"
+FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 2 "$T/rd" --config X=1 >"$T/rd.log" 2>&1; rc=$?
+check "rounds.sh: two rounds, tuned + --config + vendors each, summarised per shape and implementation" \
+      "[ $rc -eq 0 ] && [ \$(grep -c . '$T/rd/perf.csv') -eq 7 ] && grep -q '^s,portable,2,2,2,2,1980,$' '$T/rd/rounds.csv' && grep -q '^s,portable --config X=1,2,1,1,1,1800,$' '$T/rd/rounds.csv'"
+check "rounds.sh: the vendor's time over ours, per round, median 1.000" "grep -q '^s,cudnn,2,2,1.8,2.2,1800,1.000$' '$T/rd/rounds.csv'"
+FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 2 "$T/rd" >/dev/null 2>"$T/err"; rc=$?
+check "rounds.sh: an OUT_DIR that holds a perf.csv exits 2 (nothing mixed in)" "[ $rc -eq 2 ] && grep -q 'exists' '$T/err'"
+FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 0 "$T/rd0" >/dev/null 2>&1
+check "rounds.sh: zero rounds exits 2" "[ $? -eq 2 ]"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# rounds.sh DEVICE SHAPES.csv ROUNDS OUT_DIR [options]
+#
+# The portable kernel and the vendors on the same shapes, alternating, ROUNDS times in
+# one command: each round runs `fabench run` (the tuned configuration, and each --config
+# as a variant), then `fabench vendors`, appending every verified row to OUT_DIR/perf.csv
+# (its manifest beside it). On a GPU whose clock moves from run to run (the H200 under its
+# power cap moves between 1.7 and 1.98 GHz even in 0.05 s runs), one round is not a
+# verdict: OUT_DIR/rounds.csv then holds, per shape and implementation, the median, min
+# and max TFLOP/s over the rounds and the median SM clock, and per shape and vendor the
+# median over rounds of that round's vendor time / portable time (a ratio within each
+# round, so that rounds at different clocks do not mix). Options:
+#   --budget S        seconds of timed repetitions per run (default 0.05: full clocks)
+#   --impl LIST       vendors (default cudnn,torch-cudnn)
+#   --tuning FILE     the tuning table for the tuned runs (default: fabench's own default)
+#   --config CFG      also time this configuration each round (repeatable; label: its text)
+#   --l2-flush        flush L2 before every run, the vendors' too
+set -u
+if [ $# -lt 4 ]; then
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+fi
+dev=$1; shapes=$2; rounds=$3; out=$4; shift 4
+fab=${FABENCH:-build/fabench}
+budget=0.05; impl=cudnn,torch-cudnn; tuning=(); configs=(); flush=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --budget) budget=${2:-}; shift 2 ;;
+        --impl) impl=${2:-}; shift 2 ;;
+        --tuning) tuning=(--tuning "${2:-}"); shift 2 ;;
+        --config) configs+=("${2:-}"); shift 2 ;;
+        --l2-flush) flush=(--l2-flush); shift ;;
+        *) echo "rounds.sh: unknown option '$1'" >&2; exit 2 ;;
+    esac
+done
+case "$rounds" in ''|*[!0-9]*) echo "rounds.sh: ROUNDS: '$rounds' is not a count" >&2; exit 2 ;; esac
+[ "$rounds" -ge 1 ] && [ "$rounds" -le 100 ] || { echo "rounds.sh: ROUNDS: $rounds is not between 1 and 100" >&2; exit 2; }
+[ -r "$shapes" ] || { echo "rounds.sh: $shapes: cannot read" >&2; exit 2; }
+[ -e "$out/perf.csv" ] && { echo "rounds.sh: $out/perf.csv exists: pick a new OUT_DIR" >&2; exit 2; }
+mkdir -p "$out" || exit 2
+log=$out/rounds.log
+common=(--device "$dev" --shapes "$shapes" --budget "$budget" "${flush[@]}" --out "$out/perf.csv" --append
+        --manifest "$out/manifest.csv")
+for r in $(seq 1 "$rounds"); do
+    echo "== round $r" >>"$log"
+    # every row of a round carries its number in the log; perf.csv rows keep their order
+    "$fab" run "${common[@]}" --tuned "${tuning[@]}" >>"$log" 2>&1
+    rc=$?; [ $rc -le 1 ] || { echo "rounds.sh: fabench run failed (exit $rc); see $log" >&2; exit $rc; }
+    for c in "${configs[@]}"; do
+        "$fab" run "${common[@]}" --config "$c" >>"$log" 2>&1
+        rc=$?; [ $rc -le 1 ] || { echo "rounds.sh: fabench run --config $c failed (exit $rc); see $log" >&2; exit $rc; }
+    done
+    "$fab" vendors "${common[@]}" --impl "$impl" >>"$log" 2>&1
+    rc=$?; [ $rc -le 1 ] || { echo "rounds.sh: fabench vendors failed (exit $rc); see $log" >&2; exit $rc; }
+    echo "rounds.sh: round $r of $rounds done" >&2
+done
+python3 - "$out/perf.csv" "$out/rounds.csv" "$rounds" "$(( 1 + ${#configs[@]} ))" <<'PY' || exit 2
+import csv, os, statistics as st, sys
+perf, dst, rounds, nruns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+rows = list(csv.DictReader(open(perf, newline=""))) if os.path.exists(perf) else []
+# rows come in rounds: each round's portable runs (tuned, then each --config), then its
+# vendors; a shape's k-th portable row of a label belongs to round k
+def label(r):
+    if r["impl"] != "portable":
+        return r["impl"]
+    return "portable --config " + r["config"] if r.get("config_source") == "--config" else "portable"
+count, per = {}, {}
+for r in rows:
+    if r["status"] != "ok":
+        continue
+    key = (r["name"], label(r))
+    k = count.get(key, 0)
+    count[key] = k + 1
+    per.setdefault(key, []).append((k, float(r["median_us"]), float(r["tflops"]), r.get("sm_mhz", "")))
+out = []
+for (name, lab), v in sorted(per.items()):
+    tf = [x[2] for x in v]
+    mhz = [float(x[3]) for x in v if x[3]]
+    out.append({"shape": name, "impl": lab, "rounds": len(v), "tflops_median": "%.4g" % st.median(tf),
+                "tflops_min": "%.4g" % min(tf), "tflops_max": "%.4g" % max(tf),
+                "sm_mhz_median": "%.0f" % st.median(mhz) if mhz else "", "vs_portable_median": ""})
+# vendor time / the tuned portable time of the same round, per shape
+for o in out:
+    if o["impl"].startswith("portable"):
+        continue
+    mine = {k: us for k, us, _, _ in per[(o["shape"], o["impl"])]}
+    ours = {k: us for k, us, _, _ in per.get((o["shape"], "portable"), [])}
+    ratios = [mine[k] / ours[k] for k in mine if k in ours and ours[k] > 0]
+    if ratios:
+        o["vs_portable_median"] = "%.3f" % st.median(ratios)
+tmp = dst + ".tmp"
+with open(tmp, "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=["shape", "impl", "rounds", "tflops_median", "tflops_min", "tflops_max",
+                                      "sm_mhz_median", "vs_portable_median"], lineterminator="\n")
+    w.writeheader()
+    w.writerows(out)
+os.replace(tmp, dst)
+for o in out:
+    extra = "  vendor/portable time %s" % o["vs_portable_median"] if o["vs_portable_median"] else ""
+    print("%-36s %-44.44s %2d rounds  median %7s TFLOP/s (%s-%s) at %s MHz%s" % (
+        o["shape"], o["impl"], o["rounds"], o["tflops_median"], o["tflops_min"], o["tflops_max"], o["sm_mhz_median"] or "?", extra))
+PY
