@@ -299,6 +299,11 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,PACK_GQA=1,WG_SKIP=1", 64, DT_FP16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_SKIP=1", 256, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,PACK_GQA=0,WG_QTMA=1,WG_SKIP=1", 128, DT_BF16, 1, 4096, 0},
+    /* the causal mask as one bound per row (MASK_BOUND): three warpgroups at d = 128 causal
+     * no longer spill (96-124 bytes without it), persistent and counter-fed too; mma.sync */
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,PACK_GQA=0,WG_QTMA=1,WG_OTMA=1,WG_SKIP=1,RED_SPLIT=1,GRID_LPT=1,MASK_BOUND=1", 128, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_SKIP=1,MASK_BOUND=1", 128, DT_FP16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1,PACK_GQA=1,MASK_BOUND=1", 80, DT_BF16, 1, 2048, 1},
 };
 /* ragged batches (VARLEN, four sequences of these length fractions): cp.async, and the
  * copy engine from each sequence's first key */
@@ -647,6 +652,8 @@ static void test_wgmma_rejected(void **state)
     switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_SKIP=1", "WG_SKIP=1 needs WG_WS=1 and no WG_PIPE", "WG_PIPE=0",
                  ";WG_WS=1;WG_SKIP=1", &qe);
     switch_needs(&h100, &s, "MMA=wgmma,WG_SKIP=1", "WG_SKIP=1 needs WG_WS=1", "WG_TMA=1,WG_WS=1", ";WG_TMA=1;WG_WS=1;WG_SKIP=1", &qe);
+    switch_needs(&h100, &s, "MMA=fma,MASK_BOUND=1", "MASK_BOUND=1 applies to MMA=mma and MMA=wgmma only", "MMA=mma,BLOCK_M=64",
+                 ";MASK_BOUND=1", &qe);
     /* persistent work-groups walk dense query blocks only */
     assert_int_equal(kconfig_parse("WG_PERSIST=1", &rtma, err, sizeof err), 0);
     assert_int_equal(kconfig_check(&rtma, &h100, &ragged, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);

@@ -836,6 +836,45 @@ static void test_skip(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* MASK_BOUND (a masked tile's scores against one bound per row): right on causal tiles
+ * with Sq < Skv and Sq > Skv (bottom-right diagonals), partial last tiles, packed GQA,
+ * ragged batches, three warpgroups with WG_SKIP, persistent, d = 80 to 256, fp16, and on
+ * MMA=mma; then timed beside the same configurations without it (three warpgroups spilled
+ * 96-124 bytes at d = 128 causal without it, none with it). */
+static void test_mask_bound(void **state)
+{
+    (void)state;
+    need_hopper();
+    switch_shapes sh = probe_shapes();
+    shape_t skew = mk(2, 4, 2, 300, 777, 128, 1), tall = mk(2, 4, 4, 640, 200, 64, 1);
+    const probe_case cases[] = {
+        {&sh.c128, DT_BF16, "MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_SKIP=1"},
+        {&sh.c128, DT_FP16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PIPE=1,WG_PINGPONG=1,WG_DEFER=1,WG_PVTURN=1,PACK_GQA=1"},
+        {&skew, DT_BF16, "MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,WG_QTMA=1,PACK_GQA=0,WG_SKIP=1,GRID_LPT=1"},
+        {&tall, DT_BF16, "MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_SKIP=1"},
+        {&sh.big, DT_BF16, "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1"},
+        {&sh.d80, DT_BF16, "MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1,PACK_GQA=1"},
+        {&sh.many, DT_BF16, "MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_SKIP=1"},
+        {&sh.rag, DT_BF16, "MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_SKIP=1"},
+        {&sh.nc, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_TMA=1"},
+        {&skew, DT_BF16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"},
+        {&sh.rag, DT_FP16, "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=64,STAGES=2"},
+    };
+    const int bad = run_probe_cases("SPLIT_KV=1,MASK_BOUND=1", cases, sizeof cases / sizeof cases[0]);
+    printf("MASK_BOUND: %s\n", bad ? "wrong results" : "right on every case");
+    const shape_t ref[] = {mk(4, 32, 32, 4096, 4096, 128, 1), mk(4, 32, 8, 4096, 4096, 128, 1), mk(4, 32, 8, 1024, 1024, 128, 1)};
+    const char *base = "MMA=wgmma,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,PACK_GQA=0";
+    const char *timed[] = {
+        ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,WG_SKIP=1,RED_SPLIT=1,GRID_LPT=1",
+        ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,WG_SKIP=1,RED_SPLIT=1,GRID_LPT=1,MASK_BOUND=1",
+        ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_SKIP=1",
+        ",BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_SKIP=1,MASK_BOUND=1",
+        ",BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_DEFER=1,WG_PVTURN=1,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,RED_SPLIT=1,GRID_LPT=1",
+        ",BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=3,WG_PIPE=1,WG_DEFER=1,WG_PVTURN=1,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,RED_SPLIT=1,GRID_LPT=1,MASK_BOUND=1"};
+    time_variants(ref, sizeof ref / sizeof ref[0], base, timed, sizeof timed / sizeof timed[0], 0);
+    assert_int_equal(bad, 0);
+}
+
 /* WG_DEFER's rescale of O with this tile's S left in flight (WG_SINFLIGHT: a wait for all
  * but the newest group before it, so that ptxas does not wait for S there): right with and
  * without the producer warpgroup, ping-pong, P V turns, split barriers, persistent and
@@ -1051,6 +1090,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_qtma),
         cmocka_unit_test(test_wg3),
         cmocka_unit_test(test_skip),
+        cmocka_unit_test(test_mask_bound),
         cmocka_unit_test(test_ragged_tma),
         cmocka_unit_test(test_packed_small),
     };
