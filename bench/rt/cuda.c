@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "rt.h"
+#include "rt_shared.h"
 
 /* ---- the few driver API and NVRTC declarations we use (values as in cuda.h / nvrtc.h) ---- */
 
@@ -377,17 +378,6 @@ static char *prog_log(nvrtcProgram p)
     return log;
 }
 
-/* Appends a line to a malloc'd log (which may be NULL). */
-static char *log_append(char *log, const char *line)
-{
-    size_t a = log ? strlen(log) : 0, b = strlen(line);
-    char *n = realloc(log, a + b + 2);
-    if (!n) return log;
-    if (a && n[a - 1] != '\n') n[a++] = '\n';
-    memcpy(n + a, line, b + 1);
-    return n;
-}
-
 /* " It knows sm_75 sm_80 ..." from NVRTC, or "" where it cannot say. */
 static void supported_archs(char *out, size_t len)
 {
@@ -481,12 +471,12 @@ static int nvrtc_build(const char *arch, const char *source, const char *const *
             char hint[640];
             snprintf(hint, sizeof hint, "error: NVRTC rejected the options; is %s an architecture this NVRTC knows?%s",
                      arch, known);
-            lg = log_append(lg, hint);
+            lg = rt_log_append(lg, hint);
         }
         if (r == NVRTC_ERROR_BUILTIN_OPERATION_FAILURE && o > 0 && (size_t)o < sizeof line)
             snprintf(line + o, sizeof line - (size_t)o, "; NVRTC could not load libnvrtc-builtins.so.%d.%d: put the "
                      "directory of %s on LD_LIBRARY_PATH", nv.major, nv.minor, nv.path[0] ? nv.path : "libnvrtc.so");
-        lg = log_append(lg, line);
+        lg = rt_log_append(lg, line);
         snprintf(err, errlen, "%s", line);
         rc = r == NVRTC_ERROR_COMPILATION || r == NVRTC_ERROR_INVALID_OPTION ? RT_ECOMPILE : RT_ERR;
         goto out_prog;
@@ -556,7 +546,7 @@ static int cu_compile_offline(const char *arch, const char *source, const char *
     if (log) *log = NULL;
     if (!arch || (strncmp(arch, "sm_", 3) != 0 && strncmp(arch, "compute_", 8) != 0)) {
         snprintf(err, errlen, "error: unknown CUDA target '%s': use sm_XY (CUBIN) or compute_XY (PTX)", arch ? arch : "");
-        if (log) *log = log_append(NULL, err);
+        if (log) *log = rt_log_append(NULL, err);
         return RT_ECOMPILE;
     }
     int rc = nvrtc_build(arch, source, defines, ndefines, binary, len, &is_ptx, &lg, err, errlen);
@@ -725,7 +715,7 @@ static int cu_compile(rt_ctx *c, const char *source, const char *const *defines,
         char note[256];
         snprintf(note, sizeof note, "note: NVRTC %d.%d does not know %s; built PTX for %s for the driver to compile",
                  nv.major, nv.minor, c->arch, ptxarch);
-        lg = log_append(lg, note);
+        lg = rt_log_append(lg, note);
     }
     if (rc != 0) {
         if (log) *log = lg;
@@ -893,63 +883,45 @@ static int cu_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *e
 
 /* ---- launches, waiting, timing ---- */
 
+static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->u = (uint64_t)b->ptr; }
+
 static int cu_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t block[3],
                      size_t dyn_shared, const rt_arg *args, int nargs, rt_event **ev,
                      char *err, size_t errlen)
 {
     if (make_current(c, err, errlen) != 0) return RT_ERR;
-    for (int i = 0; i < 3; i++)
-        if (grid[i] == 0 || block[i] == 0 || grid[i] > UINT_MAX || block[i] > UINT_MAX) {
-            snprintf(err, errlen, "launch: grid %zux%zux%zu of blocks %zux%zux%zu is beyond CUDA's limits",
-                     grid[0], grid[1], grid[2], block[0], block[1], block[2]);
-            return RT_ERESOURCE;
-        }
-    size_t threads = block[0] * block[1] * block[2];
-    if (k->max_threads > 0 && threads > (size_t)k->max_threads) {
-        snprintf(err, errlen, "launch: %zu threads per block; this kernel allows at most %ld", threads, k->max_threads);
-        return RT_ERESOURCE;
-    }
+    const int chk = rt_check_launch("CUDA", grid, block, NULL, k->max_threads, err, errlen);
+    if (chk != 0) return chk;
     if (dyn_shared > (size_t)INT_MAX || (k->max_dyn_shared >= 0 && dyn_shared > (size_t)k->max_dyn_shared)) {
         snprintf(err, errlen, "launch: %zu bytes of dynamic shared memory; this kernel on this device allows at most %ld",
                  dyn_shared, k->max_dyn_shared);
         return RT_ERESOURCE;
     }
-    void **params = calloc(nargs > 0 ? (size_t)nargs : 1, sizeof *params);
-    CUdeviceptr *ptrs = calloc(nargs > 0 ? (size_t)nargs : 1, sizeof *ptrs);
-    if (!params || !ptrs) { free(params); free(ptrs); FAIL("%s", "out of memory"); }
-    for (int i = 0; i < nargs; i++) {
-        switch (args[i].kind) {
-        case RT_ARG_BUF: ptrs[i] = args[i].v.buf->ptr; params[i] = &ptrs[i]; break;
-        case RT_ARG_I32: params[i] = (void *)&args[i].v.i32; break;
-        case RT_ARG_I64: params[i] = (void *)&args[i].v.i64; break;
-        case RT_ARG_F32: params[i] = (void *)&args[i].v.f32; break;
-        default: free(params); free(ptrs); FAIL("argument %d: unknown kind", i);
-        }
-    }
+    rt_params pp;
+    if (rt_params_pack(&pp, args, nargs, put_buf, err, errlen) != 0) return RT_ERR;
     rt_event *re = NULL;
     CUresult r;
     if (ev) {
         re = calloc(1, sizeof *re);
-        if (!re) { free(params); free(ptrs); FAIL("%s", "out of memory"); }
+        if (!re) { rt_params_free(&pp); FAIL("%s", "out of memory"); }
         r = cu.cuEventCreate(&re->start, CU_EVENT_DEFAULT);
         if (r == CUDA_SUCCESS) {
             r = cu.cuEventCreate(&re->stop, CU_EVENT_DEFAULT);
             if (r != CUDA_SUCCESS) cu.cuEventDestroy(re->start);
         }
-        if (r != CUDA_SUCCESS) CU_FAIL("cuEventCreate", r, free(re), free(params), free(ptrs));
+        if (r != CUDA_SUCCESS) CU_FAIL("cuEventCreate", r, free(re), rt_params_free(&pp));
         r = cu.cuEventRecord(re->start, c->stream);
         if (r != CUDA_SUCCESS) goto fail;
     }
     r = cu.cuLaunchKernel(k->f, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)block[0],
-                          (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->stream, params, NULL);
+                          (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->stream, pp.params, NULL);
     if (r != CUDA_SUCCESS) goto fail;
     if (re) {
         r = cu.cuEventRecord(re->stop, c->stream);
         if (r != CUDA_SUCCESS) goto fail;
         *ev = re;
     }
-    free(params);
-    free(ptrs);
+    rt_params_free(&pp);
     return 0;
 fail: {
         char d[256];
@@ -963,10 +935,18 @@ fail: {
             cu.cuEventDestroy(re->stop);
             free(re);
         }
-        free(params);
-        free(ptrs);
+        rt_params_free(&pp);
         return res ? RT_ERESOURCE : RT_ERR;
     }
+}
+
+/* rt_poll's query: 0 once the stream is idle, 1 while not */
+static int stream_done(void *arg, char *err, size_t errlen)
+{
+    const CUresult r = cu.cuStreamQuery(((rt_ctx *)arg)->stream);
+    if (r == CUDA_SUCCESS) return 0;
+    if (r != CUDA_ERROR_NOT_READY) CU_FAIL("queued work failed: cuStreamQuery", r, (void)0);
+    return 1;
 }
 
 static int cu_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
@@ -978,21 +958,7 @@ static int cu_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
         if (r != CUDA_SUCCESS) CU_FAIL("queued work failed: cuStreamSynchronize", r, (void)0);
         return 0;
     }
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        r = cu.cuStreamQuery(c->stream);
-        if (r == CUDA_SUCCESS) return 0;
-        if (r != CUDA_ERROR_NOT_READY) CU_FAIL("queued work failed: cuStreamQuery", r, (void)0);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double dt = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
-        if (dt > timeout_s) {
-            snprintf(err, errlen, "device work did not finish within %.1f s", timeout_s);
-            return RT_ETIMEOUT;
-        }
-        struct timespec nap = {0, dt < 0.01 ? 100000 : 1000000};
-        nanosleep(&nap, NULL);
-    }
+    return rt_poll(stream_done, c, timeout_s, err, errlen);
 }
 
 static int cu_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms)

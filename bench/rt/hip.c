@@ -21,6 +21,7 @@
 
 #include "amdgpu.h"
 #include "rt.h"
+#include "rt_shared.h"
 
 /* ---- the few HIP runtime and HIPRTC declarations we use (values as in hip_runtime_api.h
  * and hiprtc.h; the same in ROCm 5 and 6) ---- */
@@ -298,17 +299,6 @@ static int rtc_knows(const char *arch)
 
 /* ---- builds ---- */
 
-/* Appends a line to a malloc'd log (which may be NULL). */
-static char *log_append(char *log, const char *line)
-{
-    size_t a = log ? strlen(log) : 0, b = strlen(line);
-    char *n = realloc(log, a + b + 2);
-    if (!n) return log;
-    if (a && n[a - 1] != '\n') n[a++] = '\n';
-    memcpy(n + a, line, b + 1);
-    return n;
-}
-
 /* "gfx" followed by letters and digits, then optional ":feature+" parts. */
 static int valid_gfx(const char *arch)
 {
@@ -382,8 +372,8 @@ static int rtc_build(const char *arch, const char *source, const char *const *de
                          arch, rtc.hiprtcGetErrorString(r));
         for (int i = 0; i < no && o > 0 && (size_t)o < sizeof line; i++)
             o += snprintf(line + o, sizeof line - (size_t)o, " %s", opts[i]);
-        lg = log_append(lg, line);
-        if (!strstr(lg, "error")) lg = log_append(lg, "error: HIPRTC failed without a diagnostic");
+        lg = rt_log_append(lg, line);
+        if (!strstr(lg, "error")) lg = rt_log_append(lg, "error: HIPRTC failed without a diagnostic");
         snprintf(err, errlen, "%s", line);
         rc = r == HIPRTC_ERROR_COMPILATION || r == HIPRTC_ERROR_INVALID_OPTION ? RT_ECOMPILE : RT_ERR;
     } else {
@@ -512,11 +502,11 @@ static int hipcc_build(const char *arch, const char *source, const char *const *
     char note[768];
     snprintf(note, sizeof note, "note: HIPRTC (%s) does not know %s; built with %s", rtc.path[0] ? rtc.path : "absent",
              arch, hipcc);
-    lg = log_append(lg, note);
+    lg = rt_log_append(lg, note);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
         snprintf(err, errlen, "%s failed (exit %d) for %s", hipcc, code, arch);
-        lg = log_append(lg, code == 127 ? "error: hipcc could not be run" : "error: hipcc failed");
+        lg = rt_log_append(lg, code == 127 ? "error: hipcc could not be run" : "error: hipcc failed");
         rc = code == 127 ? RT_ERR : RT_ECOMPILE;
     } else if (read_whole(obj, &b, &bl) != 0 || bl == 0) {
         free(b);
@@ -578,7 +568,7 @@ static int hip_compile_offline(const char *arch, const char *source, const char 
     *len = 0;
     if (!valid_gfx(arch)) {
         snprintf(err, errlen, "error: unknown AMD target '%s': use gfxNNN (gfx90a, gfx940, gfx942, ...)", arch ? arch : "");
-        if (log) *log = log_append(NULL, err);
+        if (log) *log = rt_log_append(NULL, err);
         if (attrs) meta_attrs(NULL, 0, NULL, attrs);
         return RT_ECOMPILE;
     }
@@ -925,63 +915,44 @@ static int hip_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *e
 
 /* ---- launches, waiting, timing ---- */
 
+static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->p = (void *)b->ptr; }
+
 static int hip_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t block[3], size_t dyn_shared,
                       const rt_arg *args, int nargs, rt_event **ev, char *err, size_t errlen)
 {
     if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
-    for (int i = 0; i < 3; i++)
-        if (grid[i] == 0 || block[i] == 0 || grid[i] > UINT_MAX || block[i] > UINT_MAX ||
-            (hp.info[c->dev].max_grid[i] && grid[i] > hp.info[c->dev].max_grid[i])) {
-            snprintf(err, errlen, "launch: grid %zux%zux%zu of blocks %zux%zux%zu is beyond HIP's limits",
-                     grid[0], grid[1], grid[2], block[0], block[1], block[2]);
-            return RT_ERESOURCE;
-        }
-    size_t threads = block[0] * block[1] * block[2];
-    if (k->max_threads > 0 && threads > (size_t)k->max_threads) {
-        snprintf(err, errlen, "launch: %zu threads per block; this kernel allows at most %ld", threads, k->max_threads);
-        return RT_ERESOURCE;
-    }
+    const int chk = rt_check_launch("HIP", grid, block, hp.info[c->dev].max_grid, k->max_threads, err, errlen);
+    if (chk != 0) return chk;
     if (dyn_shared > (size_t)INT_MAX || (c->shared_limit && dyn_shared + (size_t)k->static_shared > c->shared_limit)) {
         snprintf(err, errlen, "launch: %zu bytes of dynamic LDS on top of %ld static; the device allows %zu in all",
                  dyn_shared, k->static_shared, c->shared_limit);
         return RT_ERESOURCE;
     }
-    void **params = calloc(nargs > 0 ? (size_t)nargs : 1, sizeof *params);
-    void **ptrs = calloc(nargs > 0 ? (size_t)nargs : 1, sizeof *ptrs);
-    if (!params || !ptrs) { free(params); free(ptrs); FAIL("%s", "out of memory"); }
-    for (int i = 0; i < nargs; i++) {
-        switch (args[i].kind) {
-        case RT_ARG_BUF: ptrs[i] = args[i].v.buf->ptr; params[i] = &ptrs[i]; break;
-        case RT_ARG_I32: params[i] = (void *)&args[i].v.i32; break;
-        case RT_ARG_I64: params[i] = (void *)&args[i].v.i64; break;
-        case RT_ARG_F32: params[i] = (void *)&args[i].v.f32; break;
-        default: free(params); free(ptrs); FAIL("argument %d: unknown kind", i);
-        }
-    }
+    rt_params pp;
+    if (rt_params_pack(&pp, args, nargs, put_buf, err, errlen) != 0) return RT_ERR;
     rt_event *re = NULL;
     hipError_t r;
     if (ev) {
         re = calloc(1, sizeof *re);
-        if (!re) { free(params); free(ptrs); FAIL("%s", "out of memory"); }
+        if (!re) { rt_params_free(&pp); FAIL("%s", "out of memory"); }
         r = hp.hipEventCreateWithFlags(&re->start, hipEventDefault);
         if (r == hipSuccess) {
             r = hp.hipEventCreateWithFlags(&re->stop, hipEventDefault);
             if (r != hipSuccess) hp.hipEventDestroy(re->start);
         }
-        if (r != hipSuccess) HIP_FAIL("hipEventCreateWithFlags", r, free(re), free(params), free(ptrs));
+        if (r != hipSuccess) HIP_FAIL("hipEventCreateWithFlags", r, free(re), rt_params_free(&pp));
         r = hp.hipEventRecord(re->start, c->stream);
         if (r != hipSuccess) goto fail;
     }
     r = hp.hipModuleLaunchKernel(k->f, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)block[0],
-                                 (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->stream, params, NULL);
+                                 (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->stream, pp.params, NULL);
     if (r != hipSuccess) goto fail;
     if (re) {
         r = hp.hipEventRecord(re->stop, c->stream);
         if (r != hipSuccess) goto fail;
         *ev = re;
     }
-    free(params);
-    free(ptrs);
+    rt_params_free(&pp);
     return 0;
 fail: {
         char d[256];
@@ -994,10 +965,18 @@ fail: {
             hp.hipEventDestroy(re->stop);
             free(re);
         }
-        free(params);
-        free(ptrs);
+        rt_params_free(&pp);
         return res ? RT_ERESOURCE : RT_ERR;
     }
+}
+
+/* rt_poll's query: 0 once the stream is idle, 1 while not */
+static int stream_done(void *arg, char *err, size_t errlen)
+{
+    const hipError_t r = hp.hipStreamQuery(((rt_ctx *)arg)->stream);
+    if (r == hipSuccess) return 0;
+    if (r != hipErrorNotReady) HIP_FAIL("queued work failed: hipStreamQuery", r, (void)0);
+    return 1;
 }
 
 static int hip_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
@@ -1009,21 +988,7 @@ static int hip_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
         if (r != hipSuccess) HIP_FAIL("queued work failed: hipStreamSynchronize", r, (void)0);
         return 0;
     }
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        r = hp.hipStreamQuery(c->stream);
-        if (r == hipSuccess) return 0;
-        if (r != hipErrorNotReady) HIP_FAIL("queued work failed: hipStreamQuery", r, (void)0);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double dt = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
-        if (dt > timeout_s) {
-            snprintf(err, errlen, "device work did not finish within %.1f s", timeout_s);
-            return RT_ETIMEOUT;
-        }
-        struct timespec nap = {0, dt < 0.01 ? 100000 : 1000000};
-        nanosleep(&nap, NULL);
-    }
+    return rt_poll(stream_done, c, timeout_s, err, errlen);
 }
 
 static int hip_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms)

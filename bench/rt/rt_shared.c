@@ -1,0 +1,91 @@
+/* rt_shared.c: the launch checks, argument arrays and bounded waits of the CUDA and HIP
+ * runtimes (see rt_shared.h). */
+#define _GNU_SOURCE
+#include "rt_shared.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+char *rt_log_append(char *log, const char *line)
+{
+    size_t a = log ? strlen(log) : 0, b = strlen(line);
+    char *n = realloc(log, a + b + 2);
+    if (!n) return log;
+    if (a && n[a - 1] != '\n') n[a++] = '\n';
+    memcpy(n + a, line, b + 1);
+    return n;
+}
+
+int rt_check_launch(const char *api, const size_t grid[3], const size_t block[3], const size_t *max_grid,
+                    long max_threads, char *err, size_t errlen)
+{
+    for (int i = 0; i < 3; i++)
+        if (grid[i] == 0 || block[i] == 0 || grid[i] > UINT_MAX || block[i] > UINT_MAX ||
+            (max_grid && max_grid[i] && grid[i] > max_grid[i])) {
+            snprintf(err, errlen, "launch: grid %zux%zux%zu of blocks %zux%zux%zu is beyond %s's limits", grid[0],
+                     grid[1], grid[2], block[0], block[1], block[2], api);
+            return RT_ERESOURCE;
+        }
+    const size_t threads = block[0] * block[1] * block[2];
+    if (max_threads > 0 && threads > (size_t)max_threads) {
+        snprintf(err, errlen, "launch: %zu threads per block; this kernel allows at most %ld", threads, max_threads);
+        return RT_ERESOURCE;
+    }
+    return 0;
+}
+
+int rt_params_pack(rt_params *out, const rt_arg *args, int nargs, void (*put_buf)(const rt_buf *, rt_param_slot *),
+                   char *err, size_t errlen)
+{
+    const size_t n = nargs > 0 ? (size_t)nargs : 1;
+    out->params = calloc(n, sizeof *out->params);
+    out->slots = calloc(n, sizeof *out->slots);
+    if (!out->params || !out->slots) {
+        rt_params_free(out);
+        snprintf(err, errlen, "out of memory");
+        return RT_ERR;
+    }
+    for (int i = 0; i < nargs; i++) {
+        switch (args[i].kind) {
+        case RT_ARG_BUF: put_buf(args[i].v.buf, &out->slots[i]); out->params[i] = &out->slots[i]; break;
+        case RT_ARG_I32: out->params[i] = (void *)&args[i].v.i32; break;
+        case RT_ARG_I64: out->params[i] = (void *)&args[i].v.i64; break;
+        case RT_ARG_F32: out->params[i] = (void *)&args[i].v.f32; break;
+        default:
+            rt_params_free(out);
+            snprintf(err, errlen, "argument %d: unknown kind", i);
+            return RT_ERR;
+        }
+    }
+    return 0;
+}
+
+void rt_params_free(rt_params *p)
+{
+    free(p->params);
+    free(p->slots);
+    p->params = NULL;
+    p->slots = NULL;
+}
+
+int rt_poll(int (*query)(void *arg, char *err, size_t errlen), void *arg, double timeout_s, char *err,
+            size_t errlen)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        const int q = query(arg, err, errlen);
+        if (q <= 0) return q;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        const double dt = (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+        if (dt > timeout_s) {
+            snprintf(err, errlen, "device work did not finish within %.1f s", timeout_s);
+            return RT_ETIMEOUT;
+        }
+        struct timespec nap = {0, dt < 0.01 ? 100000 : 1000000};
+        nanosleep(&nap, NULL);
+    }
+}
