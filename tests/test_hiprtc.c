@@ -20,20 +20,7 @@
 #include "attn.h"
 #include "config.h"
 #include "rt.h"
-
-static const char *const kernel_src =
-    "extern \"C\" __global__ void scale(float *out, const float *in, int n)\n"
-    "{\n"
-    "    __shared__ float tile[256 * N];\n"
-    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "    float acc[N];\n"
-    "    for (int j = 0; j < N; j++) acc[j] = i < n ? in[i] * (float)(j + 1) : 0.0f;\n"
-    "    for (int j = 0; j < N; j++) tile[threadIdx.x * N + j] = acc[j];\n"
-    "    __syncthreads();\n"
-    "    float s = 0.0f;\n"
-    "    for (int j = 0; j < N; j++) s += tile[((threadIdx.x + 1) % blockDim.x) * N + j];\n"
-    "    if (i < n) out[i] = s;\n"
-    "}\n";
+#include "test_toy_kernel.h"
 
 static const rt_runtime *hip(void)
 {
