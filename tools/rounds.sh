@@ -3,13 +3,14 @@
 #
 # The portable kernel and the vendors on the same shapes, alternating, ROUNDS times in
 # one command: each round runs `fabench run` (the tuned configuration, and each --config
-# as a variant), then `fabench vendors`, appending every verified row to OUT_DIR/perf.csv
-# (its manifest beside it). On a GPU whose clock moves from run to run (the H200 under its
-# power cap moves between 1.7 and 1.98 GHz even in 0.05 s runs), one round is not a
-# verdict: OUT_DIR/rounds.csv then holds, per shape and implementation, the median, min
-# and max TFLOP/s over the rounds and the median SM clock, and per shape and vendor the
-# median over rounds of that round's vendor time / portable time (a ratio within each
-# round, so that rounds at different clocks do not mix). Options:
+# as a variant), then `fabench vendors`, appending every verified row to
+# OUT_DIR/rounds-perf.csv (its manifest: rounds-manifest.csv; names check-results leaves
+# alone, as the rows repeat once per round). On a GPU whose clock moves from run to run
+# (the H200 under its power cap moves between 1.7 and 1.98 GHz even in 0.05 s runs), one
+# round is not a verdict: OUT_DIR/rounds.csv then holds, per shape and implementation,
+# the median, min and max TFLOP/s over the rounds and the median SM clock, and per shape
+# and vendor the median over rounds of that round's vendor time / portable time (a ratio
+# within each round, so that rounds at different clocks do not mix). Options:
 #   --budget S        seconds of timed repetitions per run (default 0.05: full clocks)
 #   --impl LIST       vendors (default cudnn,torch-cudnn)
 #   --tuning FILE     the tuning table for the tuned runs (default: fabench's own default)
@@ -17,7 +18,7 @@
 #   --l2-flush        flush L2 before every run, the vendors' too
 set -u
 if [ $# -lt 4 ]; then
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 dev=$1; shapes=$2; rounds=$3; out=$4; shift 4
@@ -36,14 +37,14 @@ done
 case "$rounds" in ''|*[!0-9]*) echo "rounds.sh: ROUNDS: '$rounds' is not a count" >&2; exit 2 ;; esac
 [ "$rounds" -ge 1 ] && [ "$rounds" -le 100 ] || { echo "rounds.sh: ROUNDS: $rounds is not between 1 and 100" >&2; exit 2; }
 [ -r "$shapes" ] || { echo "rounds.sh: $shapes: cannot read" >&2; exit 2; }
-[ -e "$out/perf.csv" ] && { echo "rounds.sh: $out/perf.csv exists: pick a new OUT_DIR" >&2; exit 2; }
+[ -e "$out/rounds-perf.csv" ] && { echo "rounds.sh: $out/rounds-perf.csv exists: pick a new OUT_DIR" >&2; exit 2; }
 mkdir -p "$out" || exit 2
 log=$out/rounds.log
-common=(--device "$dev" --shapes "$shapes" --budget "$budget" "${flush[@]}" --out "$out/perf.csv" --append
-        --manifest "$out/manifest.csv")
+common=(--device "$dev" --shapes "$shapes" --budget "$budget" "${flush[@]}" --out "$out/rounds-perf.csv" --append
+        --manifest "$out/rounds-manifest.csv")
 for r in $(seq 1 "$rounds"); do
     echo "== round $r" >>"$log"
-    # every row of a round carries its number in the log; perf.csv rows keep their order
+    # every row of a round carries its number in the log; rounds-perf.csv rows keep their order
     "$fab" run "${common[@]}" --tuned "${tuning[@]}" >>"$log" 2>&1
     rc=$?; [ $rc -le 1 ] || { echo "rounds.sh: fabench run failed (exit $rc); see $log" >&2; exit $rc; }
     for c in "${configs[@]}"; do
@@ -54,7 +55,7 @@ for r in $(seq 1 "$rounds"); do
     rc=$?; [ $rc -le 1 ] || { echo "rounds.sh: fabench vendors failed (exit $rc); see $log" >&2; exit $rc; }
     echo "rounds.sh: round $r of $rounds done" >&2
 done
-python3 - "$out/perf.csv" "$out/rounds.csv" "$rounds" "$(( 1 + ${#configs[@]} ))" <<'PY' || exit 2
+python3 - "$out/rounds-perf.csv" "$out/rounds.csv" "$rounds" "$(( 1 + ${#configs[@]} ))" <<'PY' || exit 2
 import csv, os, statistics as st, sys
 perf, dst, rounds, nruns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 rows = list(csv.DictReader(open(perf, newline=""))) if os.path.exists(perf) else []
