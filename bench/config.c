@@ -311,12 +311,16 @@ split:
         c->split_kv = 1; /* the persistent work-groups fill the device themselves; O staged whole */
     } else if (!(c->set & CFG_SPLIT_KV) && !shape_ragged(s)) {
         /* flash-decoding: enough work-groups to fill the device four times over (an
-         * H200 decode sweep: 64 x 8 KV heads ran 1.3x faster split in two) */
+         * H200 decode sweep: 64 x 8 KV heads ran 1.3x faster split in two). Prefill only
+         * splits a grid that leaves compute units idle: each work-group already walks
+         * many key tiles, and the partial results cost a second pass (on an H100, B=1
+         * S=1024 prefill at SPLIT_KV=3 ran 77-144 TFLOP/s, at 1 217-283:
+         * results/nvidia-h100-80gb-hbm3/probes/test_packed_small-c38h-*.log) */
         size_t grid[3];
         c->split_kv = 1;
         kconfig_grid(c, s, grid);
         long groups = (long)(grid[0] * grid[1]);
-        long want = 4L * (dev->compute_units > 0 ? dev->compute_units : 1);
+        long want = (s->sq <= 16 ? 4L : 1L) * (dev->compute_units > 0 ? dev->compute_units : 1);
         long tiles_kv = (s->skv + c->block_n - 1) / c->block_n;
         long split = 1;
         if (groups < want) split = (want + groups - 1) / groups;

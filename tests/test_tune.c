@@ -273,6 +273,37 @@ static void test_config_text_longest(void **state)
     }
 }
 
+/* The default SPLIT_KV (no tuned row): decode fills the device four times over; prefill
+ * splits only a grid that leaves compute units idle, and never past the key tiles. */
+static void test_default_split(void **state)
+{
+    (void)state;
+    rt_device_info hop = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
+                          .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC | RT_FEAT_WGMMA};
+    const struct {
+        shape_t s;
+        int lo, hi;
+    } cases[] = {
+        {mk(1, 32, 8, 1024, 1024, 128, 1), 1, 1}, /* 8 blocks x 32 heads = 256 groups: no split */
+        {mk(2, 32, 8, 1024, 1024, 128, 0), 1, 1},
+        {mk(4, 32, 32, 4096, 4096, 128, 1), 1, 1},
+        {mk(1, 8, 8, 1024, 1024, 128, 0), 2, 3},  /* 64 groups: about one wave split in two or three */
+        {mk(1, 2, 2, 128, 8192, 64, 0), 32, 32},  /* a grid of 2-4 groups: up to the cap */
+        {mk(1, 1, 1, 64, 64, 64, 0), 1, 1},       /* one key tile: nothing to split */
+        {mk(8, 32, 8, 1, 4096, 128, 0), 2, 16},   /* decode: four waves' worth */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kconfig c = {0};
+        kconfig_complete(&c, &hop, &cases[i].s, DT_BF16);
+        if (c.split_kv < cases[i].lo || c.split_kv > cases[i].hi)
+            fail_msg("case %zu: SPLIT_KV=%d, want %d..%d", i, c.split_kv, cases[i].lo, cases[i].hi);
+        size_t grid[3];
+        kconfig_grid(&c, &cases[i].s, grid);
+        if (cases[i].s.sq > 16 && c.split_kv > 1) /* a prefill split stays within one wave */
+            assert_true((long)(grid[0] * grid[1] * (c.split_kv - 1)) < hop.compute_units);
+    }
+}
+
 static void test_class_key(void **state)
 {
     (void)state;
@@ -928,6 +959,7 @@ int main(void)
         cmocka_unit_test(test_space_errors),
         cmocka_unit_test(test_space_enumerate),
         cmocka_unit_test(test_config_text_longest),
+        cmocka_unit_test(test_default_split),
         cmocka_unit_test(test_class_key),
         cmocka_unit_test(test_lookup_work_bucket),
         cmocka_unit_test(test_ragged_classes),
