@@ -135,6 +135,19 @@ int manifest_fill_update(csv_table *t, const rt_device *dev, int argc, char **ar
     return rc;
 }
 
+int manifest_same_gpu(const csv_table *t, const char *path, const rt_device *dev, char *err, size_t errlen)
+{
+    for (size_t r = 0; r < t->nrows; r++) {
+        if (strcmp(t->rows[r][0], "gpu") || !strcmp(t->rows[r][1], dev->info.name)) continue;
+        snprintf(err, errlen,
+                 "%s:%d: field 'value' of key 'gpu': this folder holds %s's results, and this device is %s "
+                 "(one folder per GPU: give this one its own, results/<its slug>/)",
+                 path, t->row_line ? t->row_line[r] : 0, t->rows[r][1], dev->info.name);
+        return FB_EXIT_BADINPUT;
+    }
+    return 0;
+}
+
 int manifest_update(const char *path, const rt_device *dev, int argc, char **argv, int update, char *err, size_t errlen)
 {
     static const char *const header[2] = {"key", "value"};
@@ -142,6 +155,10 @@ int manifest_update(const char *path, const rt_device *dev, int argc, char **arg
     char prefix[32];
     int rc = csvt_open_append(path, header, 2, &t, err, errlen);
     if (rc != 0) return rc;
+    if ((rc = manifest_same_gpu(t, path, dev, err, errlen)) != 0) {
+        csvt_free(t);
+        return rc;
+    }
     rc = (update ? manifest_fill_update(t, dev, argc, argv, prefix, sizeof prefix) : manifest_fill(t, dev, argc, argv)) == 0
              ? csvt_write_atomic(t, path, err, errlen)
              : (snprintf(err, errlen, "out of memory"), -1);

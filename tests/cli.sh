@@ -351,6 +351,21 @@ if grep -q '^update\.3\.vendors\.command,.*--update' "$T/u.man.csv" && grep -q '
     [ "$(grep '^date,' "$T/u.man.csv")" = "$(grep '^date,' "$T/u.man.orig")" ]
 then ok "vendors --update: the manifest notes the command and the vendors under update.3."
 else bad "vendors --update: the manifest notes the command and the vendors under update.3." "$(grep '^update\.3' "$T/u.man.csv" | cut -c1-80)"; fi
+# one folder per GPU: a manifest naming another GPU stops run, vendors and tune before any
+# work, naming the file, the line of its gpu key and both GPUs; nothing is written
+mkdir -p "$T/other" && sed 's/^gpu,.*/gpu,Some Other GPU/' "$T/u.man.csv" >"$T/other/manifest.csv"
+gline=$(grep -n '^gpu,' "$T/other/manifest.csv" | cut -d: -f1)
+cp "$T/u.csv" "$T/other/perf.csv"; cp "$T/other/manifest.csv" "$T/other/m.orig"; cp "$T/u.csv" "$T/other/p.orig"
+for cmd in run vendors; do
+    run $cmd --device opencl:0 --shapes "$T/first.csv" --out "$T/other/perf.csv" --update --manifest "$T/other/manifest.csv"
+    check "$cmd: a manifest of another GPU exits 2 naming file, line and both GPUs" 2 \
+        err "$T/other/manifest.csv:$gline: field 'value' of key 'gpu'" err "Some Other GPU" err "one folder per GPU"
+done
+run tune --device opencl:0 --shapes "$T/first.csv" --results "$T/other" --budget 1
+check "tune: a results folder of another GPU exits 2" 2 err "$T/other/manifest.csv:$gline" err "Some Other GPU"
+if cmp -s "$T/other/manifest.csv" "$T/other/m.orig" && cmp -s "$T/other/perf.csv" "$T/other/p.orig" && [ ! -s "$T/other/tuning.csv" ]
+then ok "another GPU's folder: manifest and perf.csv untouched, no tuning rows"
+else bad "another GPU's folder: manifest and perf.csv untouched, no tuning rows" "$(ls -l "$T/other")"; fi
 run run --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --resume
 check "--update with --resume exits 2 saying why" 2 err "--update" err "--resume"
 run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --resume
