@@ -10,20 +10,24 @@
 # round is not a verdict: OUT_DIR/rounds.csv then holds, per shape and implementation,
 # the median, min and max TFLOP/s over the rounds and the median SM clock, and per shape
 # and vendor the median over rounds of that round's vendor time / portable time (a ratio
-# within each round, so that rounds at different clocks do not mix). Options:
+# within each round, so that rounds at different clocks do not mix), and the same ratio in
+# SM cycles (each side's time times the SM clock it ran at; empty without clock readings):
+# above 1 the portable kernel needs fewer cycles. Options:
 #   --budget S        seconds of timed repetitions per run (default 0.05: full clocks)
 #   --impl LIST       vendors (default cudnn,torch-cudnn)
 #   --tuning FILE     the tuning table for the tuned runs (default: fabench's own default)
 #   --config CFG      also time this configuration each round (repeatable; label: its text)
 #   --l2-flush        flush L2 before every run, the vendors' too
+#   --summary-only    no runs: summarise OUT_DIR's rounds-perf.csv into rounds.csv again
+#                     (DEVICE and SHAPES are not read)
 set -u
 if [ $# -lt 4 ]; then
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 dev=$1; shapes=$2; rounds=$3; out=$4; shift 4
 fab=${FABENCH:-build/fabench}
-budget=0.05; impl=cudnn,torch-cudnn; tuning=(); configs=(); flush=()
+budget=0.05; impl=cudnn,torch-cudnn; tuning=(); configs=(); flush=(); only=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --budget) budget=${2:-}; shift 2 ;;
@@ -31,18 +35,26 @@ while [ $# -gt 0 ]; do
         --tuning) tuning=(--tuning "${2:-}"); shift 2 ;;
         --config) configs+=("${2:-}"); shift 2 ;;
         --l2-flush) flush=(--l2-flush); shift ;;
+        --summary-only) only=1; shift ;;
         *) echo "rounds.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
 case "$rounds" in ''|*[!0-9]*) echo "rounds.sh: ROUNDS: '$rounds' is not a count" >&2; exit 2 ;; esac
-[ "$rounds" -ge 1 ] && [ "$rounds" -le 100 ] || { echo "rounds.sh: ROUNDS: $rounds is not between 1 and 100" >&2; exit 2; }
-[ -r "$shapes" ] || { echo "rounds.sh: $shapes: cannot read" >&2; exit 2; }
-[ -e "$out/rounds-perf.csv" ] && { echo "rounds.sh: $out/rounds-perf.csv exists: pick a new OUT_DIR" >&2; exit 2; }
+if [ "$only" -eq 0 ] && { [ "$rounds" -lt 1 ] || [ "$rounds" -gt 100 ]; }; then
+    echo "rounds.sh: ROUNDS: $rounds is not between 1 and 100" >&2; exit 2
+fi
+if [ "$only" -eq 1 ]; then
+    [ -r "$out/rounds-perf.csv" ] || { echo "rounds.sh: --summary-only: $out/rounds-perf.csv: cannot read" >&2; exit 2; }
+    rounds=0
+else
+    [ -r "$shapes" ] || { echo "rounds.sh: $shapes: cannot read" >&2; exit 2; }
+    [ -e "$out/rounds-perf.csv" ] && { echo "rounds.sh: $out/rounds-perf.csv exists: pick a new OUT_DIR" >&2; exit 2; }
+fi
 mkdir -p "$out" || exit 2
 log=$out/rounds.log
 common=(--device "$dev" --shapes "$shapes" --budget "$budget" "${flush[@]}" --out "$out/rounds-perf.csv" --append
         --manifest "$out/rounds-manifest.csv")
-for r in $(seq 1 "$rounds"); do
+for r in $(seq 1 "$rounds"); do  # none with --summary-only
     echo "== round $r" >>"$log"
     # every row of a round carries its number in the log; rounds-perf.csv rows keep their order
     "$fab" run "${common[@]}" --tuned "${tuning[@]}" >>"$log" 2>&1
@@ -79,7 +91,8 @@ for (name, lab), v in sorted(per.items()):
     mhz = [float(x[3]) for x in v if x[3]]
     out.append({"shape": name, "impl": lab, "rounds": len(v), "tflops_median": "%.4g" % st.median(tf),
                 "tflops_min": "%.4g" % min(tf), "tflops_max": "%.4g" % max(tf),
-                "sm_mhz_median": "%.0f" % st.median(mhz) if mhz else "", "vs_portable_median": ""})
+                "sm_mhz_median": "%.0f" % st.median(mhz) if mhz else "", "vs_portable_median": "",
+                "vs_portable_cycles_median": ""})
 # vendor time / the tuned portable time of the same round, per shape
 for o in out:
     if o["impl"].startswith("portable"):
@@ -89,15 +102,24 @@ for o in out:
     ratios = [mine[k] / ours[k] for k in mine if k in ours and ours[k] > 0]
     if ratios:
         o["vs_portable_median"] = "%.3f" % st.median(ratios)
+    # the same per round in SM cycles, where both sides have a clock reading
+    mc = {k: us * float(m) for k, us, _, m in per[(o["shape"], o["impl"])] if m}
+    oc = {k: us * float(m) for k, us, _, m in per.get((o["shape"], "portable"), []) if m}
+    cyc = [mc[k] / oc[k] for k in mc if k in oc and oc[k] > 0]
+    if cyc:
+        o["vs_portable_cycles_median"] = "%.3f" % st.median(cyc)
 tmp = dst + ".tmp"
 with open(tmp, "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=["shape", "impl", "rounds", "tflops_median", "tflops_min", "tflops_max",
-                                      "sm_mhz_median", "vs_portable_median"], lineterminator="\n")
+                                      "sm_mhz_median", "vs_portable_median", "vs_portable_cycles_median"],
+                       lineterminator="\n")
     w.writeheader()
     w.writerows(out)
 os.replace(tmp, dst)
 for o in out:
     extra = "  vendor/portable time %s" % o["vs_portable_median"] if o["vs_portable_median"] else ""
+    if o["vs_portable_cycles_median"]:
+        extra += ", cycles %s" % o["vs_portable_cycles_median"]
     print("%-36s %-44.44s %2d rounds  median %7s TFLOP/s (%s-%s) at %s MHz%s" % (
         o["shape"], o["impl"], o["rounds"], o["tflops_median"], o["tflops_min"], o["tflops_max"], o["sm_mhz_median"] or "?", extra))
 PY
