@@ -148,6 +148,18 @@ int manifest_same_gpu(const csv_table *t, const char *path, const rt_device *dev
     return 0;
 }
 
+int manifest_check_path(const char *path, const rt_device *dev, char *err, size_t errlen)
+{
+    static const char *const header[2] = {"key", "value"};
+    if (access(path, F_OK) != 0) return 0;
+    csv_table *t;
+    int rc = csvt_open_append(path, header, 2, &t, err, errlen);
+    if (rc != 0) return rc;
+    rc = manifest_same_gpu(t, path, dev, err, errlen);
+    csvt_free(t);
+    return rc;
+}
+
 int manifest_update(const char *path, const rt_device *dev, int argc, char **argv, int update, char *err, size_t errlen)
 {
     static const char *const header[2] = {"key", "value"};

@@ -20,6 +20,9 @@ int manifest_fill_update(csv_table *t, const rt_device *dev, int argc, char **ar
  * both GPUs (a command sent to another machine than the one its folder is for stops here,
  * before any work). */
 int manifest_same_gpu(const csv_table *t, const char *path, const rt_device *dev, char *err, size_t errlen);
+/* manifest_same_gpu on the file at path, read only (0 when there is none yet): for a
+ * command to call before it writes anything beside the manifest (a fresh perf.csv). */
+int manifest_check_path(const char *path, const rt_device *dev, char *err, size_t errlen);
 /* Loads PATH (or starts an empty manifest), checks it is this GPU's (manifest_same_gpu),
  * fills it (manifest_fill, or with `update` manifest_fill_update), writes it back atomically.
  * Returns 0, 2 (PATH is not a manifest, or another GPU's) or -1; err filled on failure. */

@@ -200,6 +200,13 @@ int cmd_run(int argc, char **argv)
         return FB_EXIT_BADINPUT;
     }
     if (l2_flush) ao.timing.l2_flush_bytes = timing_flush_bytes(&dev.info);
+    /* another GPU's folder: refused before its perf.csv is touched */
+    if (manifest_path && (rc = manifest_check_path(manifest_path, &dev, err, sizeof err)) != 0) {
+        fprintf(stderr, "fabench run: manifest: %s\n", err);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
     /* nothing half-written: prove the output can be written before any work */
     if (csvt_write_atomic(table, out, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);

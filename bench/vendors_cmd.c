@@ -147,6 +147,7 @@ int cmd_vendors(int argc, char **argv)
     rt_device dev;
     csv_table *table = NULL;
     if (rt_select(device, &dev, err, sizeof err) != 0 ||
+        (manifest_path && manifest_check_path(manifest_path, &dev, err, sizeof err) != 0) ||
         (append ? perf_open_append(out, &table, err, sizeof err)
                 : ((table = csvt_new(perf_header, perf_ncols)) ? 0 : (snprintf(err, sizeof err, "out of memory"), -1))) != 0 ||
         csvt_write_atomic(table, out, err, sizeof err) != 0) {

@@ -357,9 +357,11 @@ mkdir -p "$T/other" && sed 's/^gpu,.*/gpu,Some Other GPU/' "$T/u.man.csv" >"$T/o
 gline=$(grep -n '^gpu,' "$T/other/manifest.csv" | cut -d: -f1)
 cp "$T/u.csv" "$T/other/perf.csv"; cp "$T/other/manifest.csv" "$T/other/m.orig"; cp "$T/u.csv" "$T/other/p.orig"
 for cmd in run vendors; do
-    run $cmd --device opencl:0 --shapes "$T/first.csv" --out "$T/other/perf.csv" --update --manifest "$T/other/manifest.csv"
-    check "$cmd: a manifest of another GPU exits 2 naming file, line and both GPUs" 2 \
-        err "$T/other/manifest.csv:$gline: field 'value' of key 'gpu'" err "Some Other GPU" err "one folder per GPU"
+    for mode in --update ""; do # a fresh run too: refused before its empty perf.csv replaces theirs
+        run $cmd --device opencl:0 --shapes "$T/first.csv" --out "$T/other/perf.csv" $mode --manifest "$T/other/manifest.csv"
+        check "$cmd ${mode:-(fresh)}: a manifest of another GPU exits 2 naming file, line and both GPUs" 2 \
+            err "$T/other/manifest.csv:$gline: field 'value' of key 'gpu'" err "Some Other GPU" err "one folder per GPU"
+    done
 done
 run tune --device opencl:0 --shapes "$T/first.csv" --results "$T/other" --budget 1
 check "tune: a results folder of another GPU exits 2" 2 err "$T/other/manifest.csv:$gline" err "Some Other GPU"
