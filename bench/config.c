@@ -320,11 +320,12 @@ split:
         c->split_kv = 1;
         kconfig_grid(c, s, grid);
         long groups = (long)(grid[0] * grid[1]);
-        long want = (s->sq <= 16 ? 4L : 1L) * (dev->compute_units > 0 ? dev->compute_units : 1);
+        const int decode = s->sq <= 16;
+        long want = (decode ? 4L : 1L) * (dev->compute_units > 0 ? dev->compute_units : 1);
         long tiles_kv = (s->skv + c->block_n - 1) / c->block_n;
         long split = 1;
         /* prefill rounds down: the split grid stays within the one wave */
-        if (groups < want) split = s->sq <= 16 ? (want + groups - 1) / groups : want / groups;
+        if (groups < want) split = decode ? (want + groups - 1) / groups : want / groups;
         if (split > tiles_kv) split = tiles_kv;
         if (split > 32) split = 32;
         if (split < 1) split = 1;

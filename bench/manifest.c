@@ -135,7 +135,8 @@ int manifest_fill_update(csv_table *t, const rt_device *dev, int argc, char **ar
     return rc;
 }
 
-int manifest_same_gpu(const csv_table *t, const char *path, const rt_device *dev, char *err, size_t errlen)
+/* manifest_check_path's test on a loaded manifest t */
+static int same_gpu(const csv_table *t, const char *path, const rt_device *dev, char *err, size_t errlen)
 {
     for (size_t r = 0; r < t->nrows; r++) {
         if (strcmp(t->rows[r][0], "gpu") || !strcmp(t->rows[r][1], dev->info.name)) continue;
@@ -155,7 +156,7 @@ int manifest_check_path(const char *path, const rt_device *dev, char *err, size_
     csv_table *t;
     int rc = csvt_open_append(path, header, 2, &t, err, errlen);
     if (rc != 0) return rc;
-    rc = manifest_same_gpu(t, path, dev, err, errlen);
+    rc = same_gpu(t, path, dev, err, errlen);
     csvt_free(t);
     return rc;
 }
@@ -167,7 +168,7 @@ int manifest_update(const char *path, const rt_device *dev, int argc, char **arg
     char prefix[32];
     int rc = csvt_open_append(path, header, 2, &t, err, errlen);
     if (rc != 0) return rc;
-    if ((rc = manifest_same_gpu(t, path, dev, err, errlen)) != 0) {
+    if ((rc = same_gpu(t, path, dev, err, errlen)) != 0) {
         csvt_free(t);
         return rc;
     }

@@ -15,15 +15,13 @@ int manifest_fill(csv_table *t, const rt_device *dev, int argc, char **argv);
  * t, so the run's own keys keep describing the rows it wrote; a manifest without a `gpu` key
  * takes the plain keys too. The prefix ("update.N.") is written to prefix. 0 or -1. */
 int manifest_fill_update(csv_table *t, const rt_device *dev, int argc, char **argv, char *prefix, size_t plen);
-/* One results folder holds one GPU's results: 0 when t (loaded from path) names no GPU or
- * names this device's; otherwise 2, with err naming the file, the line of its `gpu` key and
- * both GPUs (a command sent to another machine than the one its folder is for stops here,
- * before any work). */
-int manifest_same_gpu(const csv_table *t, const char *path, const rt_device *dev, char *err, size_t errlen);
-/* manifest_same_gpu on the file at path, read only (0 when there is none yet): for a
- * command to call before it writes anything beside the manifest (a fresh perf.csv). */
+/* One results folder holds one GPU's results: 0 when the manifest at path does not exist,
+ * names no GPU or names this device's; otherwise 2, with err naming the file, the line of its
+ * `gpu` key and both GPUs. Read only: for a command to call before it writes anything beside
+ * the manifest (a fresh perf.csv), so that a command sent to another machine than the one
+ * its folder is for stops before any work. */
 int manifest_check_path(const char *path, const rt_device *dev, char *err, size_t errlen);
-/* Loads PATH (or starts an empty manifest), checks it is this GPU's (manifest_same_gpu),
+/* Loads PATH (or starts an empty manifest), checks it is this GPU's (as manifest_check_path),
  * fills it (manifest_fill, or with `update` manifest_fill_update), writes it back atomically.
  * Returns 0, 2 (PATH is not a manifest, or another GPU's) or -1; err filled on failure. */
 int manifest_update(const char *path, const rt_device *dev, int argc, char **argv, int update, char *err, size_t errlen);

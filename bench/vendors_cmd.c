@@ -176,7 +176,6 @@ int cmd_vendors(int argc, char **argv)
     static const char *const mh[2] = {"key", "value"};
     char mprefix[32] = ""; /* --update: this command's keys go under update.N. */
     if (manifest_path && (csvt_open_append(manifest_path, mh, 2, &man, err, sizeof err) != 0 ||
-                          manifest_same_gpu(man, manifest_path, &dev, err, sizeof err) != 0 ||
                           (update ? manifest_fill_update(man, &dev, argc + 1, argv - 1, mprefix, sizeof mprefix)
                                   : manifest_fill(man, &dev, argc + 1, argv - 1)) != 0)) {
         fprintf(stderr, "fabench vendors: manifest: %s\n", err[0] ? err : "out of memory");

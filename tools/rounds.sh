@@ -67,9 +67,9 @@ for r in $(seq 1 "$rounds"); do  # none with --summary-only
     rc=$?; [ $rc -le 1 ] || { echo "rounds.sh: fabench vendors failed (exit $rc); see $log" >&2; exit $rc; }
     echo "rounds.sh: round $r of $rounds done" >&2
 done
-python3 - "$out/rounds-perf.csv" "$out/rounds.csv" "$rounds" "$(( 1 + ${#configs[@]} ))" <<'PY' || exit 2
+python3 - "$out/rounds-perf.csv" "$out/rounds.csv" <<'PY' || exit 2
 import csv, os, statistics as st, sys
-perf, dst, rounds, nruns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+perf, dst = sys.argv[1], sys.argv[2]
 rows = list(csv.DictReader(open(perf, newline=""))) if os.path.exists(perf) else []
 # rows come in rounds: each round's portable runs (tuned, then each --config), then its
 # vendors; a shape's k-th portable row of a label belongs to round k
@@ -93,19 +93,17 @@ for (name, lab), v in sorted(per.items()):
                 "tflops_min": "%.4g" % min(tf), "tflops_max": "%.4g" % max(tf),
                 "sm_mhz_median": "%.0f" % st.median(mhz) if mhz else "", "vs_portable_median": "",
                 "vs_portable_cycles_median": ""})
-# vendor time / the tuned portable time of the same round, per shape
+# vendor time / the tuned portable time of the same round, per shape; the same in SM
+# cycles (time x clock) where both rows of the round have a clock reading
 for o in out:
     if o["impl"].startswith("portable"):
         continue
-    mine = {k: us for k, us, _, _ in per[(o["shape"], o["impl"])]}
-    ours = {k: us for k, us, _, _ in per.get((o["shape"], "portable"), [])}
-    ratios = [mine[k] / ours[k] for k in mine if k in ours and ours[k] > 0]
+    ours = {k: (us, m) for k, us, _, m in per.get((o["shape"], "portable"), []) if us > 0}
+    pairs = [(us, m, ours[k]) for k, us, _, m in per[(o["shape"], o["impl"])] if k in ours]
+    ratios = [us / o_us for us, _, (o_us, _) in pairs]
+    cyc = [us * float(m) / (o_us * float(o_m)) for us, m, (o_us, o_m) in pairs if m and o_m and float(o_m) > 0]
     if ratios:
         o["vs_portable_median"] = "%.3f" % st.median(ratios)
-    # the same per round in SM cycles, where both sides have a clock reading
-    mc = {k: us * float(m) for k, us, _, m in per[(o["shape"], o["impl"])] if m}
-    oc = {k: us * float(m) for k, us, _, m in per.get((o["shape"], "portable"), []) if m}
-    cyc = [mc[k] / oc[k] for k in mc if k in oc and oc[k] > 0]
     if cyc:
         o["vs_portable_cycles_median"] = "%.3f" % st.median(cyc)
 tmp = dst + ".tmp"
