@@ -45,7 +45,7 @@ static const struct {
     {"WG_QPREFETCH", offsetof(kconfig, wg_qprefetch), CFG_WG_QPREFETCH}, {"WG_HOLDPV", offsetof(kconfig, wg_holdpv), CFG_WG_HOLDPV},
     {"WG_SINFLIGHT", offsetof(kconfig, wg_sinflight), CFG_WG_SINFLIGHT}, {"WG_OSTAGE", offsetof(kconfig, wg_ostage), CFG_WG_OSTAGE},
     {"WG_QTMA", offsetof(kconfig, wg_qtma), CFG_WG_QTMA}, {"WG_OTMA", offsetof(kconfig, wg_otma), CFG_WG_OTMA},
-    {"WG_SKIP", offsetof(kconfig, wg_skip), CFG_WG_SKIP},
+    {"WG_SKIP", offsetof(kconfig, wg_skip), CFG_WG_SKIP},         {"WG_HALF", offsetof(kconfig, wg_half), CFG_WG_HALF},
     {"WG_SWIZZLE", offsetof(kconfig, wg_swizzle), CFG_WG_SWIZZLE},
 };
 #define N_WG_FLAGS (sizeof wg_flags / sizeof wg_flags[0])
@@ -115,7 +115,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
-            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, RED_SPLIT, MASK_BOUND, GRID_LPT, FAULT_*)", k);
+            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND, GRID_LPT, FAULT_*)", k);
             rc = FB_EXIT_BADINPUT;
             break;
         }
@@ -182,11 +182,11 @@ void kconfig_str(const kconfig *c, char *out, size_t outlen)
 {
     char lpt[24] = "";
     if (c->grid_lpt) snprintf(lpt, sizeof lpt, ";GRID_LPT=%d", c->grid_lpt);
-    int n = snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
+    int n = snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
              c->wg_pipe ? ";WG_PIPE=1" : "", c->mma != MMA_WGMMA ? "" : c->wg_swizzle ? ";WG_SWIZZLE=1" : ";WG_SWIZZLE=0",
              c->wg_tma ? ";WG_TMA=1" : "", c->wg_ws ? ";WG_WS=1" : "", c->wg_pingpong ? ";WG_PINGPONG=1" : "", c->wg_kvsplit ? ";WG_KVSPLIT=1" : "", c->wg_persist ? ";WG_PERSIST=1" : "",
-             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->wg_ostage ? ";WG_OSTAGE=1" : "", c->wg_qtma ? ";WG_QTMA=1" : "", c->wg_otma ? ";WG_OTMA=1" : "", c->wg_skip ? ";WG_SKIP=1" : "", c->red_split ? ";RED_SPLIT=1" : "", c->mask_bound ? ";MASK_BOUND=1" : "", lpt, c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
+             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->wg_ostage ? ";WG_OSTAGE=1" : "", c->wg_qtma ? ";WG_QTMA=1" : "", c->wg_otma ? ";WG_OTMA=1" : "", c->wg_skip ? ";WG_SKIP=1" : "", c->wg_half ? ";WG_HALF=1" : "", c->red_split ? ";RED_SPLIT=1" : "", c->mask_bound ? ";MASK_BOUND=1" : "", lpt, c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
              c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" :
              c->fault_linear_pages ? ";FAULT_LINEAR_PAGES=1" : "");
     if (n < 0 || (size_t)n >= outlen) { /* a cut name would be recorded as another configuration */
@@ -417,6 +417,10 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
     }
     if (c->wg_skip && (!c->wg_ws || c->wg_pipe)) {
         snprintf(reason, len, "WG_SKIP=1 needs WG_WS=1 and no WG_PIPE (a skipped tile's warpgroup only takes its turn and releases the stage)");
+        return ST_UNSUPPORTED;
+    }
+    if (c->wg_half && (!c->wg_skip || (c->block_n != 128 && c->block_n != 192 && c->block_n != 256))) {
+        snprintf(reason, len, "WG_HALF=1 needs WG_SKIP=1 (its bound on the warpgroup's keys) and BLOCK_N = 128, 192 or 256 (half a tile is a wgmma width)");
         return ST_UNSUPPORTED;
     }
     if (c->wg_qprefetch && !c->wg_persist) {

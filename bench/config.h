@@ -28,6 +28,7 @@ typedef struct {
     int wg_otma; /* WG_OSTAGE, WG_TMA, dense, PACK_GQA=0: one thread per warpgroup stores the staged O rows by the copy engine */
     int wg_qtma; /* WG_WS without WG_PERSIST or WG_QEARLY, dense, PACK_GQA=0: the producer brings Q in by the copy engine before K and V */
     int wg_skip; /* wgmma: a consumer warpgroup issues no MMA for a key tile none of its rows sees (past the last row; causal, past its diagonal) */
+    int wg_half; /* WG_SKIP: a live tile whose second half none of the warpgroup's rows sees takes S and P V over its first half only */
     int wg_sinflight; /* WG_DEFER: a wait for all but this tile's S before O's rescale, so that ptxas does not wait for S there */
     int wg_ws;  /* wgmma + TMA: warp specialisation, a producer warpgroup feeds the stages (no CTA barrier per tile) */
     int grid_lpt; /* dense batches: the launch order visits the heaviest query blocks first (longest first), in sections of groups (1: as many as fit L2, N > 1: N) */
@@ -37,11 +38,11 @@ typedef struct {
     int fault_hang, fault_oob, fault_compile, fault_linear_pages;
 } kconfig;
 
-enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CFG_KPAD = 16, CFG_MMA = 32, CFG_STAGES = 64, CFG_PACK_GQA = 128, CFG_WARP_M = 256, CFG_WG_PIPE = 512, CFG_WG_SWIZZLE = 1024, CFG_WG_TMA = 2048, CFG_WG_WS = 4096, CFG_WG_PINGPONG = 8192, CFG_GRID_LPT = 16384, CFG_WG_PERSIST = 32768, CFG_WG_KVSPLIT = 65536, CFG_WG_DEFER = 131072, CFG_WG_PVTURN = 262144, CFG_WG_DYNAMIC = 524288, CFG_WG_QEARLY = 1048576, CFG_WG_QPREFETCH = 2097152, CFG_WG_HOLDPV = 4194304, CFG_RED_SPLIT = 8388608, CFG_WG_SINFLIGHT = 16777216, CFG_WG_OSTAGE = 33554432, CFG_WG_QTMA = 67108864, CFG_WG_OTMA = 134217728, CFG_WG_SKIP = 268435456, CFG_MASK_BOUND = 536870912 };
+enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CFG_KPAD = 16, CFG_MMA = 32, CFG_STAGES = 64, CFG_PACK_GQA = 128, CFG_WARP_M = 256, CFG_WG_PIPE = 512, CFG_WG_SWIZZLE = 1024, CFG_WG_TMA = 2048, CFG_WG_WS = 4096, CFG_WG_PINGPONG = 8192, CFG_GRID_LPT = 16384, CFG_WG_PERSIST = 32768, CFG_WG_KVSPLIT = 65536, CFG_WG_DEFER = 131072, CFG_WG_PVTURN = 262144, CFG_WG_DYNAMIC = 524288, CFG_WG_QEARLY = 1048576, CFG_WG_QPREFETCH = 2097152, CFG_WG_HOLDPV = 4194304, CFG_RED_SPLIT = 8388608, CFG_WG_SINFLIGHT = 16777216, CFG_WG_OSTAGE = 33554432, CFG_WG_QTMA = 67108864, CFG_WG_OTMA = 134217728, CFG_WG_SKIP = 268435456, CFG_MASK_BOUND = 536870912, CFG_WG_HALF = 1073741824 };
 
 /* Parses "K=V,K=V" (or ';'), overriding fields of *c and marking them in c->set.
  * Keys: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA (fma, mma, mfma, wgmma),
- * WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA and WG_SKIP (0 or 1; wgmma only), RED_SPLIT and MASK_BOUND (0 or 1; mma and wgmma), GRID_LPT (0; 1: sections sized to L2; N > 1: sections of N groups),
+ * WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP and WG_HALF (0 or 1; wgmma only), RED_SPLIT and MASK_BOUND (0 or 1; mma and wgmma), GRID_LPT (0; 1: sections sized to L2; N > 1: sections of N groups),
  * FAULT_SKIP_LAST_TILE.
  * Returns 0 or 2 with err naming the key. */
 int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen);
@@ -53,7 +54,7 @@ void kconfig_overlay(kconfig *dst, const kconfig *src);
  * configuration's text is this size, and kconfig_str aborts rather than cut one short. */
 #define KCONFIG_STR_MAX 512
 
-/* Canonical text form, ';' separated, every tuned field (WG_PIPE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, RED_SPLIT, MASK_BOUND and GRID_LPT only when set, WG_SWIZZLE
+/* Canonical text form, ';' separated, every tuned field (WG_PIPE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND and GRID_LPT only when set, WG_SWIZZLE
  * only for wgmma, so that the configurations recorded before they existed keep their names). */
 void kconfig_str(const kconfig *c, char *out, size_t outlen);
 

@@ -45,7 +45,7 @@ static void usage_run(FILE *f)
             "                     with MMA=wgmma also WG_SWIZZLE, WG_TMA, WG_WS, WG_PIPE,\n"
             "                     WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC,\n"
             "                     WG_QEARLY, WG_QPREFETCH, WG_HOLDPV,\n"
-            "                     WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, RED_SPLIT, MASK_BOUND\n"
+            "                     WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND\n"
             "                     (0 or 1; kernels/space.csv says which combine); unset ones get\n"
             "                     per-device, per-shape defaults\n"
             "  --tuned            take each shape's configuration from the tuning table (`fabench\n"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFEAT 30
+#define NFEAT 31
 #define BO_INIT 8          /* random probes before the model steers */
 #define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
@@ -86,6 +86,7 @@ static void features(const kconfig *c, double *f)
     f[27] = (double)c->wg_otma;
     f[28] = (double)c->wg_skip;
     f[29] = (double)c->mask_bound;
+    f[30] = (double)c->wg_half;
 }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)

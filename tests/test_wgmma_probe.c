@@ -875,6 +875,51 @@ static void test_mask_bound(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* WG_HALF (S and P V over the first half of a tile whose second half none of a
+ * warpgroup's rows sees): right on causal tiles across a warpgroup's diagonal with Sq < Skv
+ * and Sq > Skv, both mask forms, packed GQA, split barriers, persistent and counter-fed
+ * blocks with Q prefetched, ragged batches, d = 64 to 128, 192-key tiles (a 96-wide half),
+ * fp16, and a non-causal sequence whose last tile holds under half its keys; then timed
+ * beside the same configurations without it. */
+static void test_half(void **state)
+{
+    (void)state;
+    need_hopper();
+    switch_shapes sh = probe_shapes();
+    shape_t c64 = mk(2, 8, 2, 500, 777, 64, 1), skew = mk(2, 4, 2, 300, 777, 128, 1), tall = mk(2, 4, 4, 640, 200, 64, 1),
+            tail = mk(1, 4, 4, 4096 - 128, 300, 128, 0);
+    const probe_case cases[] = {
+        {&sh.c128, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,MASK_BOUND=1"},
+        {&sh.c128, DT_FP16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1"},
+        {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PINGPONG=1,RED_SPLIT=1,MASK_BOUND=1"},
+        {&c64, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,PACK_GQA=1,MASK_BOUND=1"},
+        {&c64, DT_FP16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=3,WG_PINGPONG=1,WG_KVSPLIT=1,GRID_LPT=1"},
+        {&c64, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=192,STAGES=2,MASK_BOUND=1"},
+        {&skew, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,PACK_GQA=0,GRID_LPT=1,MASK_BOUND=1"},
+        {&tall, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,MASK_BOUND=1"},
+        {&tail, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_OSTAGE=1,WG_QTMA=1,PACK_GQA=0"},
+        {&sh.d80, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,PACK_GQA=1,MASK_BOUND=1"},
+        {&sh.many, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,MASK_BOUND=1"},
+        {&sh.many, DT_FP16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1,PACK_GQA=1"},
+        {&sh.rag, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,MASK_BOUND=1"},
+        {&sh.rag, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PINGPONG=1"},
+    };
+    const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,SPLIT_KV=1,WG_SKIP=1,WG_HALF=1", cases, sizeof cases / sizeof cases[0]);
+    printf("WG_HALF: %s\n", bad ? "wrong results" : "right on every case");
+    const shape_t ref[] = {mk(4, 32, 32, 4096, 4096, 128, 1), mk(4, 32, 8, 4096, 4096, 128, 1), mk(4, 64, 8, 4096, 4096, 128, 1),
+                           mk(4, 32, 8, 1024, 1024, 128, 1), mk(1, 32, 8, 1024, 1024, 128, 1)};
+    const char *base = "MMA=wgmma,SPLIT_KV=1,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,PACK_GQA=0,BLOCK_N=128,WG_SKIP=1,MASK_BOUND=1";
+    const char *timed[] = {
+        ",BLOCK_M=192,NUM_WARPS=12,STAGES=2,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,RED_SPLIT=1,GRID_LPT=1",
+        ",BLOCK_M=192,NUM_WARPS=12,STAGES=2,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,RED_SPLIT=1,GRID_LPT=1,WG_HALF=1",
+        ",BLOCK_M=192,NUM_WARPS=12,STAGES=2,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1",
+        ",BLOCK_M=192,NUM_WARPS=12,STAGES=2,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_HALF=1",
+        ",BLOCK_M=128,NUM_WARPS=8,STAGES=3,RED_SPLIT=1",
+        ",BLOCK_M=128,NUM_WARPS=8,STAGES=3,RED_SPLIT=1,WG_HALF=1"};
+    time_variants(ref, sizeof ref / sizeof ref[0], base, timed, sizeof timed / sizeof timed[0], 0);
+    assert_int_equal(bad, 0);
+}
+
 /* WG_DEFER's rescale of O with this tile's S left in flight (WG_SINFLIGHT: a wait for all
  * but the newest group before it, so that ptxas does not wait for S there): right with and
  * without the producer warpgroup, ping-pong, P V turns, split barriers, persistent and
@@ -1091,6 +1136,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wg3),
         cmocka_unit_test(test_skip),
         cmocka_unit_test(test_mask_bound),
+        cmocka_unit_test(test_half),
         cmocka_unit_test(test_ragged_tma),
         cmocka_unit_test(test_packed_small),
     };
