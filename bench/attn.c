@@ -321,6 +321,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     add_define(defs, &nd, "WARP_M=%d", c->warp_m);
     if (c->red_split) add_define(defs, &nd, "RED_SPLIT=1");
     if (c->mask_bound) add_define(defs, &nd, "MASK_BOUND=1");
+    if (c->wg_half) add_define(defs, &nd, "WG_HALF=%d", c->wg_half);
     add_define(defs, &nd, "WRITE_LSE=%d", write_lse ? 1 : 0);
     /* wgmma exists only on the architecture-specific target (sm_90a): the runtime compiles for it */
     if (c->mma == MMA_WGMMA) add_define(defs, &nd, "ARCH_SPECIFIC=1");

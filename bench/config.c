@@ -45,7 +45,7 @@ static const struct {
     {"WG_QPREFETCH", offsetof(kconfig, wg_qprefetch), CFG_WG_QPREFETCH}, {"WG_HOLDPV", offsetof(kconfig, wg_holdpv), CFG_WG_HOLDPV},
     {"WG_SINFLIGHT", offsetof(kconfig, wg_sinflight), CFG_WG_SINFLIGHT}, {"WG_OSTAGE", offsetof(kconfig, wg_ostage), CFG_WG_OSTAGE},
     {"WG_QTMA", offsetof(kconfig, wg_qtma), CFG_WG_QTMA}, {"WG_OTMA", offsetof(kconfig, wg_otma), CFG_WG_OTMA},
-    {"WG_SKIP", offsetof(kconfig, wg_skip), CFG_WG_SKIP},         {"WG_HALF", offsetof(kconfig, wg_half), CFG_WG_HALF},
+    {"WG_SKIP", offsetof(kconfig, wg_skip), CFG_WG_SKIP},
     {"WG_SWIZZLE", offsetof(kconfig, wg_swizzle), CFG_WG_SWIZZLE},
 };
 #define N_WG_FLAGS (sizeof wg_flags / sizeof wg_flags[0])
@@ -98,6 +98,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "KPAD")) { bad = parse_int(v, 0, 8, &c->kpad); c->set |= CFG_KPAD; }
         else if (!strcasecmp(k, "WARP_M")) { bad = parse_int(v, 1, 2, &c->warp_m); c->set |= CFG_WARP_M; }
         else if (!strcasecmp(k, "RED_SPLIT")) { bad = parse_int(v, 0, 1, &c->red_split); c->set |= CFG_RED_SPLIT; }
+        else if (!strcasecmp(k, "WG_HALF")) { bad = parse_int(v, 0, 2, &c->wg_half); c->set |= CFG_WG_HALF; }
         else if (!strcasecmp(k, "MASK_BOUND")) { bad = parse_int(v, 0, 1, &c->mask_bound); c->set |= CFG_MASK_BOUND; }
         else if (!strcasecmp(k, "PACK_GQA")) { bad = parse_int(v, 0, 1, &c->pack_gqa); c->set |= CFG_PACK_GQA; }
         else if (!strcasecmp(k, "STAGES")) { bad = parse_int(v, 1, 4, &c->stages); c->set |= CFG_STAGES; }
@@ -145,6 +146,7 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
     if (src->set & CFG_WARP_M) dst->warp_m = src->warp_m;
     if (src->set & CFG_RED_SPLIT) dst->red_split = src->red_split;
     if (src->set & CFG_MASK_BOUND) dst->mask_bound = src->mask_bound;
+    if (src->set & CFG_WG_HALF) dst->wg_half = src->wg_half;
     for (size_t i = 0; i < N_WG_FLAGS; i++)
         if (src->set & wg_flags[i].bit) *wg_flag(dst, i) = wg_flag_get(src, i);
     if (src->set & CFG_GRID_LPT) dst->grid_lpt = src->grid_lpt;
@@ -161,7 +163,7 @@ int kconfig_distance(const kconfig *a, const kconfig *b)
     int d = (a->mma != b->mma) + (a->block_m != b->block_m) + (a->block_n != b->block_n) +
             (a->num_warps != b->num_warps) + (a->warp_m != b->warp_m) + (a->stages != b->stages) +
             (a->split_kv != b->split_kv) + (a->pack_gqa != b->pack_gqa) + (a->kpad != b->kpad) +
-            (a->grid_lpt != b->grid_lpt) + (a->red_split != b->red_split) + (a->mask_bound != b->mask_bound);
+            (a->grid_lpt != b->grid_lpt) + (a->red_split != b->red_split) + (a->mask_bound != b->mask_bound) + (a->wg_half != b->wg_half);
     for (size_t i = 0; i < N_WG_FLAGS; i++) d += wg_flag_get(a, i) != wg_flag_get(b, i);
     return d;
 }
@@ -182,11 +184,13 @@ void kconfig_str(const kconfig *c, char *out, size_t outlen)
 {
     char lpt[24] = "";
     if (c->grid_lpt) snprintf(lpt, sizeof lpt, ";GRID_LPT=%d", c->grid_lpt);
+    char half[16] = "";
+    if (c->wg_half) snprintf(half, sizeof half, ";WG_HALF=%d", c->wg_half);
     int n = snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
              c->wg_pipe ? ";WG_PIPE=1" : "", c->mma != MMA_WGMMA ? "" : c->wg_swizzle ? ";WG_SWIZZLE=1" : ";WG_SWIZZLE=0",
              c->wg_tma ? ";WG_TMA=1" : "", c->wg_ws ? ";WG_WS=1" : "", c->wg_pingpong ? ";WG_PINGPONG=1" : "", c->wg_kvsplit ? ";WG_KVSPLIT=1" : "", c->wg_persist ? ";WG_PERSIST=1" : "",
-             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->wg_ostage ? ";WG_OSTAGE=1" : "", c->wg_qtma ? ";WG_QTMA=1" : "", c->wg_otma ? ";WG_OTMA=1" : "", c->wg_skip ? ";WG_SKIP=1" : "", c->wg_half ? ";WG_HALF=1" : "", c->red_split ? ";RED_SPLIT=1" : "", c->mask_bound ? ";MASK_BOUND=1" : "", lpt, c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
+             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->wg_ostage ? ";WG_OSTAGE=1" : "", c->wg_qtma ? ";WG_QTMA=1" : "", c->wg_otma ? ";WG_OTMA=1" : "", c->wg_skip ? ";WG_SKIP=1" : "", half, c->red_split ? ";RED_SPLIT=1" : "", c->mask_bound ? ";MASK_BOUND=1" : "", lpt, c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
              c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" :
              c->fault_linear_pages ? ";FAULT_LINEAR_PAGES=1" : "");
     if (n < 0 || (size_t)n >= outlen) { /* a cut name would be recorded as another configuration */
@@ -365,6 +369,10 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
                 snprintf(reason, len, "%s applies to MMA=wgmma only", wg_flags[i].key);
                 return ST_UNSUPPORTED;
             }
+    if (c->wg_half && c->mma != MMA_WGMMA) {
+        snprintf(reason, len, "WG_HALF=%d applies to MMA=wgmma only", c->wg_half);
+        return ST_UNSUPPORTED;
+    }
     if (c->wg_ws && !c->wg_tma) {
         snprintf(reason, len, "WG_WS=1 needs WG_TMA=1 (its producer warpgroup issues the copy engine's loads)");
         return ST_UNSUPPORTED;
@@ -419,8 +427,12 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         snprintf(reason, len, "WG_SKIP=1 needs WG_WS=1 and no WG_PIPE (a skipped tile's warpgroup only takes its turn and releases the stage)");
         return ST_UNSUPPORTED;
     }
-    if (c->wg_half && (!c->wg_skip || (c->block_n != 128 && c->block_n != 192 && c->block_n != 256))) {
-        snprintf(reason, len, "WG_HALF=1 needs WG_SKIP=1 (its bound on the warpgroup's keys) and BLOCK_N = 128, 192 or 256 (half a tile is a wgmma width)");
+    if (c->wg_half && !c->wg_skip) {
+        snprintf(reason, len, "WG_HALF=%d needs WG_SKIP=1 (its bound on the warpgroup's keys)", c->wg_half);
+        return ST_UNSUPPORTED;
+    }
+    if (c->wg_half == 2 && c->block_n != 128 && c->block_n != 192 && c->block_n != 256) {
+        snprintf(reason, len, "WG_HALF=2 needs BLOCK_N = 128, 192 or 256 (half a tile's S is a wgmma width)");
         return ST_UNSUPPORTED;
     }
     if (c->wg_qprefetch && !c->wg_persist) {

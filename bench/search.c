@@ -86,7 +86,7 @@ static void features(const kconfig *c, double *f)
     f[27] = (double)c->wg_otma;
     f[28] = (double)c->wg_skip;
     f[29] = (double)c->mask_bound;
-    f[30] = (double)c->wg_half;
+    f[30] = (double)c->wg_half / 2.0;
 }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)

@@ -291,15 +291,17 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,PACK_GQA=0,WG_QTMA=1,WG_OTMA=1,WG_SKIP=1,RED_SPLIT=1,GRID_LPT=1,MASK_BOUND=1", 128, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_SKIP=1,MASK_BOUND=1", 128, DT_FP16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1,PACK_GQA=1,MASK_BOUND=1", 80, DT_BF16, 1, 2048, 1},
-    /* half a key tile's S and P V where a warpgroup's rows see only its first half
-     * (WG_HALF): the causal reference winner's form, persistent and counter-fed with split
-     * barriers, 2 warpgroups at d = 64, 192-key tiles at d = 64 (96-wide half), non-causal
-     * (a sequence's last tile); each arm a whole wgmma stage, none serialized */
+    /* half a key tile's P V (WG_HALF=1), or its S and P V (2), where a warpgroup's rows see
+     * only its first half: the causal reference winner's form, persistent and counter-fed
+     * with split barriers, 2 warpgroups at d = 64, 192-key tiles at d = 64 (a 96-wide S),
+     * non-causal (a sequence's last tile); each arm a whole wgmma stage, none serialized */
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,PACK_GQA=0,WG_QTMA=1,WG_OTMA=1,WG_SKIP=1,WG_HALF=1,RED_SPLIT=1,GRID_LPT=1,MASK_BOUND=1", 128, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,PACK_GQA=0,WG_QTMA=1,WG_OTMA=1,WG_SKIP=1,WG_HALF=2,RED_SPLIT=1,GRID_LPT=1,MASK_BOUND=1", 128, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_SKIP=1,WG_HALF=1,MASK_BOUND=1", 128, DT_FP16, 1, 4096, 1},
-    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_SKIP=1,WG_HALF=1", 64, DT_BF16, 1, 4096, 1},
-    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=192,STAGES=2,WG_TMA=1,WG_WS=1,WG_SKIP=1,WG_HALF=1,MASK_BOUND=1", 64, DT_BF16, 1, 4096, 1},
-    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_SKIP=1,WG_HALF=1", 128, DT_BF16, 0, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_SKIP=1,WG_HALF=2", 64, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_SKIP=1,WG_HALF=1", 256, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=192,STAGES=2,WG_TMA=1,WG_WS=1,WG_SKIP=1,WG_HALF=2,MASK_BOUND=1", 64, DT_BF16, 1, 4096, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_SKIP=1,WG_HALF=2", 128, DT_BF16, 0, 4096, 1},
 };
 /* ragged batches (VARLEN, four sequences of these length fractions): cp.async, and the
  * copy engine from each sequence's first key */
@@ -650,7 +652,9 @@ static void test_wgmma_rejected(void **state)
     switch_needs(&h100, &s, "MMA=wgmma,WG_SKIP=1", "WG_SKIP=1 needs WG_WS=1", "WG_TMA=1,WG_WS=1", ";WG_TMA=1;WG_WS=1;WG_SKIP=1", &qe);
     switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,BLOCK_N=128,WG_HALF=1", "WG_HALF=1 needs WG_SKIP=1", "WG_SKIP=1",
                  ";WG_SKIP=1;WG_HALF=1", &qe);
-    switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_SKIP=1,BLOCK_N=64,WG_HALF=1", "BLOCK_N = 128, 192 or 256", "BLOCK_N=128",
+    switch_needs(&h100, &s, "MMA=wgmma,WG_TMA=1,WG_WS=1,WG_SKIP=1,BLOCK_N=64,WG_HALF=2", "BLOCK_N = 128, 192 or 256", "BLOCK_N=128",
+                 ";WG_SKIP=1;WG_HALF=2", &qe);
+    switch_needs(&h100, &s, "MMA=mma,BLOCK_M=64,WG_HALF=1", "WG_HALF=1 applies to MMA=wgmma only", "MMA=wgmma,WG_SWIZZLE=1,WG_TMA=1,WG_WS=1,WG_SKIP=1",
                  ";WG_SKIP=1;WG_HALF=1", &qe);
     switch_needs(&h100, &s, "MMA=fma,MASK_BOUND=1", "MASK_BOUND=1 applies to MMA=mma and MMA=wgmma only", "MMA=mma,BLOCK_M=64",
                  ";MASK_BOUND=1", &qe);

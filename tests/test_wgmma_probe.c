@@ -875,10 +875,10 @@ static void test_mask_bound(void **state)
     assert_int_equal(bad, 0);
 }
 
-/* WG_HALF (S and P V over the first half of a tile whose second half none of a
- * warpgroup's rows sees): right on causal tiles across a warpgroup's diagonal with Sq < Skv
+/* WG_HALF (P V, or S and P V, over the first half of a tile whose second half none of a
+ * warpgroup's rows sees; 1 and 2 alternate over the cases): right on causal tiles across a warpgroup's diagonal with Sq < Skv
  * and Sq > Skv, both mask forms, packed GQA, split barriers, persistent and counter-fed
- * blocks with Q prefetched, ragged batches, d = 64 to 128, 192-key tiles (a 96-wide half),
+ * blocks with Q prefetched, ragged batches, d = 64 to 256, 192-key tiles (a 96-wide half),
  * fp16, and a non-causal sequence whose last tile holds under half its keys; then timed
  * beside the same configurations without it. */
 static void test_half(void **state)
@@ -890,19 +890,20 @@ static void test_half(void **state)
             tail = mk(1, 4, 4, 4096 - 128, 300, 128, 0);
     const probe_case cases[] = {
         {&sh.c128, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,MASK_BOUND=1"},
-        {&sh.c128, DT_FP16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1"},
+        {&sh.c128, DT_FP16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_HALF=2"},
         {&sh.c128, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PINGPONG=1,RED_SPLIT=1,MASK_BOUND=1"},
-        {&c64, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,PACK_GQA=1,MASK_BOUND=1"},
+        {&c64, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,PACK_GQA=1,MASK_BOUND=1,WG_HALF=2"},
         {&c64, DT_FP16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=3,WG_PINGPONG=1,WG_KVSPLIT=1,GRID_LPT=1"},
-        {&c64, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=192,STAGES=2,MASK_BOUND=1"},
+        {&c64, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=192,STAGES=2,MASK_BOUND=1,WG_HALF=2"},
         {&skew, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,PACK_GQA=0,GRID_LPT=1,MASK_BOUND=1"},
-        {&tall, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,MASK_BOUND=1"},
+        {&tall, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,MASK_BOUND=1,WG_HALF=2"},
         {&tail, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_OSTAGE=1,WG_QTMA=1,PACK_GQA=0"},
-        {&sh.d80, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,PACK_GQA=1,MASK_BOUND=1"},
+        {&sh.d80, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,PACK_GQA=1,MASK_BOUND=1,WG_HALF=2"},
         {&sh.many, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,MASK_BOUND=1"},
-        {&sh.many, DT_FP16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1,PACK_GQA=1"},
+        {&sh.many, DT_FP16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,WG_KVSPLIT=1,WG_PERSIST=1,WG_DYNAMIC=1,PACK_GQA=1,WG_HALF=2"},
         {&sh.rag, DT_BF16, "NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_PINGPONG=1,MASK_BOUND=1"},
-        {&sh.rag, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PINGPONG=1"},
+        {&sh.rag, DT_FP16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=3,WG_PINGPONG=1,WG_HALF=2"},
+        {&sh.big, DT_BF16, "NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_PINGPONG=1,WG_KVSPLIT=1"},
     };
     const int bad = run_probe_cases("MMA=wgmma,WG_TMA=1,WG_WS=1,SPLIT_KV=1,WG_SKIP=1,WG_HALF=1", cases, sizeof cases / sizeof cases[0]);
     printf("WG_HALF: %s\n", bad ? "wrong results" : "right on every case");
@@ -912,10 +913,13 @@ static void test_half(void **state)
     const char *timed[] = {
         ",BLOCK_M=192,NUM_WARPS=12,STAGES=2,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,RED_SPLIT=1,GRID_LPT=1",
         ",BLOCK_M=192,NUM_WARPS=12,STAGES=2,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,RED_SPLIT=1,GRID_LPT=1,WG_HALF=1",
+        ",BLOCK_M=192,NUM_WARPS=12,STAGES=2,WG_OSTAGE=1,WG_QTMA=1,WG_OTMA=1,RED_SPLIT=1,GRID_LPT=1,WG_HALF=2",
         ",BLOCK_M=192,NUM_WARPS=12,STAGES=2,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1",
         ",BLOCK_M=192,NUM_WARPS=12,STAGES=2,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_HALF=1",
+        ",BLOCK_M=192,NUM_WARPS=12,STAGES=2,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_HALF=2",
         ",BLOCK_M=128,NUM_WARPS=8,STAGES=3,RED_SPLIT=1",
-        ",BLOCK_M=128,NUM_WARPS=8,STAGES=3,RED_SPLIT=1,WG_HALF=1"};
+        ",BLOCK_M=128,NUM_WARPS=8,STAGES=3,RED_SPLIT=1,WG_HALF=1",
+        ",BLOCK_M=128,NUM_WARPS=8,STAGES=3,RED_SPLIT=1,WG_HALF=2"};
     time_variants(ref, sizeof ref / sizeof ref[0], base, timed, sizeof timed / sizeof timed[0], 0);
     assert_int_equal(bad, 0);
 }
