@@ -70,6 +70,11 @@ void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len)
      * different SPLIT_KV); those classes also key on it */
     if (pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ && n > 0 && (size_t)n < len)
         n += snprintf(out + n, len - (size_t)n, "-w%d", pow2_ceil(s->batch * s->hkv));
+    /* a small dense prefill grid: how it fills the GPU decides too (a B = 1 S = 1024 launch
+     * is one wave or less), so those classes key on B * Hq */
+    else if (!shape_ragged(s) && !shape_paged(s) && (long)s->batch * s->hq * pow2_ceil(s->sq) <= TUNE_PREFILL_SMALL_ROWS &&
+             n > 0 && (size_t)n < len)
+        n += snprintf(out + n, len - (size_t)n, "-w%d", pow2_ceil(s->batch * s->hq));
     /* a ragged or mixed batch compiles to the VARLEN kernel; how many of its sequences
      * decode decides whether the launch is a prefill with stragglers or a decode with a
      * few long rows */

@@ -12,6 +12,11 @@
  * causal, GQA ratio, and Sq, Skv rounded up to powers of two. */
 /* Decode classes (Sq rounded up at most this) also key on B * Hkv: "-w<pow2>". */
 #define TUNE_DECODE_MAX_SQ 16
+/* Dense prefill classes with at most this many query rows in all (B * Hq * Sq rounded up:
+ * 256 blocks of 128 rows, two waves of a 132-SM GPU or less) also key on B * Hq, "-w<pow2>":
+ * there too the grid's fill decides the winner, and B = 1 S = 1024 no longer takes the
+ * row tuned at B = 4. */
+#define TUNE_PREFILL_SMALL_ROWS 32768L
 /* Ragged or mixed batches (lens or qlens) end in "-v<share>": the percentage of their
  * sequences with at most TUNE_DECODE_MAX_SQ queries, to the nearest 25. */
 void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len);

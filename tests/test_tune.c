@@ -338,6 +338,27 @@ static void test_class_key(void **state)
     s.page = 64;
     tune_class_key(&s, DT_BF16, k, sizeof k);
     assert_string_equal(k, "bf16-d128-c1-g4-q4096-k4096-p64");
+    /* a small dense prefill grid (B * Hq * Sq up to 32768 rows) keys on B * Hq; a larger one,
+     * a paged one and a ragged one do not */
+    s = mk(1, 32, 8, 1024, 1024, 128, 1);
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q1024-k1024-w32");
+    s = mk(1, 16, 16, 1000, 1000, 256, 1);
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d256-c1-g1-q1024-k1024-w16");
+    s = mk(3, 5, 5, 100, 100, 64, 0);
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d64-c0-g1-q128-k128-w16");
+    s = mk(1, 64, 8, 1024, 1024, 128, 1);
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g8-q1024-k1024");
+    s = mk(4, 32, 8, 1024, 1024, 128, 1);
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q1024-k1024");
+    s = mk(1, 32, 8, 1024, 1024, 128, 1);
+    s.page = 64;
+    tune_class_key(&s, DT_BF16, k, sizeof k);
+    assert_string_equal(k, "bf16-d128-c1-g4-q1024-k1024-p64");
 }
 
 /* Ragged and mixed batches: the share of decoding sequences keys their classes, and a
@@ -438,6 +459,19 @@ static void test_lookup_work_bucket(void **state)
     shape_t b16k1 = mk(16, 32, 8, 1, 1024, 128, 1), b64k1 = mk(64, 32, 8, 1, 1024, 128, 1);
     assert_int_equal(lookup_from(p, &dev, &b16k1, "tuned bf16-d128-c1-g4-q1-k1024-w128").split_kv, 6);
     assert_int_equal(lookup_from(p, &dev, &b64k1, "nearest bf16-d128-c1-g4-q1-k1024").num_warps, 2);
+    /* prefill: a small grid takes its own bucket's row; without one, the class's row of an
+     * older table as the nearest (PACK_GQA and SPLIT_KV derived again); a large grid never
+     * takes a small one's row over its own */
+    write_file(p, "gpu,backend,shape_class,config\n"
+                  "G,opencl,bf16-d128-c1-g4-q1024-k1024,MMA=fma;BLOCK_M=64;BLOCK_N=32;NUM_WARPS=4;PACK_GQA=1\n"
+                  "G,opencl,bf16-d128-c1-g4-q1024-k1024-w32,MMA=fma;BLOCK_M=32;BLOCK_N=16;NUM_WARPS=2;PACK_GQA=0\n"
+                  "G,opencl,bf16-d64-c1-g4-q1024-k1024,MMA=fma;BLOCK_M=16;BLOCK_N=64;NUM_WARPS=4;PACK_GQA=1\n");
+    shape_t p1 = mk(1, 32, 8, 1024, 1024, 128, 1), p4 = mk(4, 32, 8, 1024, 1024, 128, 1), q1 = mk(1, 32, 8, 1024, 1024, 64, 1);
+    assert_int_equal(lookup_from(p, &dev, &p1, "tuned bf16-d128-c1-g4-q1024-k1024-w32").block_m, 32);
+    assert_int_equal(lookup_from(p, &dev, &p4, "tuned bf16-d128-c1-g4-q1024-k1024").block_m, 64);
+    kconfig n1 = lookup_from(p, &dev, &q1, "nearest bf16-d64-c1-g4-q1024-k1024");
+    assert_int_equal(n1.block_n, 64);
+    assert_int_equal(n1.set & (CFG_PACK_GQA | CFG_SPLIT_KV), 0);
 }
 
 static void test_lookup(void **state)
