@@ -639,8 +639,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: fabench tune --device SEL (--suite NAME | --shapes FILE) [options]\n\n"
             "For each shape class of the shapes (dtype, head dim, causal, GQA ratio, Sq and Skv\n"
-            "rounded up to powers of two; decode classes and dense prefill ones of at most 32768
-query rows in all add B*Hkv and B*Hq, ragged ones the share of\n"
+            "rounded up to powers of two; decode classes and dense prefill ones of at most 32768\n"
+            "query rows in all add B*Hkv and B*Hq, ragged ones the share of\n"
             "decoding sequences, paged ones the page size) it enumerates kernels/space.csv, drops what the device\n"
             "cannot hold, then compiles, verifies against the CPU reference and times the candidates\n"
             "the searcher asks for; the best verified one goes to tuning.csv. Every candidate is a\n"
