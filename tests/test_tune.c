@@ -306,59 +306,46 @@ static void test_default_split(void **state)
     }
 }
 
+/* The class key of shape s in type dt is want. */
+static void key_is(shape_t s, dtype_t dt, const char *want)
+{
+    char k[96];
+    tune_class_key(&s, dt, k, sizeof k);
+    assert_string_equal(k, want);
+}
+
 static void test_class_key(void **state)
 {
     (void)state;
-    char k[96];
-    shape_t s = mk(4, 32, 8, 3000, 4096, 128, 1);
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d128-c1-g4-q4096-k4096");
-    s = mk(1, 8, 8, 1, 300, 64, 0);
-    tune_class_key(&s, DT_FP16, k, sizeof k);
-    assert_string_equal(k, "fp16-d64-c0-g1-q1-k512-w8");
-    /* decode classes split by B * Hkv (rounded up to a power of two); prefill ones do not */
-    s = mk(16, 32, 8, 1, 4096, 128, 1);
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d128-c1-g4-q1-k4096-w128");
-    s = mk(64, 32, 8, 1, 4096, 128, 1);
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d128-c1-g4-q1-k4096-w512");
-    s = mk(64, 32, 8, 16, 4096, 128, 1);
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d128-c1-g4-q16-k4096-w512");
-    s = mk(64, 32, 8, 17, 4096, 128, 1);
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d128-c1-g4-q32-k4096");
+    key_is(mk(4, 32, 8, 3000, 4096, 128, 1), DT_BF16, "bf16-d128-c1-g4-q4096-k4096");
+    key_is(mk(1, 8, 8, 1, 300, 64, 0), DT_FP16, "fp16-d64-c0-g1-q1-k512-w8");
+    /* decode classes split by B * Hkv (rounded up to a power of two); large prefill ones do not */
+    key_is(mk(16, 32, 8, 1, 4096, 128, 1), DT_BF16, "bf16-d128-c1-g4-q1-k4096-w128");
+    key_is(mk(64, 32, 8, 1, 4096, 128, 1), DT_BF16, "bf16-d128-c1-g4-q1-k4096-w512");
+    key_is(mk(64, 32, 8, 16, 4096, 128, 1), DT_BF16, "bf16-d128-c1-g4-q16-k4096-w512");
+    key_is(mk(64, 32, 8, 17, 4096, 128, 1), DT_BF16, "bf16-d128-c1-g4-q32-k4096");
     /* a paged KV cache is another kernel: its page size ends the key */
-    s = mk(64, 32, 8, 1, 4096, 128, 1);
-    s.page = 16;
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d128-c1-g4-q1-k4096-w512-p16");
-    s = mk(4, 32, 8, 4096, 4096, 128, 1);
-    s.page = 64;
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d128-c1-g4-q4096-k4096-p64");
+    shape_t pg = mk(64, 32, 8, 1, 4096, 128, 1);
+    pg.page = 16;
+    key_is(pg, DT_BF16, "bf16-d128-c1-g4-q1-k4096-w512-p16");
+    pg = mk(4, 32, 8, 4096, 4096, 128, 1);
+    pg.page = 64;
+    key_is(pg, DT_BF16, "bf16-d128-c1-g4-q4096-k4096-p64");
     /* a small dense prefill grid (B * Hq * Sq up to 32768 rows) keys on B * Hq; a larger one,
      * a paged one and a ragged one do not */
-    s = mk(1, 32, 8, 1024, 1024, 128, 1);
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d128-c1-g4-q1024-k1024-w32");
-    s = mk(1, 16, 16, 1000, 1000, 256, 1);
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d256-c1-g1-q1024-k1024-w16");
-    s = mk(3, 5, 5, 100, 100, 64, 0);
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d64-c0-g1-q128-k128-w16");
-    s = mk(1, 64, 8, 1024, 1024, 128, 1);
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d128-c1-g8-q1024-k1024");
-    s = mk(4, 32, 8, 1024, 1024, 128, 1);
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d128-c1-g4-q1024-k1024");
-    s = mk(1, 32, 8, 1024, 1024, 128, 1);
-    s.page = 64;
-    tune_class_key(&s, DT_BF16, k, sizeof k);
-    assert_string_equal(k, "bf16-d128-c1-g4-q1024-k1024-p64");
+    key_is(mk(1, 32, 8, 1024, 1024, 128, 1), DT_BF16, "bf16-d128-c1-g4-q1024-k1024-w32");
+    key_is(mk(1, 16, 16, 1000, 1000, 256, 1), DT_BF16, "bf16-d256-c1-g1-q1024-k1024-w16");
+    key_is(mk(3, 5, 5, 100, 100, 64, 0), DT_BF16, "bf16-d64-c0-g1-q128-k128-w16");
+    key_is(mk(1, 64, 8, 1024, 1024, 128, 1), DT_BF16, "bf16-d128-c1-g8-q1024-k1024");
+    key_is(mk(4, 32, 8, 1024, 1024, 128, 1), DT_BF16, "bf16-d128-c1-g4-q1024-k1024");
+    pg = mk(1, 32, 8, 1024, 1024, 128, 1);
+    pg.page = 64;
+    key_is(pg, DT_BF16, "bf16-d128-c1-g4-q1024-k1024-p64");
+    shape_t rag = mk(2, 4, 4, 100, 100, 64, 0);
+    rag.nlens = 2;
+    rag.lens[0] = 0.5;
+    rag.lens[1] = 1.0;
+    key_is(rag, DT_BF16, "bf16-d64-c0-g1-q128-k128-v0");
 }
 
 /* Ragged and mixed batches: the share of decoding sequences keys their classes, and a
