@@ -176,12 +176,39 @@ static long local_next(const searcher *se, long from, const long *taken, long nt
 void searcher_preview(const searcher *se, long *out, long k)
 {
     if (se->local && se->n > 0) { /* the seeds (else the first in order), then the candidates
-                                   * nearest the first of them */
+                                   * nearest the first of them: local_next's order, taken by
+                                   * distance from one start, so sorted by it once. (Calling
+                                   * local_next k times costs n * k * k: with --time and no
+                                   * --budget, k is the whole space, and a d=128 causal
+                                   * class's thousands of candidates took longer than the
+                                   * tune's timeout before its first run.) */
         long m = 0;
         for (int i = 0; i < se->nseed && m < k; i++) out[m++] = se->seed[i];
         if (m == 0) out[m++] = se->order[0];
         const long start = out[0];
-        for (long c; m < k && (c = local_next(se, start, out, m)) >= 0;) out[m++] = c;
+        /* each candidate's distance from the start, -1 if taken or asked; local_next takes
+         * the first (in order) of the nearest, a distance of 0 counting as 1 (it stops at
+         * the first within one feature): a counting sort by distance */
+        signed char *dist = malloc((size_t)se->n);
+        if (!dist) { /* no memory for the sort: the slow way */
+            for (long c; m < k && (c = local_next(se, start, out, m)) >= 0;) out[m++] = c;
+            return;
+        }
+        for (long c = 0; c < se->n; c++) {
+            const int d = se->asked[c] ? -1 : feat_distance(se, start, c);
+            dist[c] = (signed char)(d < 0 ? -1 : d > 1 ? d : 1);
+        }
+        for (long i = 0; i < m; i++) dist[out[i]] = -1;
+        long at[NFEAT + 2] = {0}; /* where each distance's run starts in out */
+        for (long c = 0; c < se->n; c++)
+            if (dist[c] > 0) at[dist[c] + 1]++;
+        at[1] = m;
+        for (int d = 2; d <= NFEAT + 1; d++) at[d] += at[d - 1];
+        for (long p = 0; p < se->n; p++) {
+            const long c = se->order[p];
+            if (dist[c] > 0 && at[dist[c]] < k) out[at[dist[c]]++] = c;
+        }
+        free(dist);
         return;
     }
     for (long i = 0; i < k && i < se->n; i++) out[i] = se->order[i];

@@ -280,6 +280,53 @@ static void test_local_climbs(void **state)
     searcher_free(se);
 }
 
+/* local's preview of a whole Hopper space (a time-limited tune with no --budget previews
+ * every candidate for the background compiler): each candidate once, the start first, then
+ * by distance from it (0 and 1 alike). Before 2026-12-05 the preview cost n^3 steps: the
+ * H100's causal d=128 space (thousands of candidates) never got past it in 200 s. */
+static void test_local_preview_whole_space(void **state)
+{
+    (void)state;
+    space_t sp;
+    char err[FB_ERRLEN];
+    assert_int_equal(space_load_default(&sp, err, sizeof err), 0);
+    rt_device_info dev = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
+                          .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC | RT_FEAT_WGMMA | RT_FEAT_TMA};
+    shape_t s = {.batch = 1, .hq = 32, .hkv = 8, .sq = 1024, .skv = 1024, .d = 128, .causal = 1};
+    kconfig *big;
+    long before;
+    const long n = space_enumerate(&sp, &dev, &s, DT_BF16, &big, &before);
+    assert_true(n > 1000);
+    searcher *se = searcher_new("local", big, n, 1);
+    assert_non_null(se);
+    const long start = n / 3;
+    searcher_seed(se, start);
+    long *out = malloc(sizeof *out * (size_t)n);
+    char *seen = calloc((size_t)n, 1);
+    assert_non_null(out);
+    assert_non_null(seen);
+    searcher_preview(se, out, n);
+    assert_int_equal(out[0], start);
+    int prev = 1;
+    for (long i = 0; i < n; i++) {
+        assert_true(out[i] >= 0 && out[i] < n);
+        assert_int_equal(seen[out[i]], 0);
+        seen[out[i]] = 1;
+        if (i == 0) continue;
+        int d = kconfig_distance(&big[out[i]], &big[start]);
+        if (d < 1) d = 1;
+        if (big[out[i]].grid_lpt && big[start].grid_lpt) /* features see GRID_LPT as on or off */
+            d -= big[out[i]].grid_lpt != big[start].grid_lpt;
+        assert_true(d >= prev);
+        prev = d;
+    }
+    print_message("local preview of %ld candidates: each once, by distance from the start\n", n);
+    free(seen);
+    free(out);
+    searcher_free(se);
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_bo_converges),
         cmocka_unit_test(test_local_climbs),
         cmocka_unit_test(test_halving_rungs),
+        cmocka_unit_test(test_local_preview_whole_space),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
