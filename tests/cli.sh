@@ -323,6 +323,14 @@ else bad "--resume: no shape twice" "$(cut -d, -f5 "$T/r.csv")"; fi
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/r.csv" --resume --verify-only
 check "--resume on a finished file runs nothing" 0 err "--resume: 2 shapes already had rows" !err "[1/2]"
 
+# a copy of the tree with another commit's .git (a remote GPU machine) names its commit
+# and state through FABENCH_GIT_COMMIT and FABENCH_GIT_DIRTY
+FABENCH_GIT_COMMIT=0123abc FABENCH_GIT_DIRTY=no run run --device opencl:0 --shapes "$T/two.csv" --out "$T/g.csv" \
+    --verify-only --quiet --config BLOCK_N=16 --manifest "$T/g.man.csv"
+if grep -qx 'git_commit,0123abc' "$T/g.man.csv" && grep -qx 'git_dirty,no' "$T/g.man.csv"
+then ok "FABENCH_GIT_COMMIT and FABENCH_GIT_DIRTY name the manifest's commit and its state"
+else bad "FABENCH_GIT_COMMIT and FABENCH_GIT_DIRTY name the manifest's commit and its state" "$(grep '^git_' "$T/g.man.csv")"; fi
+
 # --update: the shapes measured again replace their rows where they stand; the manifest
 # keeps the first run's keys and records the update under update.1.
 rm -f "$T/u.csv" "$T/u.man.csv"
