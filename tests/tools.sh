@@ -86,6 +86,12 @@ if [ -n "$dev" ]; then
     check "refine.sh: both KPAD values explored around it" \
           "[ \$(grep -c \"\$(printf '%s' '$held' | cut -d';' -f1)\" '$T/rf/explored.csv') -ge 1 ] && grep -q 'KPAD=0' '$T/rf/explored.csv' && grep -q 'KPAD=1' '$T/rf/explored.csv'"
     check "refine.sh: tune --merge noted in the manifest" "grep -q '^update\\.[0-9]*\\.tune\\.command,.*--merge' '$T/rf/manifest.csv'"
+    # REFINE_FROM: the winners from another table (another GPU's), the tune into a fresh folder
+    REFINE_FROM="$T/rf/tuning.csv" REFINE_BACKEND=$rt tools/refine.sh "$dev" "$T/rf.csv" "$T/rf2" "$T/free.csv" \
+        --rep-budget 0.01 --quiet >"$T/rf2.log" 2>&1; rc=$?
+    new2=$(awk -F, 'NR == 2 { print $4 }' "$T/rf2/tuning.csv" 2>/dev/null)
+    check "refine.sh: REFINE_FROM refines around another table's winner into RESULTS_DIR" \
+          "[ $rc -eq 0 ] && [ \"\$(printf '%s' '$new2' | tr ';' '\n' | grep -v '^KPAD=' | sort | tr '\n' ';')\" = '$held' ] && [ \$(grep -c 'KPAD=' '$T/rf2/explored.csv') -ge 1 ]"
     printf 'param,value\nKPAD,0\n' > "$T/badfree.csv"
     tools/refine.sh "$dev" "$T/rf.csv" "$T/rf" "$T/badfree.csv" >/dev/null 2>"$T/err"; rc=$?
     check "refine.sh: a FREE file without param,value,when exits 2 naming it" "[ $rc -eq 2 ] && grep -q 'badfree.csv:1' '$T/err'"

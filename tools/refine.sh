@@ -10,20 +10,23 @@
 # where a climb through the whole space would spend its budget elsewhere. Every candidate
 # is verified and recorded as any tune's; --merge keeps the row unless beaten by more than
 # the head-to-head's margin. REFINE_BACKEND (default cuda) picks the tuning rows.
+# REFINE_FROM=TUNING.csv takes the winners to refine around from another table (another
+# GPU's, say), matched by shape; the tune and its --merge still use RESULTS_DIR.
 set -u
 if [ $# -lt 4 ]; then
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 dev=$1; shapes=$2; results=$3; free=$4; shift 4
 fab=${FABENCH:-build/fabench}
-for f in "$shapes" "$results/tuning.csv" "$free"; do
+from=${REFINE_FROM:-$results/tuning.csv}
+for f in "$shapes" "$from" "$free"; do
     [ -r "$f" ] || { echo "refine.sh: $f: cannot read" >&2; exit 2; }
 done
 work=$(mktemp -d) || exit 2
 trap 'rm -rf "$work"' EXIT
 # one line per class: shape name, then the space written for it under $work
-python3 - "$shapes" "$results/tuning.csv" "$free" "$work" "${REFINE_BACKEND:-cuda}" <<'PY' >"$work/list" || exit 2
+python3 - "$shapes" "$from" "$free" "$work" "${REFINE_BACKEND:-cuda}" <<'PY' >"$work/list" || exit 2
 import csv, sys
 shapes_path, tuning_path, free_path, work, backend = sys.argv[1:6]
 with open(shapes_path, newline="") as f:
