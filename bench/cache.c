@@ -33,17 +33,8 @@ static int cache_dir(char *out, size_t len)
     else if (xdg && *xdg) snprintf(out, len, "%s/fabench", xdg);
     else if (home && *home) snprintf(out, len, "%s/.cache/fabench", home);
     else return -1;
-    /* mkdir -p */
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", out);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(tmp, 0777);
-            *p = '/';
-        }
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
-    return 0;
+    char err[FB_ERRLEN];
+    return fb_mkdir_p(out, err, sizeof err);
 }
 
 static int entry_path(const char *key, char *out, size_t len)

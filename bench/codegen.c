@@ -296,9 +296,9 @@ int cmd_compile(int argc, char **argv)
     if (!amd) fprintf(stderr, "fabench compile: %s\n", have_sass ? sass_path : "no nvdisasm or cuobjdump on PATH: PTX histograms only");
     char dir[1024], pc[1100], pk[1100];
     if (outdir) snprintf(dir, sizeof dir, "%s", outdir); else snprintf(dir, sizeof dir, "results/%s", target);
-    mkdir(dir, 0777);
-    if (bindir && mkdir(bindir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "fabench compile: --binaries %s: %s\n", bindir, strerror(errno));
+    char derr[FB_ERRLEN];
+    if (fb_mkdir_p(dir, derr, sizeof derr) != 0 || (bindir && fb_mkdir_p(bindir, derr, sizeof derr) != 0)) {
+        fprintf(stderr, "fabench compile: %s\n", derr);
         csvt_free(tuned);
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;

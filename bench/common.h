@@ -108,10 +108,13 @@ int fb_root(char *out, size_t outlen);
 /* Reads a whole file into a NUL-terminated malloc'd buffer. 0 or -1 with err filled. */
 int fb_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen);
 
-/* Lower-case, [a-z0-9-] only, runs of other characters collapsed to '-'. */
 /* data written to PATH.tmp.PID, then renamed over PATH: whole or not at all */
 int fb_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* Lower-case, [a-z0-9-] only, runs of other characters collapsed to '-'. */
 void fb_slug(const char *in, char *out, size_t outlen);
+/* mkdir -p: PATH and any missing parents. 0 when PATH is a directory at the end, else -1
+ * with err naming the path that could not be made and why. */
+int fb_mkdir_p(const char *path, char *err, size_t errlen);
 
 /* Monotonic clock in seconds. */
 double fb_now(void);

@@ -807,7 +807,11 @@ int cmd_tune(int argc, char **argv)
     fb_slug(dev.info.name, slug, sizeof slug);
     if (results) snprintf(dir, sizeof dir, "%s", results);
     else snprintf(dir, sizeof dir, "results/%s", slug);
-    mkdir(dir, 0777);
+    if (fb_mkdir_p(dir, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench tune: --results: %s\n", err);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
     snprintf(p_explored, sizeof p_explored, "%s/explored.csv", dir);
     snprintf(p_tuning, sizeof p_tuning, "%s/tuning.csv", dir);
     snprintf(p_manifest, sizeof p_manifest, "%s/manifest.csv", dir);

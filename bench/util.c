@@ -285,6 +285,32 @@ int fb_write_file_atomic(const char *path, const void *data, size_t len, char *e
     return 0;
 }
 
+int fb_mkdir_p(const char *path, char *err, size_t errlen)
+{
+    char tmp[4096];
+    if (!path[0] || strlen(path) >= sizeof tmp) {
+        snprintf(err, errlen, "%s: not a usable directory name", path);
+        return -1;
+    }
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/' && p[-1] != '/') {
+            *p = 0;
+            mkdir(tmp, 0777); /* an existing parent is fine; a failure shows below */
+            *p = '/';
+        }
+    struct stat st;
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
+        return -1;
+    }
+    if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a directory", path);
+        return -1;
+    }
+    return 0;
+}
+
 void fb_slug(const char *in, char *out, size_t outlen)
 {
     size_t o = 0;

@@ -43,6 +43,13 @@ if $fab compile --target sm_90 --shapes "$T/s.csv" --out "$T/cg" >"$T/log" 2>&1;
     check "compile writes compiled.csv: two ok rows with registers" \
           "[ \$(awk -F, 'NR > 1 && \$5 == \"ok\" && \$7 > 0' '$T/cg/compiled.csv' | wc -l) -eq 2 ]"
     check "compile writes a manifest" "grep -q '^gpu,sm_90$' '$T/cg/manifest.csv'"
+    # --out and --binaries are made with their parents; one under a file exits 2 naming it
+    $fab compile --target sm_90 --shapes "$T/s.csv" --out "$T/nest/a/out" --binaries "$T/nest/b/bin" >/dev/null 2>&1; rc=$?
+    check "compile makes --out and --binaries with their missing parents" \
+          "[ $rc -eq 0 ] && [ -s '$T/nest/a/out/compiled.csv' ] && ls '$T/nest/b/bin/'*.cubin >/dev/null 2>&1"
+    : > "$T/afile"
+    $fab compile --target sm_90 --shapes "$T/s.csv" --out "$T/afile/out" >/dev/null 2>"$T/err"; rc=$?
+    check "compile --out under a file exits 2 naming the path" "[ $rc -eq 2 ] && grep -q '$T/afile/out: cannot create directory' '$T/err'"
 elif grep -q "NVRTC" "$T/log"; then
     echo "skip - compile --target sm_90: NVRTC is not available here ($(head -c 200 "$T/log"))"
 else
