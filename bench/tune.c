@@ -868,6 +868,9 @@ int cmd_tune(int argc, char **argv)
         long n = space_enumerate(&space, &dev.info, s, dt, &cands, &before);
         if (n < 0) { fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; break; }
         double t0 = fb_now(), best_us = INFINITY;
+        if (!quiet && !is_tty) /* a log shows where a long class is from its start */
+            fprintf(stderr, "fabench tune: [%zu/%zu] %s: %s over %ld configurations%s\n", ci + 1, nclass, keys[ci], strategy, n,
+                    time_limit > 0 ? ", within --time" : "");
         searcher *se = searcher_new(strategy, cands, n, seed);
         if (!se) { free(cands); fatal = 1; break; }
         searcher_budget(se, budget); /* halving: the size of its first rung */
