@@ -694,8 +694,8 @@ static void check_manifest(file_ctx *fc, const char *dir)
         if (!strcmp(k, "git_commit") && strcmp(v, "unknown") &&
             (strlen(v) < 7 || strlen(v) > 40 || strspn(v, "0123456789abcdef") != strlen(v)))
             problem(fc, t->row_line[r], "git_commit", "'%s' is not a commit of 7 to 40 hex digits (or 'unknown')", v);
-        if (!strcmp(k, "git_dirty") && strcmp(v, "yes") && strcmp(v, "no"))
-            problem(fc, t->row_line[r], "git_dirty", "'%s' is not yes or no", v);
+        if (!strcmp(k, "git_dirty") && strcmp(v, "yes") && strcmp(v, "no") && strcmp(v, "unknown"))
+            problem(fc, t->row_line[r], "git_dirty", "'%s' is not yes, no or unknown", v);
         if (!strcmp(k, "gpu_slug")) {
             char slug[256];
             fb_slug(v, slug, sizeof slug);

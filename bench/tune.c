@@ -808,7 +808,7 @@ int cmd_tune(int argc, char **argv)
     if (results) snprintf(dir, sizeof dir, "%s", results);
     else snprintf(dir, sizeof dir, "results/%s", slug);
     if (fb_mkdir_p(dir, err, sizeof err) != 0) {
-        fprintf(stderr, "fabench tune: --results: %s\n", err);
+        fprintf(stderr, "fabench tune: %s\n", err);
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
