@@ -84,8 +84,8 @@ int manifest_fill(csv_table *t, const rt_device *dev, int argc, char **argv)
         manifest_set(t, "git_commit", hl >= 7 && hl <= 40 && strspn(buf, "0123456789abcdef") == hl ? buf : "unknown");
         /* FABENCH_GIT_DIRTY (yes or no) beside it: such a copy's .git, if any, is another
          * commit's, so its status says nothing of the tree (unknown without it) */
-        const char *dirty = getenv("FABENCH_GIT_DIRTY");
         if (env && *env) {
+            const char *dirty = getenv("FABENCH_GIT_DIRTY");
             const int known = dirty && (!strcmp(dirty, "yes") || !strcmp(dirty, "no"));
             if (dirty && *dirty && !known)
                 fprintf(stderr, "fabench: FABENCH_GIT_DIRTY: '%s' is not yes or no; the manifest says unknown\n", dirty);

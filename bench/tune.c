@@ -65,16 +65,16 @@ void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len)
 {
     int n = snprintf(out, len, "%s-d%d-c%d-g%d-q%d-k%d", dtype_name(dt), s->d, s->causal ? 1 : 0, s->hq / s->hkv,
                      pow2_ceil(s->sq), pow2_ceil(s->skv));
-    /* decode: a handful of query rows per KV head, so the grid is about B * Hkv work-groups
-     * before split-KV, and how that fills the GPU decides the winner (B=16 and B=64 want
-     * different SPLIT_KV); those classes also key on it */
-    if (pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ && n > 0 && (size_t)n < len)
-        n += snprintf(out + n, len - (size_t)n, "-w%d", pow2_ceil(s->batch * s->hkv));
-    /* a small dense prefill grid: how it fills the GPU decides too (a B = 1 S = 1024 launch
-     * is one wave or less), so those classes key on B * Hq */
-    else if (!shape_ragged(s) && !shape_paged(s) && (long)s->batch * s->hq * pow2_ceil(s->sq) <= TUNE_PREFILL_SMALL_ROWS &&
-             n > 0 && (size_t)n < len)
-        n += snprintf(out + n, len - (size_t)n, "-w%d", pow2_ceil(s->batch * s->hq));
+    /* the work bucket. Decode: a handful of query rows per KV head, so the grid is about
+     * B * Hkv work-groups before split-KV, and how that fills the GPU decides the winner
+     * (B=16 and B=64 want different SPLIT_KV). A small dense prefill grid: its fill decides
+     * too (a B = 1 S = 1024 launch is one wave or less), so it keys on B * Hq */
+    int w = 0;
+    if (pow2_ceil(s->sq) <= TUNE_DECODE_MAX_SQ)
+        w = pow2_ceil(s->batch * s->hkv);
+    else if (!shape_ragged(s) && !shape_paged(s) && (long)s->batch * s->hq * pow2_ceil(s->sq) <= TUNE_PREFILL_SMALL_ROWS)
+        w = pow2_ceil(s->batch * s->hq);
+    if (w && n > 0 && (size_t)n < len) n += snprintf(out + n, len - (size_t)n, "-w%d", w);
     /* a ragged or mixed batch compiles to the VARLEN kernel; how many of its sequences
      * decode decides whether the launch is a prefill with stragglers or a decode with a
      * few long rows */
