@@ -3,7 +3,6 @@
 #include "cache.h"
 #include "common.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

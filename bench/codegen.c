@@ -3,12 +3,10 @@
 #include "codegen.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "amdgpu.h"
