@@ -99,9 +99,17 @@ if [ -n "$dev" ]; then
     new2=$(awk -F, 'NR == 2 { print $4 }' "$T/rf2/tuning.csv" 2>/dev/null)
     check "refine.sh: REFINE_FROM refines around another table's winner into RESULTS_DIR" \
           "[ $rc -eq 0 ] && [ \"\$(printf '%s' '$new2' | tr ';' '\n' | grep -v '^KPAD=' | sort | tr '\n' ';')\" = '$held' ] && [ \$(grep -c 'KPAD=' '$T/rf2/explored.csv') -ge 1 ]"
+    # several FREE files, comma-separated: their rows joined (KPAD's two values from two files)
+    printf 'param,value,when\nKPAD,0,MMA=fma\n' > "$T/free0.csv"; printf 'param,value,when\nKPAD,1,\n' > "$T/free1.csv"
+    REFINE_FROM="$T/rf/tuning.csv" REFINE_BACKEND=$rt tools/refine.sh "$dev" "$T/rf.csv" "$T/rf3" "$T/free0.csv,$T/free1.csv" \
+        --rep-budget 0.01 --quiet >"$T/rf3.log" 2>&1; rc=$?
+    check "refine.sh: FREE files joined by commas explore the rows of both" \
+          "[ $rc -eq 0 ] && grep -q 'KPAD=0' '$T/rf3/explored.csv' && grep -q 'KPAD=1' '$T/rf3/explored.csv'"
     printf 'param,value\nKPAD,0\n' > "$T/badfree.csv"
     tools/refine.sh "$dev" "$T/rf.csv" "$T/rf" "$T/badfree.csv" >/dev/null 2>"$T/err"; rc=$?
     check "refine.sh: a FREE file without param,value,when exits 2 naming it" "[ $rc -eq 2 ] && grep -q 'badfree.csv:1' '$T/err'"
+    tools/refine.sh "$dev" "$T/rf.csv" "$T/rf" "$T/free.csv,$T/badfree.csv" >/dev/null 2>"$T/err"; rc=$?
+    check "refine.sh: a bad FREE file after a good one in the list exits 2 naming it" "[ $rc -eq 2 ] && grep -q 'badfree.csv:1' '$T/err'"
     printf 'name,batch,hq,hkv,sq,skv,d,causal\nother,1,2,1,48,48,64,1\n' > "$T/other.csv"
     REFINE_BACKEND=$rt tools/refine.sh "$dev" "$T/other.csv" "$T/rf" "$T/free.csv" >/dev/null 2>"$T/err"; rc=$?
     check "refine.sh: no tuning row for the shapes exits 2 saying so" "[ $rc -eq 2 ] && grep -q 'names a shape of' '$T/err'"

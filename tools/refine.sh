@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# refine.sh DEVICE SHAPES.csv RESULTS_DIR FREE.csv [tune options...]
+# refine.sh DEVICE SHAPES.csv RESULTS_DIR FREE.csv[,MORE.csv...] [tune options...]
 #
 # Tries a few parameters around each class's tuned winner: for every row of
 # RESULTS_DIR/tuning.csv on this backend whose `shape` is a row of SHAPES.csv, writes a
@@ -9,18 +9,20 @@
 # (WG_QPREFETCH, say) is so measured against every winner in a few candidates per class,
 # where a climb through the whole space would spend its budget elsewhere. Every candidate
 # is verified and recorded as any tune's; --merge keeps the row unless beaten by more than
-# the head-to-head's margin. REFINE_BACKEND (default cuda) picks the tuning rows.
+# the head-to-head's margin. Several FREE files, comma-separated, act as one (their rows
+# joined): a set of forms plus one more key. REFINE_BACKEND (default cuda) picks the rows.
 # REFINE_FROM=TUNING.csv takes the winners to refine around from another table (another
 # GPU's, say), matched by shape; the tune and its --merge still use RESULTS_DIR.
 set -u
 if [ $# -lt 4 ]; then
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 dev=$1; shapes=$2; results=$3; free=$4; shift 4
 fab=${FABENCH:-build/fabench}
 from=${REFINE_FROM:-$results/tuning.csv}
-for f in "$shapes" "$from" "$free"; do
+IFS=, read -ra frees <<<"$free"
+for f in "$shapes" "$from" "${frees[@]}"; do
     [ -r "$f" ] || { echo "refine.sh: $f: cannot read" >&2; exit 2; }
 done
 work=$(mktemp -d) || exit 2
@@ -32,10 +34,13 @@ shapes_path, tuning_path, free_path, work, backend = sys.argv[1:6]
 with open(shapes_path, newline="") as f:
     rows = list(csv.reader(f))
 head, shape_rows = rows[0], {r[0]: r for r in rows[1:] if r}
-with open(free_path, newline="") as f:
-    free = list(csv.DictReader(f))
-if not free or set(free[0].keys()) != {"param", "value", "when"}:
-    sys.exit(f"refine.sh: {free_path}:1: header must be param,value,when")
+free = []
+for path in free_path.split(","):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or set(rows[0].keys()) != {"param", "value", "when"}:
+        sys.exit(f"refine.sh: {path}:1: header must be param,value,when")
+    free += rows
 free_params = {r["param"] for r in free}
 n = 0
 with open(tuning_path, newline="") as f:
