@@ -105,6 +105,12 @@ if [ -n "$dev" ]; then
         --rep-budget 0.01 --quiet >"$T/rf3.log" 2>&1; rc=$?
     check "refine.sh: FREE files joined by commas explore the rows of both" \
           "[ $rc -eq 0 ] && grep -q 'KPAD=0' '$T/rf3/explored.csv' && grep -q 'KPAD=1' '$T/rf3/explored.csv'"
+    # the shipped refine-free/pack-gqa.csv: its shape condition (gqa) and parameter conditions
+    # joined; around a winner without Q/O tensor maps both PACK_GQA values are explored
+    REFINE_FROM="$T/rf/tuning.csv" REFINE_BACKEND=$rt tools/refine.sh "$dev" "$T/rf.csv" "$T/rf4" tools/refine-free/pack-gqa.csv \
+        --rep-budget 0.01 --quiet >"$T/rf4.log" 2>&1; rc=$?
+    check "refine.sh: refine-free/pack-gqa.csv explores PACK_GQA 0 and 1 on a GQA class" \
+          "[ $rc -eq 0 ] && grep -q 'PACK_GQA=0' '$T/rf4/explored.csv' && grep -q 'PACK_GQA=1' '$T/rf4/explored.csv'"
     printf 'param,value\nKPAD,0\n' > "$T/badfree.csv"
     tools/refine.sh "$dev" "$T/rf.csv" "$T/rf" "$T/badfree.csv" >/dev/null 2>"$T/err"; rc=$?
     check "refine.sh: a FREE file without param,value,when exits 2 naming it" "[ $rc -eq 2 ] && grep -q 'badfree.csv:1' '$T/err'"
