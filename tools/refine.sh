@@ -28,14 +28,14 @@ done
 work=$(mktemp -d) || exit 2
 trap 'rm -rf "$work"' EXIT
 # one line per class: shape name, then the space written for it under $work
-python3 - "$shapes" "$from" "$free" "$work" "${REFINE_BACKEND:-cuda}" <<'PY' >"$work/list" || exit 2
+python3 - "$shapes" "$from" "$work" "${REFINE_BACKEND:-cuda}" "${frees[@]}" <<'PY' >"$work/list" || exit 2
 import csv, sys
-shapes_path, tuning_path, free_path, work, backend = sys.argv[1:6]
+shapes_path, tuning_path, work, backend = sys.argv[1:5]
 with open(shapes_path, newline="") as f:
     rows = list(csv.reader(f))
 head, shape_rows = rows[0], {r[0]: r for r in rows[1:] if r}
 free = []
-for path in free_path.split(","):
+for path in sys.argv[5:]:
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     if not rows or set(rows[0].keys()) != {"param", "value", "when"}:
