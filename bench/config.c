@@ -100,7 +100,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "RED_SPLIT")) { bad = parse_int(v, 0, 1, &c->red_split); c->set |= CFG_RED_SPLIT; }
         else if (!strcasecmp(k, "WG_HALF")) { bad = parse_int(v, 0, 2, &c->wg_half); c->set |= CFG_WG_HALF; }
         else if (!strcasecmp(k, "MASK_BOUND")) { bad = parse_int(v, 0, 1, &c->mask_bound); c->set |= CFG_MASK_BOUND; }
-        else if (!strcasecmp(k, "PACK_GQA")) { bad = parse_int(v, 0, 2, &c->pack_gqa); c->set |= CFG_PACK_GQA; }
+        else if (!strcasecmp(k, "PACK_GQA")) { bad = parse_int(v, 0, 3, &c->pack_gqa); c->set |= CFG_PACK_GQA; }
         else if (!strcasecmp(k, "STAGES")) { bad = parse_int(v, 1, 4, &c->stages); c->set |= CFG_STAGES; }
         else if (!strcasecmp(k, "GRID_LPT")) { bad = parse_int(v, 0, 4096, &c->grid_lpt); c->set |= CFG_GRID_LPT; }
         else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); }
@@ -346,9 +346,9 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
                  c->mma == MMA_MFMA ? "MMA=mfma" : c->split_kv != 1 ? "SPLIT_KV>1" : "PACK_GQA>0");
         return ST_UNSUPPORTED;
     }
-    if (c->pack_gqa == 2 && (s->sq % 64 || c->block_m % 64)) {
-        snprintf(reason, len, "PACK_GQA=2 packs whole 64-row stripes: it needs Sq %% 64 = 0 and BLOCK_M %% 64 = 0 (got Sq %d, BLOCK_M %d)",
-                 s->sq, c->block_m);
+    if (c->pack_gqa >= 2 && (s->sq % 64 || c->block_m % 64)) {
+        snprintf(reason, len, "PACK_GQA=%d packs whole 64-row stripes: it needs Sq %% 64 = 0 and BLOCK_M %% 64 = 0 (got Sq %d, BLOCK_M %d)",
+                 c->pack_gqa, s->sq, c->block_m);
         return ST_UNSUPPORTED;
     }
     if (shape_paged(s) && (c->mma == MMA_MFMA || s->page % c->block_n)) {

@@ -248,31 +248,37 @@ static void test_gqa_mqa(void **state)
     assert_int_equal(bad, 0);
 }
 
-/* PACK_GQA=2 (64-row stripes of a KV head's query heads): causal with Sq < Skv and Sq > Skv,
- * non-causal, GQA 4:1 and MQA, split-KV, both block heights it allows, mma_sync where the
- * device has it; refused (not run) where Sq or BLOCK_M is not a multiple of 64. */
+/* PACK_GQA=2 and 3 (64-row stripes of a KV head's query heads, positions ascending or
+ * descending): causal with Sq < Skv and Sq > Skv, non-causal, GQA 4:1 and MQA, split-KV, both
+ * block heights they allow, the longest-first launch order, mma_sync where the device has it;
+ * refused (not run) where Sq or BLOCK_M is not a multiple of 64. */
 static void test_pack_stripes(void **state)
 {
     (void)state;
     int bad = 0;
     const int heads[][2] = {{8, 2}, {8, 1}, {6, 3}};
-    const char *cfgs[] = {"PACK_GQA=2,MMA=fma,BLOCK_M=64,BLOCK_N=32", "PACK_GQA=2,MMA=fma,BLOCK_M=128,BLOCK_N=16,SPLIT_KV=3",
-                          "PACK_GQA=2,MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"};
-    for (size_t h = 0; h < 3; h++)
-        for (int causal = 0; causal <= 1; causal++)
-            for (size_t c = 0; c < 3; c++) {
-                if (c == 2 && !(dev.info.features & RT_FEAT_MMA_SYNC)) continue;
-                shape_t a = mk(2, heads[h][0], heads[h][1], 192, 300, 64, causal);
-                shape_t b = mk(1, heads[h][0], heads[h][1], 320, 100, 128, causal);
-                bad += run_case(&a, c == 2 ? DT_BF16 : DT_FP32, cfgs[c]) != ST_OK;
-                bad += run_case(&b, DT_FP16, cfgs[c]) != ST_OK;
-            }
+    const char *cfgs[] = {"MMA=fma,BLOCK_M=64,BLOCK_N=32", "MMA=fma,BLOCK_M=128,BLOCK_N=16,SPLIT_KV=3,GRID_LPT=1",
+                          "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2"};
+    for (int pack = 2; pack <= 3; pack++)
+        for (size_t h = 0; h < 3; h++)
+            for (int causal = 0; causal <= 1; causal++)
+                for (size_t c = 0; c < 3; c++) {
+                    if (c == 2 && !(dev.info.features & RT_FEAT_MMA_SYNC)) continue;
+                    char cfg[160];
+                    snprintf(cfg, sizeof cfg, "PACK_GQA=%d,%s", pack, cfgs[c]);
+                    shape_t a = mk(2, heads[h][0], heads[h][1], 192, 300, 64, causal);
+                    shape_t b = mk(1, heads[h][0], heads[h][1], 320, 100, 128, causal);
+                    bad += run_case(&a, c == 2 ? DT_BF16 : DT_FP32, cfg) != ST_OK;
+                    bad += run_case(&b, DT_FP16, cfg) != ST_OK;
+                }
     assert_int_equal(bad, 0);
     shape_t odd = mk(1, 8, 2, 100, 100, 64, 1), ok = mk(1, 8, 2, 128, 128, 64, 1);
     assert_int_equal(run_case(&odd, DT_FP32, "PACK_GQA=2,MMA=fma,BLOCK_M=64"), ST_UNSUPPORTED);
+    assert_int_equal(run_case(&odd, DT_FP32, "PACK_GQA=3,MMA=fma,BLOCK_M=64"), ST_UNSUPPORTED);
     assert_int_equal(run_case(&ok, DT_FP32, "PACK_GQA=2,MMA=fma,BLOCK_M=32"), ST_UNSUPPORTED);
-    /* a packed block that skips its last key tile must be caught */
+    /* a packed block that skips its last key tile must be caught, in either order */
     assert_int_equal(run_case(&ok, DT_FP32, "PACK_GQA=2,MMA=fma,BLOCK_M=64,BLOCK_N=16,FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
+    assert_int_equal(run_case(&ok, DT_FP32, "PACK_GQA=3,MMA=fma,BLOCK_M=128,BLOCK_N=16,FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
 }
 
 /* Split-KV (flash-decoding) with several split counts, decode and short prefill. */

@@ -302,10 +302,13 @@ static const wcase wcases[] = {
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=64,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_KVSPLIT=1,WG_SKIP=1,WG_HALF=1", 256, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=192,STAGES=2,WG_TMA=1,WG_WS=1,WG_SKIP=1,WG_HALF=2,MASK_BOUND=1", 64, DT_BF16, 1, 4096, 1},
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_SKIP=1,WG_HALF=2", 128, DT_BF16, 0, 4096, 1},
-    /* a KV head's query heads in 64-row stripes (PACK_GQA=2): the H100's S = 1024 causal
-     * winner's form, persistent and counter-fed, and the non-persistent ping-pong one */
+    /* a KV head's query heads in 64-row stripes (PACK_GQA=2, 3 descending): the H100's
+     * S = 1024 causal winner's form, persistent and counter-fed, and the non-persistent
+     * ping-pong one */
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_SKIP=1,WG_HALF=2,RED_SPLIT=1,MASK_BOUND=1,PACK_GQA=2", 128, DT_BF16, 1, 1024, 1},
     {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,WG_SKIP=1,WG_HALF=1,MASK_BOUND=1,GRID_LPT=1,PACK_GQA=2", 128, DT_BF16, 1, 1024, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PERSIST=1,WG_DYNAMIC=1,WG_QPREFETCH=1,WG_SKIP=1,WG_HALF=2,RED_SPLIT=1,MASK_BOUND=1,PACK_GQA=3", 128, DT_BF16, 1, 1024, 1},
+    {"MMA=wgmma,NUM_WARPS=12,BLOCK_M=192,BLOCK_N=128,STAGES=2,WG_TMA=1,WG_WS=1,WG_PINGPONG=1,WG_OSTAGE=1,WG_SKIP=1,WG_HALF=1,MASK_BOUND=1,GRID_LPT=1,PACK_GQA=3", 128, DT_BF16, 1, 1024, 1},
 };
 /* ragged batches (VARLEN, four sequences of these length fractions): cp.async, and the
  * copy engine from each sequence's first key */

@@ -1115,13 +1115,13 @@ static void test_defer(void **state)
     assert_int_equal(bad, 0);
 }
 
-/* PACK_GQA=2 (a KV head's G query heads in 64-row stripes, one head's consecutive positions
- * per warpgroup): right on causal and non-causal GQA with Sq < Skv and Sq > Skv (rows with no
+/* PACK_GQA=2 and 3 (a KV head's G query heads in 64-row stripes, one head's consecutive
+ * positions per warpgroup; 3 with the stripes' positions descending): each right on causal and non-causal GQA with Sq < Skv and Sq > Skv (rows with no
  * visible key), MQA, three and two warpgroups, persistent and counter-fed blocks with Q
  * prefetched, WG_SKIP, WG_HALF, MASK_BOUND, d = 64 / 80 / 256, fp16, and on MMA=mma; then the
- * S = 1024 causal winners' forms timed unpacked, packed by rows (1) and by stripes (2): 1024
- * rows leave a 192-row block's last warpgroup alone once per query head unpacked, once per KV
- * head packed. */
+ * S = 1024 causal winners' forms timed unpacked and packed by stripes (2, 3): 1024 rows leave
+ * a 192-row block's last warpgroup alone once per query head unpacked, once per KV head
+ * packed, and with 3 that warpgroup holds the head's first positions, the fewest keys. */
 static void test_stripes(void **state)
 {
     (void)state;
@@ -1141,16 +1141,22 @@ static void test_stripes(void **state)
         {&skew, DT_FP16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,MASK_BOUND=1"},
         {&c128, DT_BF16, "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=64,STAGES=2"},
     };
-    const int bad = run_probe_cases("SPLIT_KV=1,PACK_GQA=2", cases, sizeof cases / sizeof cases[0]);
-    printf("PACK_GQA=2: %s\n", bad ? "wrong results" : "right on every case");
+    int bad = 0;
+    for (int pack = 2; pack <= 3; pack++) {
+        char common[40];
+        snprintf(common, sizeof common, "SPLIT_KV=1,PACK_GQA=%d", pack);
+        const int b = run_probe_cases(common, cases, sizeof cases / sizeof cases[0]);
+        printf("PACK_GQA=%d: %s\n", pack, b ? "wrong results" : "right on every case");
+        bad += b;
+    }
     shape_t ref[] = {mk(4, 32, 8, 1024, 1024, 128, 1), mk(4, 64, 8, 1024, 1024, 128, 1), mk(1, 64, 8, 1024, 1024, 128, 1),
                      mk(4, 32, 8, 4096, 4096, 128, 1)};
     const char *names[] = {"llama3-8b-b4-s1024-c1", "llama3-70b-b4-s1024-c1", "llama3-70b-b1-s1024-c1", "llama3-8b-b4-s4096-c1"};
     for (size_t k = 0; k < 4; k++) snprintf(ref[k].name, sizeof ref[k].name, "%s", names[k]);
     const char *base = "MMA=wgmma,SPLIT_KV=1,WG_TMA=1,WG_WS=1,BLOCK_M=192,NUM_WARPS=12,BLOCK_N=128,STAGES=2,WG_PERSIST=1,WG_DYNAMIC=1,"
                        "WG_QPREFETCH=1,WG_SKIP=1,WG_HALF=2,MASK_BOUND=1";
-    const char *timed[] = {",PACK_GQA=0", ",PACK_GQA=1", ",PACK_GQA=2", ",PACK_GQA=0,WG_PINGPONG=1", ",PACK_GQA=2,WG_PINGPONG=1",
-                           ",PACK_GQA=0,RED_SPLIT=1", ",PACK_GQA=2,RED_SPLIT=1"};
+    const char *timed[] = {",PACK_GQA=0", ",PACK_GQA=2", ",PACK_GQA=3", ",PACK_GQA=0,WG_PINGPONG=1", ",PACK_GQA=2,WG_PINGPONG=1",
+                           ",PACK_GQA=3,WG_PINGPONG=1", ",PACK_GQA=0,RED_SPLIT=1", ",PACK_GQA=2,RED_SPLIT=1", ",PACK_GQA=3,RED_SPLIT=1"};
     time_variants(ref, sizeof ref / sizeof ref[0], base, timed, sizeof timed / sizeof timed[0], 0);
     assert_int_equal(bad, 0);
 }
