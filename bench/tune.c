@@ -154,13 +154,18 @@ static void strings_free(char **v, long n)
     free(v);
 }
 
+/* Is cfg one of the n strings of list? */
+static int in_declared_list(const char *const *list, long n, const char *cfg)
+{
+    for (long i = 0; i < n; i++)
+        if (!strcmp(list[i], cfg)) return 1;
+    return 0;
+}
+
 /* Is cfg one of the declared space's configurations for this class? (NULL: no filter) */
 static int in_declared(const char *const *decl, long ndecl, const char *cfg)
 {
-    if (!decl) return 1;
-    for (long i = 0; i < ndecl; i++)
-        if (!strcmp(decl[i], cfg)) return 1;
-    return 0;
+    return !decl || in_declared_list(decl, ndecl, cfg);
 }
 
 /* The class's fastest ok explored configurations, skipping those that kernels/space.csv no
@@ -669,6 +674,9 @@ static void usage(FILE *f)
             "  --merge             keep a class's tuning.csv row when it is faster than this run's\n"
             "                      best (for tuning only part of the space, as with --space); the\n"
             "                      manifest then records this command under update.N. keys\n"
+            "  --declared-only     with --merge and --space: time only the candidates that\n"
+            "                      kernels/space.csv also declares for the class (the others could\n"
+            "                      not go to tuning.csv); tools/refine.sh passes it\n"
             "  --rep-budget S      seconds of timing per candidate (default 0.1)\n"
             "  --rematch-budget S  seconds of repetitions for each contender when a class's finalists\n"
             "                      are timed again against earlier runs' rows (default: fabench run's\n"
@@ -697,7 +705,7 @@ int cmd_tune(int argc, char **argv)
         }
     }
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_DTYPE, O_STRATEGY, O_BUDGET, O_TIME, O_SEED, O_RESULTS, O_SPACE,
-           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE, O_REMATCH };
+           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE, O_REMATCH, O_DECLARED };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"dtype", required_argument, 0, O_DTYPE},
@@ -706,7 +714,7 @@ int cmd_tune(int argc, char **argv)
         {"results", required_argument, 0, O_RESULTS}, {"space", required_argument, 0, O_SPACE},
         {"rep-budget", required_argument, 0, O_REPBUDGET}, {"rematch-budget", required_argument, 0, O_REMATCH}, {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, O_HELP}, {"timeout", required_argument, 0, O_TIMEOUT},
-        {"merge", no_argument, 0, O_MERGE}, {0, 0, 0, 0}};
+        {"merge", no_argument, 0, O_MERGE}, {"declared-only", no_argument, 0, O_DECLARED}, {0, 0, 0, 0}};
     const char *device = NULL, *suite = NULL, *shapes_file = NULL, *results = NULL, *space_file = NULL;
     const char *strategy = "exhaustive";
     int halving = 0;
@@ -714,7 +722,7 @@ int cmd_tune(int argc, char **argv)
     long budget = -1;
     double time_limit = -1, rep_budget = 0.1, rematch_budget = 0;
     uint64_t seed = 1;
-    int have_dtype = 0, quiet = 0, merge = 0;
+    int have_dtype = 0, quiet = 0, merge = 0, declared_only = 0;
     dtype_t dtype = DT_BF16;
     char err[FB_ERRLEN];
     optind = 1;
@@ -730,6 +738,7 @@ int cmd_tune(int argc, char **argv)
         case O_SPACE: space_file = optarg; break;
         case O_QUIET: quiet = 1; break;
         case O_MERGE: merge = 1; break;
+        case O_DECLARED: declared_only = 1; break;
         case O_DTYPE:
             if (dtype_parse(optarg, &dtype) != 0) {
                 fprintf(stderr, "fabench tune: --dtype: unknown '%s' (known: fp32, fp16, bf16)\n", optarg);
@@ -779,6 +788,10 @@ int cmd_tune(int argc, char **argv)
     if (!device || (!suite == !shapes_file)) {
         fprintf(stderr, "fabench tune: needs --device and one of --suite or --shapes\n\n");
         usage(stderr);
+        return FB_EXIT_BADINPUT;
+    }
+    if (declared_only && !(merge && space_file)) {
+        fprintf(stderr, "fabench tune: --declared-only needs --merge and --space (without --space every candidate is declared)\n");
         return FB_EXIT_BADINPUT;
     }
     space_t space;
@@ -866,6 +879,23 @@ int cmd_tune(int argc, char **argv)
         long before;
         long n = space_enumerate(&space, &dev.info, s, dt, &cands, &before);
         if (n < 0) { fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; break; }
+        if (declared_only && declared) { /* keep what kernels/space.csv declares for this class */
+            long nd = 0;
+            char **dl = declared_strings(declared, &dev.info, s, dt, &nd);
+            if (!dl && nd != 0) { free(cands); fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; break; }
+            long kept = 0;
+            for (long i = 0; i < n; i++) {
+                char cs[KCONFIG_STR_MAX];
+                kconfig_str(&cands[i], cs, sizeof cs);
+                if (in_declared_list((const char *const *)dl, nd, cs)) cands[kept++] = cands[i];
+            }
+            strings_free(dl, nd);
+            if (!quiet && kept < n)
+                fprintf(stderr, "fabench tune: %s: --declared-only: %ld of the %ld candidates are not in %s for this class; "
+                        "%ld left\n", keys[ci], n - kept, n, declared->source, kept);
+            before -= n - kept; /* the summary's count is then of what remains */
+            n = kept;
+        }
         double t0 = fb_now(), best_us = INFINITY;
         if (!quiet && !is_tty) /* a log shows where a long class is from its start */
             fprintf(stderr, "fabench tune: [%zu/%zu] %s: %s over %ld configurations%s\n", ci + 1, nclass, keys[ci], strategy, n,

@@ -111,6 +111,19 @@ if [ -n "$dev" ]; then
         --rep-budget 0.01 --quiet >"$T/rf4.log" 2>&1; rc=$?
     check "refine.sh: refine-free/pack-gqa.csv explores PACK_GQA 0 and 1 on a GQA class" \
           "[ $rc -eq 0 ] && grep -q 'PACK_GQA=0' '$T/rf4/explored.csv' && grep -q 'PACK_GQA=1' '$T/rf4/explored.csv'"
+    # a FREE row past the space's conditions (SPLIT_KV=2 is declared for decode classes only):
+    # not timed on this prefill class unless REFINE_OUTSIDE_SPACE=1
+    printf 'param,value,when\nSPLIT_KV,1,\nSPLIT_KV,2,\n' > "$T/fsplit.csv"
+    REFINE_FROM="$T/rf/tuning.csv" REFINE_BACKEND=$rt tools/refine.sh "$dev" "$T/rf.csv" "$T/rf5" "$T/fsplit.csv" \
+        --rep-budget 0.01 >"$T/rf5.log" 2>&1; rc=$?
+    check "refine.sh: a FREE value kernels/space.csv does not declare for the class is not timed" \
+          "[ $rc -eq 0 ] && grep -q 'SPLIT_KV=1' '$T/rf5/explored.csv' && ! grep -q 'SPLIT_KV=2' '$T/rf5/explored.csv' && grep -q 'declared-only: 1 of the 2' '$T/rf5.log'"
+    REFINE_OUTSIDE_SPACE=1 REFINE_FROM="$T/rf/tuning.csv" REFINE_BACKEND=$rt tools/refine.sh "$dev" "$T/rf.csv" "$T/rf6" "$T/fsplit.csv" \
+        --rep-budget 0.01 --quiet >"$T/rf6.log" 2>&1; rc=$?
+    check "refine.sh: REFINE_OUTSIDE_SPACE=1 times it too, and the table keeps a declared winner" \
+          "[ $rc -eq 0 ] && grep -q 'SPLIT_KV=2' '$T/rf6/explored.csv' && grep -q 'SPLIT_KV=1' '$T/rf6/tuning.csv'"
+    $fab tune --device "$dev" --shapes "$T/rf.csv" --results "$T/rf7" --declared-only >/dev/null 2>"$T/err"; rc=$?
+    check "tune --declared-only without --merge and --space exits 2 saying why" "[ $rc -eq 2 ] && grep -q 'needs --merge and --space' '$T/err'"
     printf 'param,value\nKPAD,0\n' > "$T/badfree.csv"
     tools/refine.sh "$dev" "$T/rf.csv" "$T/rf" "$T/badfree.csv" >/dev/null 2>"$T/err"; rc=$?
     check "refine.sh: a FREE file without param,value,when exits 2 naming it" "[ $rc -eq 2 ] && grep -q 'badfree.csv:1' '$T/err'"

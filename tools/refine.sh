@@ -13,9 +13,13 @@
 # joined): a set of forms plus one more key. REFINE_BACKEND (default cuda) picks the rows.
 # REFINE_FROM=TUNING.csv takes the winners to refine around from another table (another
 # GPU's, say), matched by shape; the tune and its --merge still use RESULTS_DIR.
+# Only candidates that kernels/space.csv declares for the class are timed (tune
+# --declared-only): a FREE row is a parameter freed around the winner, not a way past the
+# space's conditions (MASK_BOUND=1 on a non-causal class, say), whose configurations could
+# not go to tuning.csv anyway. REFINE_OUTSIDE_SPACE=1 times them too, for a probe.
 set -u
 if [ $# -lt 4 ]; then
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 dev=$1; shapes=$2; results=$3; free=$4; shift 4
@@ -70,7 +74,8 @@ PY
 rc=0
 while read -r cls shape space; do
     echo "refine.sh: $cls"
+    declared=(--declared-only); [ "${REFINE_OUTSIDE_SPACE:-0}" = 1 ] && declared=()
     "$fab" tune --device "$dev" --shapes "$shape" --results "$results" --space "$space" \
-        --strategy exhaustive --merge "$@" || rc=1
+        --strategy exhaustive --merge "${declared[@]}" "$@" || rc=1
 done <"$work/list"
 exit $rc
