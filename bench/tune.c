@@ -803,6 +803,10 @@ int cmd_tune(int argc, char **argv)
     if (space_file && merge) { /* only --merge consults it */
         char e2[512];
         declared = space_load_default(&decl_space, e2, sizeof e2) == 0 ? &decl_space : NULL;
+        if (!declared && declared_only) {
+            fprintf(stderr, "fabench tune: --declared-only: %s\n", e2);
+            return FB_EXIT_BADINPUT;
+        }
         if (!declared) fprintf(stderr, "fabench tune: note: %s; earlier rows are not checked against it\n", e2);
     }
     shape_list_t shapes = {0};
