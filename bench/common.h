@@ -118,6 +118,8 @@ int fb_mkdir_p(const char *path, char *err, size_t errlen);
 
 /* Monotonic clock in seconds. */
 double fb_now(void);
+/* Sleeps s seconds (through interruptions); nothing for s <= 0. */
+void fb_sleep(double s);
 /* v printed with fmt into out, or "" when v is NaN (a value not measured). */
 void fb_fmt_num(char *out, size_t len, double v, const char *fmt);
 

@@ -57,6 +57,9 @@ static void usage_run(FILE *f)
             "  --verify-only      check correctness, do not time\n"
             "  --budget S         seconds of timed repetitions per shape (default 0.3)\n"
             "  --warmup S         seconds of warm-up per shape (default 0.05)\n"
+            "  --rest S           seconds the device idles before each shape's warm-up (default 0):\n"
+            "                     each measurement then starts rested, for a GPU whose power cap\n"
+            "                     lowers its clock under sustained work (the vendors take it too)\n"
             "  --min-reps N       at least N timed repetitions (default 5)\n"
             "  --l2-flush         overwrite twice the device's L2 (at least 32 MiB) before every run,\n"
             "                     outside the timed interval: no input stays cached from the run\n"
@@ -88,7 +91,7 @@ static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 int cmd_run(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SHAPES, O_SUITE, O_OUT, O_APPEND, O_CONFIG, O_DTYPE, O_MANIFEST, O_VERIFY_ONLY,
-           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME, O_UPDATE, O_FLUSH };
+           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME, O_UPDATE, O_FLUSH, O_REST };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"shapes", required_argument, 0, O_SHAPES},
         {"suite", required_argument, 0, O_SUITE}, {"out", required_argument, 0, O_OUT},
@@ -100,7 +103,8 @@ int cmd_run(int argc, char **argv)
         {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
         {"tuned", no_argument, 0, O_TUNED}, {"tuning", required_argument, 0, O_TUNING},
         {"help", no_argument, 0, O_HELP}, {"resume", no_argument, 0, O_RESUME},
-        {"update", no_argument, 0, O_UPDATE}, {"l2-flush", no_argument, 0, O_FLUSH}, {0, 0, 0, 0}};
+        {"update", no_argument, 0, O_UPDATE}, {"l2-flush", no_argument, 0, O_FLUSH},
+        {"rest", required_argument, 0, O_REST}, {0, 0, 0, 0}};
     const char *device = NULL, *shapes_file = NULL, *suite = NULL, *out = NULL, *manifest_path = NULL;
     const char *tuning_path = NULL;
     int append = 0, quiet = 0, have_dtype = 0, tuned = 0, resume = 0, update = 0, l2_flush = 0;
@@ -140,6 +144,10 @@ int cmd_run(int argc, char **argv)
         case O_FLUSH: l2_flush = 1; break;
         case O_BUDGET: if (parse_double("--budget", optarg, 0, &ao.timing.budget_s)) return FB_EXIT_BADINPUT; break;
         case O_WARMUP: if (parse_double("--warmup", optarg, 0, &ao.timing.warmup_s)) return FB_EXIT_BADINPUT; break;
+        case O_REST:
+            if (parse_double("--rest", optarg, 0, &ao.timing.rest_s)) return FB_EXIT_BADINPUT;
+            if (ao.timing.rest_s > 60) { fprintf(stderr, "fabench run: --rest: at most 60 seconds\n"); return FB_EXIT_BADINPUT; }
+            break;
         case O_TIMEOUT: if (parse_double("--timeout", optarg, 0.001, &ao.timing.timeout_s)) return FB_EXIT_BADINPUT; break;
         case O_MINREPS:
             if (parse_double("--min-reps", optarg, 1, &x)) return FB_EXIT_BADINPUT;

@@ -8,6 +8,7 @@
 
 void timing_defaults(timing_opts *o)
 {
+    o->rest_s = 0;
     o->warmup_s = 0.05;
     o->budget_s = 0.3;
     o->min_reps = 5;
@@ -55,6 +56,7 @@ int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, con
         }
         if ((rc = rt->alloc(ctx, o->l2_flush_bytes, &flush, err, errlen)) != 0) return rc;
     }
+    fb_sleep(o->rest_s); /* the device idle (nothing of ours is queued before this) */
     double t0 = fb_now();
     do { /* warm-up: clocks up, caches and lazy module loading out of the way */
         rt_event *a = NULL, *b = NULL;

@@ -8,6 +8,9 @@
 #include "telemetry.h"
 
 typedef struct {
+    double rest_s;    /* > 0: the device idles this long before the warm-up, so that every
+                       * measurement starts from the same rested power state (a GPU under a
+                       * power cap lowers its clock after sustained work; --rest) */
     double warmup_s;  /* wall time spent warming up (at least one run) */
     double budget_s;  /* wall time for timed repetitions */
     int min_reps, max_reps;

@@ -336,6 +336,15 @@ double fb_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void fb_sleep(double s)
+{
+    const double end = fb_now() + s;
+    for (double left = s; left > 0; left = end - fb_now()) {
+        struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
 void fb_fmt_num(char *out, size_t len, double v, const char *fmt)
 {
     if (isnan(v)) out[0] = 0;

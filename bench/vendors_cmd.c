@@ -40,7 +40,7 @@ static void usage(FILE *f)
             "  --impl LIST        only these implementations (torch-flash,torch-efficient,torch-cudnn,flex,cudnn)\n"
             "  --configs-out FILE.csv  also write how many configurations each vendor's own selection\n"
             "                     offered per shape (impl,scope,configs,method)\n"
-            "  --append, --update, --resume, --manifest FILE, --dtype T, --budget S, --warmup S,\n"
+            "  --append, --update, --resume, --manifest FILE, --dtype T, --budget S, --warmup S, --rest S,\n"
             "  --min-reps N, --verify-rows N, --seed N, --quiet: as for `fabench run` (--update and\n"
             "  --resume: per implementation)\n");
 }
@@ -66,7 +66,7 @@ static int wanted(const char *impl, const char *list)
 int cmd_vendors(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_OUT, O_APPEND, O_MANIFEST, O_DTYPE, O_BUDGET, O_WARMUP, O_MINREPS,
-           O_VROWS, O_SEED, O_IMPL, O_QUIET, O_HELP, O_CONFIGS, O_RESUME, O_UPDATE, O_FLUSH };
+           O_VROWS, O_SEED, O_IMPL, O_QUIET, O_HELP, O_CONFIGS, O_RESUME, O_UPDATE, O_FLUSH, O_REST };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"out", required_argument, 0, O_OUT},
@@ -77,7 +77,7 @@ int cmd_vendors(int argc, char **argv)
         {"impl", required_argument, 0, O_IMPL}, {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, O_HELP}, {"configs-out", required_argument, 0, O_CONFIGS},
         {"resume", no_argument, 0, O_RESUME}, {"update", no_argument, 0, O_UPDATE},
-        {"l2-flush", no_argument, 0, O_FLUSH}, {0, 0, 0, 0}};
+        {"l2-flush", no_argument, 0, O_FLUSH}, {"rest", required_argument, 0, O_REST}, {0, 0, 0, 0}};
     const char *device = NULL, *suite = NULL, *shapes_file = NULL, *out = NULL, *manifest_path = NULL, *impls = NULL;
     const char *configs_out = NULL;
     int append = 0, quiet = 0, have_dtype = 0, resume = 0, update = 0, l2_flush = 0;
@@ -92,12 +92,14 @@ int cmd_vendors(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         double x = 0;
-        if (c == O_BUDGET || c == O_WARMUP || c == O_MINREPS || c == O_VROWS || c == O_SEED) {
+        if (c == O_BUDGET || c == O_WARMUP || c == O_MINREPS || c == O_VROWS || c == O_SEED || c == O_REST) {
             x = strtod(optarg, &end);
             /* counts and seeds must fit their integer types; times are bounded too */
-            double hi = c == O_MINREPS ? 100000 : c == O_VROWS ? 1e15 : c == O_SEED ? 9007199254740992.0 : 1e6;
+            double hi = c == O_MINREPS ? 100000 : c == O_VROWS ? 1e15 : c == O_SEED ? 9007199254740992.0 : c == O_REST ? 60 : 1e6;
             if (*end || end == optarg || !(x >= 0) || !isfinite(x) || x > hi) {
-                fprintf(stderr, "fabench vendors: %s: bad number '%s'\n", argv[optind - 1], optarg);
+                const char *name = c == O_BUDGET ? "--budget" : c == O_WARMUP ? "--warmup" : c == O_MINREPS ? "--min-reps"
+                                   : c == O_VROWS ? "--verify-rows" : c == O_SEED ? "--seed" : "--rest";
+                fprintf(stderr, "fabench vendors: %s: bad number '%s'\n", name, optarg);
                 return FB_EXIT_BADINPUT;
             }
         }
@@ -116,6 +118,7 @@ int cmd_vendors(int argc, char **argv)
         case O_FLUSH: l2_flush = 1; break;
         case O_BUDGET: topt.budget_s = x; break;
         case O_WARMUP: topt.warmup_s = x; break;
+        case O_REST: topt.rest_s = x; break;
         case O_MINREPS: topt.min_reps = x < 1 ? 1 : (int)x; if (topt.max_reps < topt.min_reps) topt.max_reps = topt.min_reps; break;
         case O_VROWS: verify_rows = (size_t)x; break;
         case O_SEED: seed = (uint64_t)x; break;

@@ -248,6 +248,24 @@ for k in keys:
 csv_py "real run: m.csv has gpu, backend, driver, date, command, git_commit" \
     "$PY_MANIFEST" "$T/m.csv" gpu,backend,driver,date,command,git_commit opencl
 
+# ---------- --rest: the device idle before each shape's warm-up ----------
+t_rest0=$(date +%s.%N)
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/rest.csv" --budget 0.02 --warmup 0.01 --quiet --rest 0.6
+t_rest=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$t_rest0" "$(date +%s.%N)" 2>/dev/null || echo 0)
+check "--rest 0.6 on opencl:0 exits 0" 0
+if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 1.2 else 1)" "$t_rest" 2>/dev/null; then
+    ok "--rest 0.6: two shapes took at least 1.2 s ($t_rest s)"
+else
+    bad "--rest 0.6: two shapes took at least 1.2 s" "took $t_rest s"
+fi
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/rest.bad.csv" --rest -1
+check "--rest -1 exits 2 naming the option" 2 err "--rest"
+absent "--rest -1 writes nothing" "$T/rest.bad.csv"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/rest.bad.csv" --rest 61
+check "--rest 61 exits 2: at most 60 seconds" 2 err "at most 60"
+run vendors --device opencl:0 --shapes "$T/two.csv" --out "$T/rest.bad.csv" --rest soon
+check "vendors --rest soon exits 2 naming it" 2 err "--rest" err "soon"
+
 # ---------- --l2-flush: the cache overwritten before every run, said per row ----------
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/fl.csv" --budget 0.02 --warmup 0.01 --quiet --l2-flush
 check "--l2-flush on opencl:0 exits 0" 0

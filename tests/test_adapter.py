@@ -35,6 +35,14 @@ class Protocol(unittest.TestCase):
             with self.assertRaises(ValueError):
                 adapter.parse_request(REQ + bad)
 
+    def test_rest_request(self):
+        # rest=S: the device idles that long before the warm-up
+        self.assertEqual(adapter.parse_request(REQ + " rest=1.5")["rest"], 1.5)
+        self.assertEqual(adapter.parse_request(REQ)["rest"], 0)
+        for bad in (" rest=-1", " rest=soon", " rest=nan"):
+            with self.assertRaises(ValueError):
+                adapter.parse_request(REQ + bad)
+
     def test_bad_requests(self):
         for bad in ("", "go impl=x", REQ.replace(" d=128", ""), REQ.replace("b=4", "b=four"), REQ + " stray"):
             with self.assertRaises(ValueError):

@@ -163,6 +163,7 @@ fi
 cat > "$T/fakefab" <<'FAKE'
 #!/usr/bin/env bash
 cmd=$1; shift; out=; cfg=
+echo "$cmd $*" >> "${FAKEFAB_LOG:-/dev/null}"
 while [ $# -gt 0 ]; do case "$1" in --out) out=$2; shift 2 ;; --config) cfg=$2; shift 2 ;; *) shift ;; esac; done
 [ -e "$out" ] || echo "impl,config,name,median_us,tflops,status,config_source,sm_mhz" > "$out"
 n=$(grep -c '^cudnn,' "$out")
@@ -186,5 +187,8 @@ tools/rounds.sh - - 0 "$T/nord" --summary-only >/dev/null 2>&1
 check "rounds.sh --summary-only without a rounds-perf.csv exits 2" "[ $? -eq 2 ]"
 FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 0 "$T/rd0" >/dev/null 2>&1
 check "rounds.sh: zero rounds exits 2" "[ $? -eq 2 ]"
+FAKEFAB_LOG="$T/fakefab.log" FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 1 "$T/rdr" --rest 1.5 >/dev/null 2>&1; rc=$?
+check "rounds.sh --rest: passed to ours and the vendors alike" \
+      "[ $rc -eq 0 ] && grep -q '^run .*--rest 1.5' '$T/fakefab.log' && grep -q '^vendors .*--rest 1.5' '$T/fakefab.log'"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -14,6 +14,9 @@
 # SM cycles (each side's time times the SM clock it ran at; empty without clock readings):
 # above 1 the portable kernel needs fewer cycles. Options:
 #   --budget S        seconds of timed repetitions per run (default 0.05: full clocks)
+#   --rest S          seconds the device idles before each run's warm-up, ours and the
+#                     vendors' alike (fabench --rest; default 0): every run then starts
+#                     from a rested power state, not from the run before it
 #   --impl LIST       vendors (default cudnn,torch-cudnn)
 #   --tuning FILE     the tuning table for the tuned runs (default: fabench's own default)
 #   --config CFG      also time this configuration each round (repeatable; label: its text)
@@ -22,15 +25,16 @@
 #                     (DEVICE and SHAPES are not read)
 set -u
 if [ $# -lt 4 ]; then
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 dev=$1; shapes=$2; rounds=$3; out=$4; shift 4
 fab=${FABENCH:-build/fabench}
-budget=0.05; impl=cudnn,torch-cudnn; tuning=(); configs=(); flush=(); only=0
+budget=0.05; impl=cudnn,torch-cudnn; tuning=(); configs=(); flush=(); rest=(); only=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --budget) budget=${2:-}; shift 2 ;;
+        --rest) rest=(--rest "${2:-}"); shift 2 ;;
         --impl) impl=${2:-}; shift 2 ;;
         --tuning) tuning=(--tuning "${2:-}"); shift 2 ;;
         --config) configs+=("${2:-}"); shift 2 ;;
@@ -52,7 +56,7 @@ else
 fi
 mkdir -p "$out" || exit 2
 log=$out/rounds.log
-common=(--device "$dev" --shapes "$shapes" --budget "$budget" "${flush[@]}" --out "$out/rounds-perf.csv" --append
+common=(--device "$dev" --shapes "$shapes" --budget "$budget" "${rest[@]}" "${flush[@]}" --out "$out/rounds-perf.csv" --append
         --manifest "$out/rounds-manifest.csv")
 for r in $(seq 1 "$rounds"); do  # none with --summary-only
     echo "== round $r" >>"$log"

@@ -405,6 +405,7 @@ static int timed_runs(vendor_session *vs, plan_entry *e, run_state *rs, const ti
     unsigned runs = 0;
     CUresult r = CUDA_SUCCESS;
     e->g.log_calls = vs->debug; /* the first execution is logged, repetitions are not */
+    fb_sleep(t->rest_s); /* as time_device: the device idle before the warm-up */
     double t0 = fb_now();
     do {
         FLUSH_BEFORE(runs++) goto cuda_error;

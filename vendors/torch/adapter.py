@@ -28,7 +28,8 @@ over and the timed repetitions begin, with a line
     timing
 before its result line (the harness watches the GPU's clocks and power from there). A
 request with flush=BYTES has that much device memory overwritten before every call, outside
-the timed events, so that no input stays in the cache from the call before.
+the timed events, so that no input stays in the cache from the call before. A request with
+rest=SECONDS leaves the device idle that long before the warm-up.
 Values never hold spaces except reason, which is always last. `quit` ends it.
 Tensors are raw little-endian arrays in [B, H, S, D] order, in the request's dtype.
 """
@@ -68,6 +69,9 @@ def parse_request(line):
     req["flush"] = int(req.get("flush", "0"))
     if req["flush"] < 0:
         raise ValueError("flush=%d is negative" % req["flush"])
+    req["rest"] = float(req.get("rest", "0"))
+    if not req["rest"] >= 0:
+        raise ValueError("rest=%s is not a count of seconds" % req.get("rest"))
     if req["page"] < 0 or (req["page"] & (req["page"] - 1)):
         raise ValueError("page=%d is not 0 or a power of two" % req["page"])
     if ("cu_q" in req) != ("cu_kv" in req):
@@ -436,6 +440,8 @@ class Adapter:
             if flush is not None:
                 runs[0] += 1
                 flush.fill_(runs[0])
+        t.cuda.synchronize()
+        time.sleep(r["rest"])  # rest=S: the device idle before the warm-up, as fabench's own runs
         t0 = time.monotonic()
         while True:
             flush_l2()

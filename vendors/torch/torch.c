@@ -111,6 +111,7 @@ static int torch_run(vendor_session *vs, const char *impl, const shape_t *s, dty
             in->opath, t->warmup_s, t->budget_s, t->min_reps, t->max_reps);
     if (shape_paged(s)) fprintf(vs->to, " page=%d", s->page);
     if (t->l2_flush_bytes) fprintf(vs->to, " flush=%zu", t->l2_flush_bytes);
+    if (t->rest_s > 0) fprintf(vs->to, " rest=%g", t->rest_s);
     if (t->tm) fputs(" marks=1", vs->to); /* say when the timed repetitions start: the GPU is watched from there */
     if (shape_ragged(s)) { /* the tensors in the files are packed per head: say where each sequence starts */
         int32_t *cu = malloc(sizeof *cu * 2 * ((size_t)s->batch + 1));
