@@ -883,17 +883,19 @@ int cmd_tune(int argc, char **argv)
         long before;
         long n = space_enumerate(&space, &dev.info, s, dt, &cands, &before);
         if (n < 0) { fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; break; }
+        /* the declared space's configurations for this class (--merge): --declared-only
+         * filters the candidates with them first, the head-to-head takes them after */
+        long ndecl = 0;
+        char **decl = NULL;
         if (declared_only && declared) { /* keep what kernels/space.csv declares for this class */
-            long nd = 0;
-            char **dl = declared_strings(declared, &dev.info, s, dt, &nd);
-            if (!dl && nd != 0) { free(cands); fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; break; }
+            decl = declared_strings(declared, &dev.info, s, dt, &ndecl);
+            if (!decl) { free(cands); fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; break; }
             long kept = 0;
             for (long i = 0; i < n; i++) {
                 char cs[KCONFIG_STR_MAX];
                 kconfig_str(&cands[i], cs, sizeof cs);
-                if (in_declared_list((const char *const *)dl, nd, cs)) cands[kept++] = cands[i];
+                if (in_declared_list((const char *const *)decl, ndecl, cs)) cands[kept++] = cands[i];
             }
-            strings_free(dl, nd);
             if (!quiet && kept < n)
                 fprintf(stderr, "fabench tune: %s: --declared-only: %ld of the %ld candidates are not in %s for this class; "
                         "%ld left\n", keys[ci], n - kept, n, declared->source, kept);
@@ -905,7 +907,7 @@ int cmd_tune(int argc, char **argv)
             fprintf(stderr, "fabench tune: [%zu/%zu] %s: %s over %ld configurations%s\n", ci + 1, nclass, keys[ci], strategy, n,
                     time_limit > 0 ? ", within --time" : "");
         searcher *se = searcher_new(strategy, cands, n, seed);
-        if (!se) { free(cands); fatal = 1; break; }
+        if (!se) { free(cands); strings_free(decl, ndecl); fatal = 1; break; }
         searcher_budget(se, budget); /* halving: the size of its first rung */
         {   /* the default configuration first; a local climb starts from its seeds (the
              * class's tuning.csv row and its nearest neighbours'), else from the default */
@@ -1083,10 +1085,13 @@ int cmd_tune(int argc, char **argv)
         }
         searcher_free(se);
         /* the head-to-head's admissible configurations: this run's candidates without
-         * --merge (already enumerated), the declared space's with it */
-        long ndecl = 0;
-        char **decl = NULL;
-        if (best >= 0) {
+         * --merge (already enumerated), the declared space's with it (enumerated above
+         * under --declared-only); none without a best, as nothing contends then */
+        if (best < 0) {
+            strings_free(decl, ndecl);
+            decl = NULL;
+            ndecl = 0;
+        } else if (!decl) {
             if (!merge) decl = config_strings(cands, ndecl = n);
             else if (declared) decl = declared_strings(declared, &dev.info, s, dt, &ndecl);
             if (!decl && (!merge || declared)) {

@@ -90,16 +90,15 @@ int cmd_vendors(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    int li = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
         double x = 0;
         if (c == O_BUDGET || c == O_WARMUP || c == O_MINREPS || c == O_VROWS || c == O_SEED || c == O_REST) {
             x = strtod(optarg, &end);
             /* counts and seeds must fit their integer types; times are bounded too */
             double hi = c == O_MINREPS ? 100000 : c == O_VROWS ? 1e15 : c == O_SEED ? 9007199254740992.0 : c == O_REST ? 60 : 1e6;
             if (*end || end == optarg || !(x >= 0) || !isfinite(x) || x > hi) {
-                const char *name = c == O_BUDGET ? "--budget" : c == O_WARMUP ? "--warmup" : c == O_MINREPS ? "--min-reps"
-                                   : c == O_VROWS ? "--verify-rows" : c == O_SEED ? "--seed" : "--rest";
-                fprintf(stderr, "fabench vendors: %s: bad number '%s'\n", name, optarg);
+                fprintf(stderr, "fabench vendors: --%s: bad number '%s'\n", opts[li].name, optarg);
                 return FB_EXIT_BADINPUT;
             }
         }

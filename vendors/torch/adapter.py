@@ -440,8 +440,9 @@ class Adapter:
             if flush is not None:
                 runs[0] += 1
                 flush.fill_(runs[0])
-        t.cuda.synchronize()
-        time.sleep(r["rest"])  # rest=S: the device idle before the warm-up, as fabench's own runs
+        if r["rest"] > 0:  # rest=S: the device idle before the warm-up, as fabench's own runs
+            t.cuda.synchronize()
+            time.sleep(r["rest"])
         t0 = time.monotonic()
         while True:
             flush_l2()
