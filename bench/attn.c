@@ -37,6 +37,7 @@ typedef struct {
     uint64_t seed;
     void *h[3];
     rt_buf *b[3];
+    fb_refcache ref; /* the reference rows on these inputs, from the first check */
 } input_cache;
 
 struct attn_runner {
@@ -122,6 +123,7 @@ static void inputs_drop(attn_runner *r, int free_device)
         if (free_device && c->b[i]) r->dev.rt->buf_free(c->b[i]);
         free(c->h[i]);
     }
+    fb_refcache_clear(&c->ref);
     memset(c, 0, sizeof *c);
 }
 
@@ -779,7 +781,8 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         }
     }
     attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
-    if (fb_verify(&prob, hq, hk, hv, ho, o->write_lse ? hl : NULL, o->verify_rows, o->seed, &res->ver) < 0) {
+    if (fb_verify_cached(&prob, hq, hk, hv, ho, o->write_lse ? hl : NULL, o->verify_rows, o->seed, &r->in.ref,
+                         &res->ver) < 0) {
         set_status(res, ST_RESOURCE_LIMIT, res->ver.reason); /* the reference could not run: not a verdict */
         goto done;
     }

@@ -437,17 +437,30 @@ typedef struct {
     double atol, rtol;
     row_check *rows;
     size_t nrows, first, stride;
+    const double *ref_in, *lse_in; /* cached reference rows: read instead of computed */
+    double *ref_out, *lse_out;     /* or where the computed ones are kept */
     int failed; /* out of memory */
 } worker_arg;
 
-static void check_row(const worker_arg *w, row_check *rc, double *ref)
+static void check_row(const worker_arg *w, size_t n, double *buf)
 {
     const shape_t *s = &w->p->s;
+    row_check *rc = &w->rows[n];
     size_t r = rc->row, d = (size_t)s->d;
-    int b, h, i;
-    row_coords(s, r, &b, &h, &i);
+    const double *ref = buf;
     double ref_lse;
-    fb_ref_row(w->p, w->q, w->k, w->v, b, h, i, ref, &ref_lse);
+    if (w->ref_in) {
+        ref = w->ref_in + n * d;
+        ref_lse = w->lse_in[n];
+    } else {
+        int b, h, i;
+        row_coords(s, r, &b, &h, &i);
+        fb_ref_row(w->p, w->q, w->k, w->v, b, h, i, buf, &ref_lse);
+        if (w->ref_out) {
+            memcpy(w->ref_out + n * d, buf, d * sizeof *buf);
+            w->lse_out[n] = ref_lse;
+        }
+    }
     for (size_t x = 0; x < d; x++) {
         double got = fb_load(w->o, r * d + x, w->p->dt), want = ref[x];
         double tol = w->atol + w->rtol * fabs(want);
@@ -488,7 +501,7 @@ static void *worker(void *argp)
     worker_arg *w = argp;
     double *ref = malloc((size_t)w->p->s.d * sizeof *ref);
     if (!ref) { w->failed = 1; return NULL; }
-    for (size_t n = w->first; n < w->nrows; n += w->stride) check_row(w, &w->rows[n], ref);
+    for (size_t n = w->first; n < w->nrows; n += w->stride) check_row(w, n, ref);
     free(ref);
     return NULL;
 }
@@ -634,9 +647,35 @@ static void scan_output(const void *o, size_t n, dtype_t dt, size_t *unwritten,
     *unwritten = un; *first_unwritten = fu; *nans = nn; *first_nan = fn;
 }
 
+void fb_refcache_clear(fb_refcache *c)
+{
+    free(c->rows);
+    free(c->o);
+    free(c->lse);
+    memset(c, 0, sizeof *c);
+}
+
+/* Whether the cache holds the reference of this problem (every field the reference reads;
+ * a paged shape's page size is not one of them) for these rows. */
+static int refcache_matches(const fb_refcache *c, const attn_problem *p, size_t max_rows, uint64_t seed)
+{
+    const shape_t *a = &c->p.s, *b = &p->s;
+    return c->valid && c->max_rows == max_rows && c->seed == seed && c->p.dt == p->dt && c->p.scale == p->scale &&
+           a->batch == b->batch && a->hq == b->hq && a->hkv == b->hkv && a->sq == b->sq && a->skv == b->skv &&
+           a->d == b->d && a->causal == b->causal && a->nlens == b->nlens && a->nqlens == b->nqlens &&
+           memcmp(a->lens, b->lens, sizeof a->lens) == 0 && memcmp(a->qlens, b->qlens, sizeof a->qlens) == 0;
+}
+
 int fb_verify(const attn_problem *p, const void *q, const void *k, const void *v,
               const void *o, const float *lse, size_t max_rows, uint64_t seed,
               verify_result *res)
+{
+    return fb_verify_cached(p, q, k, v, o, lse, max_rows, seed, NULL, res);
+}
+
+int fb_verify_cached(const attn_problem *p, const void *q, const void *k, const void *v,
+                     const void *o, const float *lse, size_t max_rows, uint64_t seed,
+                     fb_refcache *cache, verify_result *res)
 {
     memset(res, 0, sizeof *res);
     const shape_t *s = &p->s;
@@ -704,26 +743,55 @@ int fb_verify(const attn_problem *p, const void *q, const void *k, const void *v
         }
     }
 
-    /* 2. the reference on the selected rows */
-    size_t nrows = 0;
-    size_t *list = select_rows(s, rows_total, max_rows, seed, &nrows);
+    /* 2. the reference on the selected rows: from the cache when it holds them, else
+     * computed (and kept in the cache when there is one) */
+    const int hit = cache && refcache_matches(cache, p, max_rows, seed);
+    if (cache && !hit) fb_refcache_clear(cache);
+    size_t nrows = hit ? cache->nrows : 0;
+    size_t *list = hit ? cache->rows : select_rows(s, rows_total, max_rows, seed, &nrows);
     row_check *rows = list ? calloc(nrows ? nrows : 1, sizeof *rows) : NULL;
+    if (cache && !hit && rows) { /* room for what this check computes */
+        cache->o = malloc((nrows ? nrows : 1) * d * sizeof *cache->o);
+        cache->lse = malloc((nrows ? nrows : 1) * sizeof *cache->lse);
+        if (!cache->o || !cache->lse) { /* no room: check without keeping */
+            fb_refcache_clear(cache);
+            cache = NULL;
+        }
+    }
     if (!rows) {
-        free(list);
+        if (!hit) free(list);
         res->pass = 0;
         add_reason(res, "out of memory for the reference");
         return -1;
     }
     for (size_t n = 0; n < nrows; n++) rows[n].row = list[n];
-    free(list);
     worker_arg proto = {.p = p, .q = q, .k = k, .v = v, .o = o, .lse = lse,
                         .atol = res->atol, .rtol = res->rtol, .rows = rows, .nrows = nrows};
-    double work = (double)nrows * (double)s->skv * (double)d;
+    if (hit) {
+        proto.ref_in = cache->o;
+        proto.lse_in = cache->lse;
+    } else if (cache) {
+        proto.ref_out = cache->o;
+        proto.lse_out = cache->lse;
+    }
+    double work = (double)nrows * (hit ? 1.0 : (double)s->skv) * (double)d;
     if (run_checks(&proto, work) != 0) {
+        if (!hit) free(list);
+        if (cache) fb_refcache_clear(cache); /* a miss may have written part of it */
         free(rows);
         res->pass = 0;
         add_reason(res, "out of memory for the reference");
         return -1;
+    }
+    if (cache && !hit) { /* kept: the rows and their reference */
+        cache->rows = list;
+        cache->nrows = nrows;
+        cache->p = *p;
+        cache->max_rows = max_rows;
+        cache->seed = seed;
+        cache->valid = 1;
+    } else if (!hit) {
+        free(list);
     }
     res->rows_checked = nrows;
 

@@ -84,4 +84,26 @@ int fb_verify(const attn_problem *p, const void *q, const void *k, const void *v
               const void *o, const float *lse, size_t max_rows, uint64_t seed,
               verify_result *res);
 
+/* The reference rows of one problem on one set of inputs, kept between checks: a tuner
+ * verifies every candidate of a class on the same inputs, and for a large shape the
+ * reference costs more CPU time than timing a candidate costs GPU time. fb_verify_cached
+ * is fb_verify with such a cache: it fills the cache on first use and reads it while the
+ * problem, max_rows and seed are those it was filled for. The caller owns the inputs'
+ * identity: fb_refcache_clear whenever q, k or v change. Start from all zeros. */
+typedef struct {
+    int valid;
+    attn_problem p;
+    size_t max_rows;
+    uint64_t seed;
+    size_t nrows;
+    size_t *rows; /* the checked rows, ascending */
+    double *o;    /* nrows x d reference outputs */
+    double *lse;  /* nrows reference log-sum-exps */
+} fb_refcache;
+
+void fb_refcache_clear(fb_refcache *c);
+int fb_verify_cached(const attn_problem *p, const void *q, const void *k, const void *v,
+                     const void *o, const float *lse, size_t max_rows, uint64_t seed,
+                     fb_refcache *cache, verify_result *res);
+
 #endif

@@ -980,6 +980,67 @@ static void test_verify_threads_deterministic(void **state)
     free_case(&c);
 }
 
+/* fb_verify_cached: the first check fills the cache and gives fb_verify's result bit for
+ * bit; later checks of the same problem, rows and seed read the cache (proved by changing
+ * K under it: the cached check still judges against the reference of the original K) and
+ * still catch a wrong output; another seed, row count or causality recomputes. */
+static void test_verify_cached(void **state)
+{
+    (void)state;
+    attn_problem p = problem(1, 4, 2, 200, 300, 64, 0, DT_BF16);
+    case_t c = make_case(p, 71);
+    sim_kernel(&c, 1, INT32_MAX, 1.0, 0.0);
+    fb_refcache rc = {0};
+    verify_result plain, cached;
+    fb_verify(&c.p, c.q, c.k, c.v, c.o, c.lse, 300, 5, &plain);
+    assert_int_equal(fb_verify_cached(&c.p, c.q, c.k, c.v, c.o, c.lse, 300, 5, &rc, &cached), 0);
+    assert_true(plain.pass);
+    assert_memory_equal(&plain, &cached, sizeof plain);
+    assert_true(rc.valid);
+    assert_int_equal(rc.nrows, plain.rows_checked);
+    const size_t nkv = (size_t)p.s.batch * (size_t)p.s.hkv * (size_t)p.s.skv * (size_t)p.s.d;
+    /* a hit: the same verdict and numbers, though K no longer holds what the reference saw */
+    unsigned char *k = c.k;
+    unsigned char *keep = malloc(nkv * 2);
+    assert_non_null(keep);
+    memcpy(keep, k, nkv * 2);
+    for (size_t i = 0; i < nkv; i++) fb_store(c.k, i, DT_BF16, 0.0);
+    assert_int_equal(fb_verify_cached(&c.p, c.q, c.k, c.v, c.o, c.lse, 300, 5, &rc, &cached), 0);
+    assert_memory_equal(&plain, &cached, sizeof plain);
+    fb_verify(&c.p, c.q, c.k, c.v, c.o, c.lse, 300, 5, &plain); /* recomputed on the zeroed K */
+    assert_false(plain.pass);
+    memcpy(k, keep, nkv * 2);
+    free(keep);
+    /* a wrong element in a mandatory row (the last row) is caught on a hit */
+    size_t e = elem(&p.s, 0, 3, 199, 10);
+    double good = fb_load(c.o, e, DT_BF16);
+    fb_store(c.o, e, DT_BF16, good + 0.5);
+    assert_int_equal(fb_verify_cached(&c.p, c.q, c.k, c.v, c.o, c.lse, 300, 5, &rc, &cached), 0);
+    fb_verify(&c.p, c.q, c.k, c.v, c.o, c.lse, 300, 5, &plain);
+    assert_false(cached.pass);
+    assert_memory_equal(&plain, &cached, sizeof plain);
+    fb_store(c.o, e, DT_BF16, good);
+    /* another seed, another row count: recomputed, and the cache now holds that one */
+    assert_int_equal(fb_verify_cached(&c.p, c.q, c.k, c.v, c.o, c.lse, 100, 9, &rc, &cached), 0);
+    fb_verify(&c.p, c.q, c.k, c.v, c.o, c.lse, 100, 9, &plain);
+    assert_memory_equal(&plain, &cached, sizeof plain);
+    assert_int_equal(rc.max_rows, 100);
+    assert_true(rc.seed == 9);
+    /* the causal problem on the same inputs is another reference: recomputed, and this
+     * non-causal output fails it as it fails fb_verify */
+    attn_problem pc = c.p;
+    pc.s.causal = 1;
+    assert_int_equal(fb_verify_cached(&pc, c.q, c.k, c.v, c.o, c.lse, 100, 9, &rc, &cached), 0);
+    fb_verify(&pc, c.q, c.k, c.v, c.o, c.lse, 100, 9, &plain);
+    assert_false(cached.pass);
+    assert_memory_equal(&plain, &cached, sizeof plain);
+    assert_int_equal(rc.p.s.causal, 1);
+    fb_refcache_clear(&rc);
+    assert_false(rc.valid);
+    assert_null(rc.o);
+    free_case(&c);
+}
+
 /* A ragged problem (packed per head) with the given pattern. */
 static attn_problem ragged_problem(int batch, int hq, int hkv, int sq, int skv, int d, int causal, dtype_t dt,
                                    const double *lens, int nlens)
@@ -1129,6 +1190,7 @@ int main(void)
         cmocka_unit_test(test_verify_small_error),
         cmocka_unit_test(test_verify_lse),
         cmocka_unit_test(test_verify_sampled),
+        cmocka_unit_test(test_verify_cached),
         cmocka_unit_test(test_tolerances_realistic_kernel_passes),
         cmocka_unit_test(test_tolerances_buggy_kernels_fail),
         cmocka_unit_test(test_verify_threads_deterministic),
