@@ -750,20 +750,25 @@ int fb_verify_cached(const attn_problem *p, const void *q, const void *k, const 
     /* 2. the reference on the selected rows: from the cache when it holds them, else
      * computed (and kept in the cache when there is one) */
     const int hit = cache && refcache_matches(cache, p, max_rows, seed);
-    if (cache && !hit) fb_refcache_clear(cache);
     size_t nrows = hit ? cache->nrows : 0;
-    size_t *list = hit ? cache->rows : select_rows(s, rows_total, max_rows, seed, &nrows);
-    row_check *rows = list ? calloc(nrows ? nrows : 1, sizeof *rows) : NULL;
-    if (cache && !hit && rows) { /* room for what this check computes */
+    size_t *list = hit ? cache->rows : NULL;
+    if (cache && !hit) { /* a miss: the cache takes this check's rows and reference */
+        fb_refcache_clear(cache);
+        list = cache->rows = select_rows(s, rows_total, max_rows, seed, &cache->nrows);
+        nrows = cache->nrows;
         cache->o = malloc((nrows ? nrows : 1) * d * sizeof *cache->o);
         cache->lse = malloc((nrows ? nrows : 1) * sizeof *cache->lse);
-        if (!cache->o || !cache->lse) { /* no room: check without keeping */
+        if (list && (!cache->o || !cache->lse)) { /* no room to keep them: check without */
+            cache->rows = NULL;
             fb_refcache_clear(cache);
             cache = NULL;
         }
+    } else if (!cache) {
+        list = select_rows(s, rows_total, max_rows, seed, &nrows);
     }
+    row_check *rows = list ? calloc(nrows ? nrows : 1, sizeof *rows) : NULL;
     if (!rows) {
-        if (!hit) free(list);
+        if (cache) fb_refcache_clear(cache); else free(list);
         res->pass = 0;
         add_reason(res, "out of memory for the reference");
         return -1;
@@ -779,23 +784,20 @@ int fb_verify_cached(const attn_problem *p, const void *q, const void *k, const 
         proto.lse_out = cache->lse;
     }
     double work = (double)nrows * (hit ? 1.0 : (double)s->skv) * (double)d;
-    if (run_checks(&proto, work) != 0) {
-        if (!hit) free(list);
-        if (cache) fb_refcache_clear(cache); /* a miss may have written part of it */
-        free(rows);
-        res->pass = 0;
-        add_reason(res, "out of memory for the reference");
-        return -1;
-    }
-    if (cache && !hit) { /* kept: the rows and their reference */
-        cache->rows = list;
-        cache->nrows = nrows;
+    const int failed = run_checks(&proto, work) != 0;
+    if (cache && !hit && !failed) { /* valid from now on for this problem, rows and seed */
         cache->p = *p;
         cache->max_rows = max_rows;
         cache->seed = seed;
         cache->valid = 1;
-    } else if (!hit) {
-        free(list);
+    }
+    if (failed && cache) fb_refcache_clear(cache); /* a miss may have written part of it */
+    if (!cache) free(list);
+    if (failed) {
+        free(rows);
+        res->pass = 0;
+        add_reason(res, "out of memory for the reference");
+        return -1;
     }
     res->rows_checked = nrows;
 
