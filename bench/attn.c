@@ -322,6 +322,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     add_define(defs, &nd, "PACK_GQA=%d", c->pack_gqa);
     add_define(defs, &nd, "WARP_M=%d", c->warp_m);
     if (c->red_split) add_define(defs, &nd, "RED_SPLIT=1");
+    if (c->split_fuse) add_define(defs, &nd, "SPLIT_FUSE=1");
     if (c->mask_bound) add_define(defs, &nd, "MASK_BOUND=1");
     if (c->wg_half) add_define(defs, &nd, "WG_HALF=%d", c->wg_half);
     add_define(defs, &nd, "WRITE_LSE=%d", write_lse ? 1 : 0);
@@ -341,6 +342,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     }
     if (c->fault_skip_last_tile) add_define(defs, &nd, "FAULT_SKIP_LAST_TILE=1");
     else if (c->fault_linear_pages) add_define(defs, &nd, "FAULT_LINEAR_PAGES=1");
+    else if (c->fault_fuse_keep) add_define(defs, &nd, "FAULT_FUSE_KEEP=1");
     else if (c->fault_hang) add_define(defs, &nd, "FAULT_HANG=1");
     else if (c->fault_oob) add_define(defs, &nd, "FAULT_OOB=1");
     else if (c->fault_compile) add_define(defs, &nd, "FAULT_COMPILE=1");
@@ -652,6 +654,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     rt_buf *pg[3] = {0}; /* paged: K and V in pages, the block table */
     rt_buf *tm = NULL;   /* WG_TMA: the tensor maps of K and V */
     rt_buf *sched = NULL; /* WG_DYNAMIC: the scheduler's two counters */
+    rt_buf *fuse = NULL;  /* SPLIT_FUSE: the arrivals at each query block */
     int32_t *hcu = ragged ? malloc(2 * ((size_t)s->batch + 1) * sizeof *hcu) : NULL;
     const void *hq = NULL, *hk = NULL, *hv = NULL;
     int ret = 0;
@@ -698,7 +701,8 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         goto done;
     }
 
-    launch_plan p = {.r = r, .m = m, .split = (int)split, .dyn_shared = kconfig_dynamic_shared(c, s->d)};
+    /* SPLIT_FUSE: the splits merge their rows themselves, no attn_combine launch */
+    launch_plan p = {.r = r, .m = m, .split = c->split_fuse ? 1 : (int)split, .dyn_shared = kconfig_dynamic_shared(c, s->d)};
     kconfig_grid(c, s, p.grid);
     p.block[0] = (size_t)kconfig_threads(c);
     p.block[1] = p.block[2] = 1;
@@ -740,6 +744,20 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         }
         if (rt->upload(r->ctx, sched, zero, sizeof zero, err, errlen)) { ret = -1; goto done; }
         p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = sched};
+    }
+    if (c->split_fuse) { /* FUSE_CNT, the last argument: zero here; the last split of a block zeroes its count again */
+        const size_t nb = p.grid[0] * p.grid[1] * sizeof(int32_t);
+        int32_t *zero = calloc(1, nb);
+        if (!zero) { ret = -1; snprintf(err, errlen, "out of host memory"); goto done; }
+        if (rt->alloc(r->ctx, nb, &fuse, reason, sizeof reason) != 0) {
+            free(zero);
+            set_status(res, ST_RESOURCE_LIMIT, reason);
+            goto done;
+        }
+        const int urc = rt->upload(r->ctx, fuse, zero, nb, err, errlen);
+        free(zero);
+        if (urc) { ret = -1; goto done; }
+        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = fuse};
     }
     p.cgrid[0] = rows;
     p.cgrid[1] = p.cgrid[2] = 1;
@@ -789,6 +807,13 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     if (!res->ver.pass) { set_status(res, ST_WRONG_RESULT, res->ver.reason); goto done; }
     if (o->verify_only) { set_status(res, ST_OK, ""); goto done; }
 
+    /* Kernels whose launches meet on counters that the launch before must have reset
+     * (WG_DYNAMIC, SPLIT_FUSE): the timed runs start from a poisoned O, so that a launch
+     * that found its counters wrong and wrote nothing cannot pass for one that matched. */
+    if (c->wg_dynamic || c->split_fuse) {
+        fb_poison(ho2, bytes[3] / es, dt);
+        if (rt->upload(r->ctx, b[3], ho2, bytes[3], err, errlen)) { ret = -1; goto done; }
+    }
     timing_opts topt = o->timing;
     topt.tm = r->tm;
     rc = time_device(rt, r->ctx, enqueue_plan, &p, &topt, &res->us, &res->tel, reason, sizeof reason);
@@ -800,7 +825,9 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     /* The timed runs must have computed the same bits: a race shows up here. */
     if (rt->download(r->ctx, ho2, b[3], bytes[3], err, errlen)) { ret = -1; goto done; }
     if (memcmp(ho, ho2, bytes[3]) != 0) {
-        set_status(res, ST_WRONG_RESULT, "output changed between repeated runs (a race?)");
+        set_status(res, ST_WRONG_RESULT, c->wg_dynamic || c->split_fuse
+                                             ? "output changed between repeated runs (a race, or counters not reset for the next launch?)"
+                                             : "output changed between repeated runs (a race?)");
         goto done;
     }
     set_status(res, ST_OK, "");
@@ -815,6 +842,7 @@ hung:
         memset(pg, 0, sizeof pg);
         tm = NULL;
         sched = NULL;
+        fuse = NULL;
         inputs_drop(r, 0);
     }
 done:
@@ -823,6 +851,7 @@ done:
     for (int i = 0; i < 3; i++) if (pg[i]) rt->buf_free(pg[i]);
     if (tm) rt->buf_free(tm);
     if (sched) rt->buf_free(sched);
+    if (fuse) rt->buf_free(fuse);
     free(hcu);
     /* a run that went wrong may have written anywhere: the next one starts from fresh inputs */
     if (ret != 0 || (res->status != ST_OK && res->status != ST_RESOURCE_LIMIT && res->status != ST_UNSUPPORTED &&

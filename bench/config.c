@@ -97,6 +97,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "SPLIT_KV")) { bad = parse_int(v, 1, 256, &c->split_kv); c->set |= CFG_SPLIT_KV; }
         else if (!strcasecmp(k, "KPAD")) { bad = parse_int(v, 0, 8, &c->kpad); c->set |= CFG_KPAD; }
         else if (!strcasecmp(k, "WARP_M")) { bad = parse_int(v, 1, 2, &c->warp_m); c->set |= CFG_WARP_M; }
+        else if (!strcasecmp(k, "SPLIT_FUSE")) { bad = parse_int(v, 0, 1, &c->split_fuse); c->set |= CFG_SPLIT_FUSE; }
         else if (!strcasecmp(k, "RED_SPLIT")) { bad = parse_int(v, 0, 1, &c->red_split); c->set |= CFG_RED_SPLIT; }
         else if (!strcasecmp(k, "WG_HALF")) { bad = parse_int(v, 0, 2, &c->wg_half); c->set |= CFG_WG_HALF; }
         else if (!strcasecmp(k, "MASK_BOUND")) { bad = parse_int(v, 0, 1, &c->mask_bound); c->set |= CFG_MASK_BOUND; }
@@ -108,6 +109,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "FAULT_OOB")) { bad = parse_int(v, 0, 1, &c->fault_oob); }
         else if (!strcasecmp(k, "FAULT_COMPILE")) { bad = parse_int(v, 0, 1, &c->fault_compile); }
         else if (!strcasecmp(k, "FAULT_LINEAR_PAGES")) { bad = parse_int(v, 0, 1, &c->fault_linear_pages); }
+        else if (!strcasecmp(k, "FAULT_FUSE_KEEP")) { bad = parse_int(v, 0, 1, &c->fault_fuse_keep); }
         else if (!strcasecmp(k, "MMA")) {
             if (!strcasecmp(v, "fma") || !strcmp(v, "0")) c->mma = MMA_FMA;
             else if (!strcasecmp(v, "mma") || !strcasecmp(v, "mma_sync") || !strcmp(v, "1")) c->mma = MMA_SYNC;
@@ -116,7 +118,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
-            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND, GRID_LPT, FAULT_*)", k);
+            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND, GRID_LPT, SPLIT_FUSE, FAULT_*)", k);
             rc = FB_EXIT_BADINPUT;
             break;
         }
@@ -150,12 +152,14 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
     for (size_t i = 0; i < N_WG_FLAGS; i++)
         if (src->set & wg_flags[i].bit) *wg_flag(dst, i) = wg_flag_get(src, i);
     if (src->set & CFG_GRID_LPT) dst->grid_lpt = src->grid_lpt;
+    if (src->set & CFG_SPLIT_FUSE) dst->split_fuse = src->split_fuse;
     dst->set |= src->set;
     if (src->fault_skip_last_tile) dst->fault_skip_last_tile = 1;
     if (src->fault_hang) dst->fault_hang = 1;
     if (src->fault_oob) dst->fault_oob = 1;
     if (src->fault_compile) dst->fault_compile = 1;
     if (src->fault_linear_pages) dst->fault_linear_pages = 1;
+    if (src->fault_fuse_keep) dst->fault_fuse_keep = 1;
 }
 
 int kconfig_distance(const kconfig *a, const kconfig *b)
@@ -163,7 +167,8 @@ int kconfig_distance(const kconfig *a, const kconfig *b)
     int d = (a->mma != b->mma) + (a->block_m != b->block_m) + (a->block_n != b->block_n) +
             (a->num_warps != b->num_warps) + (a->warp_m != b->warp_m) + (a->stages != b->stages) +
             (a->split_kv != b->split_kv) + (a->pack_gqa != b->pack_gqa) + (a->kpad != b->kpad) +
-            (a->grid_lpt != b->grid_lpt) + (a->red_split != b->red_split) + (a->mask_bound != b->mask_bound) + (a->wg_half != b->wg_half);
+            (a->grid_lpt != b->grid_lpt) + (a->red_split != b->red_split) + (a->mask_bound != b->mask_bound) + (a->wg_half != b->wg_half) +
+            (a->split_fuse != b->split_fuse);
     for (size_t i = 0; i < N_WG_FLAGS; i++) d += wg_flag_get(a, i) != wg_flag_get(b, i);
     return d;
 }
@@ -186,13 +191,13 @@ void kconfig_str(const kconfig *c, char *out, size_t outlen)
     if (c->grid_lpt) snprintf(lpt, sizeof lpt, ";GRID_LPT=%d", c->grid_lpt);
     char half[16] = "";
     if (c->wg_half) snprintf(half, sizeof half, ";WG_HALF=%d", c->wg_half);
-    int n = snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
+    int n = snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
              c->wg_pipe ? ";WG_PIPE=1" : "", c->mma != MMA_WGMMA ? "" : c->wg_swizzle ? ";WG_SWIZZLE=1" : ";WG_SWIZZLE=0",
              c->wg_tma ? ";WG_TMA=1" : "", c->wg_ws ? ";WG_WS=1" : "", c->wg_pingpong ? ";WG_PINGPONG=1" : "", c->wg_kvsplit ? ";WG_KVSPLIT=1" : "", c->wg_persist ? ";WG_PERSIST=1" : "",
-             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->wg_ostage ? ";WG_OSTAGE=1" : "", c->wg_qtma ? ";WG_QTMA=1" : "", c->wg_otma ? ";WG_OTMA=1" : "", c->wg_skip ? ";WG_SKIP=1" : "", half, c->red_split ? ";RED_SPLIT=1" : "", c->mask_bound ? ";MASK_BOUND=1" : "", lpt, c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
+             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->wg_ostage ? ";WG_OSTAGE=1" : "", c->wg_qtma ? ";WG_QTMA=1" : "", c->wg_otma ? ";WG_OTMA=1" : "", c->wg_skip ? ";WG_SKIP=1" : "", half, c->red_split ? ";RED_SPLIT=1" : "", c->mask_bound ? ";MASK_BOUND=1" : "", lpt, c->split_fuse ? ";SPLIT_FUSE=1" : "", c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
              c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" :
-             c->fault_linear_pages ? ";FAULT_LINEAR_PAGES=1" : "");
+             c->fault_linear_pages ? ";FAULT_LINEAR_PAGES=1" : c->fault_fuse_keep ? ";FAULT_FUSE_KEEP=1" : "");
     if (n < 0 || (size_t)n >= outlen) { /* a cut name would be recorded as another configuration */
         fprintf(stderr, "fabench: internal error: a configuration's text needs %d bytes, the buffer has %zu\n", n, outlen);
         abort();
@@ -362,6 +367,14 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
     }
     if (c->mask_bound && c->mma != MMA_SYNC && c->mma != MMA_WGMMA) {
         snprintf(reason, len, "MASK_BOUND=1 applies to MMA=mma and MMA=wgmma only (their mask over score fragments)");
+        return ST_UNSUPPORTED;
+    }
+    if (c->split_fuse && c->split_kv < 2) {
+        snprintf(reason, len, "SPLIT_FUSE=1 needs SPLIT_KV > 1 (it merges the splits' partial rows in the same launch)");
+        return ST_UNSUPPORTED;
+    }
+    if (c->split_fuse && c->wg_ws) {
+        snprintf(reason, len, "SPLIT_FUSE=1 needs WG_WS=0 (the merge's work-group barriers need every thread, and the producer warpgroup has left)");
         return ST_UNSUPPORTED;
     }
     if (c->red_split && c->mma != MMA_SYNC && c->mma != MMA_WGMMA) {

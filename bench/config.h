@@ -31,19 +31,21 @@ typedef struct {
     int wg_half; /* WG_SKIP: a live tile whose second half none of the warpgroup's rows sees takes its P V (1), or its S and P V (2), over its first half only */
     int wg_sinflight; /* WG_DEFER: a wait for all but this tile's S before O's rescale, so that ptxas does not wait for S there */
     int wg_ws;  /* wgmma + TMA: warp specialisation, a producer warpgroup feeds the stages (no CTA barrier per tile) */
+    int split_fuse; /* SPLIT_KV > 1: the last split work-group of each query block merges the partial rows (no attn_combine launch) */
     int grid_lpt; /* dense batches: the launch order visits the heaviest query blocks first (longest first), in sections of groups (1: as many as fit L2, N > 1: N) */
     mma_kind mma;
     unsigned set; /* bit per field the user gave explicitly (CFG_*) */
     int fault_skip_last_tile; /* test hooks, never tuned: see kernels/attn_fwd.k */
-    int fault_hang, fault_oob, fault_compile, fault_linear_pages;
+    int fault_hang, fault_oob, fault_compile, fault_linear_pages, fault_fuse_keep;
 } kconfig;
 
 enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CFG_KPAD = 16, CFG_MMA = 32, CFG_STAGES = 64, CFG_PACK_GQA = 128, CFG_WARP_M = 256, CFG_WG_PIPE = 512, CFG_WG_SWIZZLE = 1024, CFG_WG_TMA = 2048, CFG_WG_WS = 4096, CFG_WG_PINGPONG = 8192, CFG_GRID_LPT = 16384, CFG_WG_PERSIST = 32768, CFG_WG_KVSPLIT = 65536, CFG_WG_DEFER = 131072, CFG_WG_PVTURN = 262144, CFG_WG_DYNAMIC = 524288, CFG_WG_QEARLY = 1048576, CFG_WG_QPREFETCH = 2097152, CFG_WG_HOLDPV = 4194304, CFG_RED_SPLIT = 8388608, CFG_WG_SINFLIGHT = 16777216, CFG_WG_OSTAGE = 33554432, CFG_WG_QTMA = 67108864, CFG_WG_OTMA = 134217728, CFG_WG_SKIP = 268435456, CFG_MASK_BOUND = 536870912, CFG_WG_HALF = 1073741824 };
+#define CFG_SPLIT_FUSE 0x80000000u /* past what an enum constant may hold */
 
 /* Parses "K=V,K=V" (or ';'), overriding fields of *c and marking them in c->set.
  * Keys: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA (fma, mma, mfma, wgmma),
  * WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA and WG_SKIP (0 or 1; wgmma only), WG_HALF (0, 1 or 2; wgmma only), RED_SPLIT and MASK_BOUND (0 or 1; mma and wgmma), GRID_LPT (0; 1: sections sized to L2; N > 1: sections of N groups),
- * FAULT_SKIP_LAST_TILE.
+ * SPLIT_FUSE (0 or 1; SPLIT_KV > 1), FAULT_SKIP_LAST_TILE.
  * Returns 0 or 2 with err naming the key. */
 int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen);
 
@@ -54,7 +56,7 @@ void kconfig_overlay(kconfig *dst, const kconfig *src);
  * configuration's text is this size, and kconfig_str aborts rather than cut one short. */
 #define KCONFIG_STR_MAX 512
 
-/* Canonical text form, ';' separated, every tuned field (WG_PIPE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND and GRID_LPT only when set, WG_SWIZZLE
+/* Canonical text form, ';' separated, every tuned field (WG_PIPE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND, GRID_LPT and SPLIT_FUSE only when set, WG_SWIZZLE
  * only for wgmma, so that the configurations recorded before they existed keep their names). */
 void kconfig_str(const kconfig *c, char *out, size_t outlen);
 

@@ -21,6 +21,12 @@
 #define LOG2(x) log2f(x)
 #define FMAX(a, b) fmaxf((a), (b))
 #define NEG_INF (__int_as_float(0xff800000))
+/* Work-groups meeting through global memory (SPLIT_FUSE): a device-wide fence, an atomic
+ * add on a global int (returns the old value), and a load that skips the L1, for data
+ * other work-groups wrote during this launch. */
+#define FB_FENCE_GLOBAL() __threadfence()
+#define FB_ATOMIC_ADD(p, v) atomicAdd((p), (v))
+#define FB_LD_COHERENT(p, i) __ldcg((p) + (i))
 typedef long long idx_t;
 
 /* 2^x on the special-function unit (2 ulp; exact for -inf -> 0) */

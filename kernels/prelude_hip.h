@@ -23,6 +23,12 @@
 #define LOG2(x) __builtin_log2f(x)
 #define FMAX(a, b) __builtin_fmaxf((a), (b))
 #define NEG_INF (-__builtin_inff())
+/* Work-groups meeting through global memory (SPLIT_FUSE): a device-wide fence, an atomic
+ * add on a global int (returns the old value), and a load that does not keep a stale
+ * cached copy, for data other work-groups wrote during this launch. */
+#define FB_FENCE_GLOBAL() __threadfence()
+#define FB_ATOMIC_ADD(p, v) atomicAdd((p), (v))
+#define FB_LD_COHERENT(p, i) (((volatile const float *)(p))[i])
 typedef long long idx_t;
 typedef unsigned short u16;
 typedef unsigned int u32;

@@ -16,6 +16,12 @@
 #define LOG2(x) log2(x)
 #define FMAX(a, b) fmax((a), (b))
 #define NEG_INF (-INFINITY)
+/* Work-groups meeting through global memory (SPLIT_FUSE): a global-memory fence, an
+ * atomic add on a global int (returns the old value; core since OpenCL 1.1), and a
+ * volatile load, for data other work-groups wrote during this launch. */
+#define FB_FENCE_GLOBAL() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#define FB_ATOMIC_ADD(p, v) atomic_add((volatile GLOBAL int *)(p), (v))
+#define FB_LD_COHERENT(p, i) (((volatile GLOBAL const float *)(p))[i])
 typedef long idx_t;
 typedef ushort u16;
 typedef uint u32;

@@ -281,6 +281,47 @@ static void test_pack_stripes(void **state)
     assert_int_equal(run_case(&ok, DT_FP32, "PACK_GQA=3,MMA=fma,BLOCK_M=128,BLOCK_N=16,FAULT_SKIP_LAST_TILE=1"), ST_WRONG_RESULT);
 }
 
+/* SPLIT_FUSE: the last split of each query block merges the partial rows in the same
+ * launch. Decode (packed GQA, several query rows, MHA), short causal prefill with splits
+ * that see no key, a paged cache, every dtype, fma and (where the device has it) mma, and
+ * split counts above the tile count. The repeated, timed launches must merge too: one
+ * whose counts are never reset (FAULT_FUSE_KEEP) merges only in its first launch and is
+ * caught by the check after the timed runs, which start from a poisoned O. Without a
+ * split there is nothing to merge. */
+static void test_split_fuse(void **state)
+{
+    (void)state;
+    int bad = 0;
+    shape_t dec = mk(3, 8, 2, 1, 300, 128, 1), dec4 = mk(2, 8, 2, 4, 520, 80, 1), mha = mk(2, 4, 4, 1, 333, 64, 0);
+    shape_t pre = mk(1, 4, 4, 33, 300, 64, 1), pg = mk(3, 8, 2, 1, 300, 64, 1);
+    pg.page = 32;
+    const shape_t *all[] = {&dec, &dec4, &mha, &pre, &pg};
+    const char *cfgs[] = {"SPLIT_FUSE=1,SPLIT_KV=2,BLOCK_N=32", "SPLIT_FUSE=1,SPLIT_KV=3,BLOCK_N=16,BLOCK_M=16",
+                          "SPLIT_FUSE=1,SPLIT_KV=12,BLOCK_N=32,MMA=fma"};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++)
+            bad += run_case(all[i], (dtype_t)((i + c) % 3), cfgs[c]) != ST_OK;
+    if (dev.info.features & RT_FEAT_MMA_SYNC) {
+        const char *mcfgs[] = {"MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=16,STAGES=2,PACK_GQA=1,SPLIT_KV=4,SPLIT_FUSE=1",
+                               "MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=32,STAGES=3,SPLIT_KV=6,SPLIT_FUSE=1,RED_SPLIT=1"};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            for (size_t c = 0; c < sizeof mcfgs / sizeof mcfgs[0]; c++) bad += run_case(all[i], DT_BF16, mcfgs[c]) != ST_OK;
+    }
+    assert_int_equal(bad, 0);
+    assert_int_equal(run_case(&dec, DT_BF16, "SPLIT_FUSE=1,SPLIT_KV=1"), ST_UNSUPPORTED);
+    /* timed: the repeated launches are compared with the verified one */
+    const attn_opts keep = opts;
+    opts.verify_only = 0;
+    opts.timing.warmup_s = 0;
+    opts.timing.budget_s = 0.001;
+    opts.timing.min_reps = 3;
+    const status_t good = run_case(&dec, DT_FP16, "SPLIT_FUSE=1,SPLIT_KV=3,BLOCK_N=32");
+    const status_t kept = run_case(&dec, DT_FP16, "SPLIT_FUSE=1,SPLIT_KV=3,BLOCK_N=32,FAULT_FUSE_KEEP=1");
+    opts = keep;
+    assert_int_equal(good, ST_OK);
+    assert_int_equal(kept, ST_WRONG_RESULT);
+}
+
 /* Split-KV (flash-decoding) with several split counts, decode and short prefill. */
 static void test_split_kv(void **state)
 {
@@ -436,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_gqa_mqa),
         cmocka_unit_test(test_pack_stripes),
         cmocka_unit_test(test_split_kv),
+        cmocka_unit_test(test_split_fuse),
         cmocka_unit_test(test_thread_mappings),
         cmocka_unit_test(test_grid_lpt),
         cmocka_unit_test(test_mma_sync),
