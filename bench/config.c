@@ -223,8 +223,9 @@ size_t kconfig_dynamic_shared(const kconfig *c, int d)
 
 size_t kconfig_shared_bytes(const kconfig *c, int d)
 {
+    const size_t fuse = c->split_fuse ? sizeof(int) : 0; /* SPLIT_FUSE's static flag */
     if (c->mma == MMA_MFMA) /* static LDS: one 16-bit K and one V tile, rows padded by 4 */
-        return 2 * 2 * (size_t)(d + 4) * (size_t)c->block_n;
+        return 2 * 2 * (size_t)(d + 4) * (size_t)c->block_n + fuse;
     if (c->mma == MMA_WGMMA) /* 16-bit Q tile and STAGES K and V tiles; swizzled rows in whole 64-column
                               * blocks (d = 80, 96 padded), else no padding; 1 KiB to align swizzle atoms */
         return 2 * (size_t)(c->wg_swizzle ? (d + 63) / 64 * 64 : d) * (size_t)(c->block_m + 2 * c->stages * c->block_n) + 1024;
@@ -234,7 +235,7 @@ size_t kconfig_shared_bytes(const kconfig *c, int d)
     int tpr = nt >= c->block_m ? nt / c->block_m : 1;
     size_t floats = (size_t)c->block_m * (size_t)(d + c->kpad) + (size_t)c->block_n * (size_t)(d + c->kpad) +
                     (size_t)c->block_m * (size_t)c->block_n + (size_t)c->block_m * (size_t)tpr;
-    return 4 * floats;
+    return 4 * floats + fuse;
 }
 
 void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, dtype_t dt)
