@@ -27,6 +27,11 @@
 #define FB_FENCE_GLOBAL() __threadfence()
 #define FB_ATOMIC_ADD(p, v) atomicAdd((p), (v))
 #define FB_LD_COHERENT(p, i) __ldcg((p) + (i))
+#define FB_LD_COHERENT4(dst, p, i)                                  \
+    {                                                               \
+        const float4 v4_ = __ldcg((const float4 *)((p) + (i)));     \
+        (dst)[0] = v4_.x; (dst)[1] = v4_.y; (dst)[2] = v4_.z; (dst)[3] = v4_.w; \
+    }
 typedef long long idx_t;
 
 /* 2^x on the special-function unit (2 ulp; exact for -inf -> 0) */
