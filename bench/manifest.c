@@ -117,21 +117,26 @@ int manifest_fill(csv_table *t, const rt_device *dev, int argc, char **argv)
     return 0;
 }
 
-int manifest_fill_update(csv_table *t, const rt_device *dev, int argc, char **argv, char *prefix, size_t plen)
+long manifest_last_update(const csv_table *t)
 {
-    static const char *const header[2] = {"key", "value"};
     long n = 0;
-    int has_gpu = 0;
     for (size_t r = 0; r < t->nrows; r++) {
         const char *k = t->rows[r][0];
-        has_gpu |= !strcmp(k, "gpu");
         if (!strncmp(k, "update.", 7)) {
             char *end;
             const long v = strtol(k + 7, &end, 10);
             if (end > k + 7 && *end == '.' && k[7] >= '0' && k[7] <= '9' && v > n && v < 1000000000L) n = v;
         }
     }
-    snprintf(prefix, plen, "update.%ld.", n + 1);
+    return n;
+}
+
+int manifest_fill_update(csv_table *t, const rt_device *dev, int argc, char **argv, char *prefix, size_t plen)
+{
+    static const char *const header[2] = {"key", "value"};
+    int has_gpu = 0;
+    for (size_t r = 0; r < t->nrows; r++) has_gpu |= !strcmp(t->rows[r][0], "gpu");
+    snprintf(prefix, plen, "update.%ld.", manifest_last_update(t) + 1);
     if (!has_gpu && manifest_fill(t, dev, argc, argv) != 0) return -1;
     csv_table *mine = csvt_new(header, 2);
     if (!mine) return -1;

@@ -25,6 +25,9 @@ int manifest_check_path(const char *path, const rt_device *dev, char *err, size_
  * fills it (manifest_fill, or with `update` manifest_fill_update), writes it back atomically.
  * Returns 0, 2 (PATH is not a manifest, or another GPU's) or -1; err filled on failure. */
 int manifest_update(const char *path, const rt_device *dev, int argc, char **argv, int update, char *err, size_t errlen);
+/* The highest N of the update.N. keys in t (0 when there are none): the record a command
+ * that manifest_update(..., update = 1, ...) began is the last one. */
+long manifest_last_update(const csv_table *t);
 /* PREFIX.command (the command line) and PREFIX.date (now, UTC): a later step's record in
  * a manifest that keeps the run's own keys. 0 or -1. */
 int manifest_note_command(csv_table *t, const char *prefix, int argc, char **argv);

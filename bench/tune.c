@@ -1189,12 +1189,15 @@ int cmd_tune(int argc, char **argv)
         fprintf(stderr, "fabench tune: %s in %.0f s; %ld binaries compiled, %ld loaded from the cache; results in %s/\n", done,
                 wall, compiled, cached, dir);
     }
-    {   /* the manifest keeps it beside the command line: <backend>.tune.wall_s */
+    {   /* the manifest keeps it beside the command line: <backend>.tune.wall_s, under --merge
+         * in this command's own update.N. record (the folder's first tune keeps its time) */
         csv_table *man = NULL;
         char key[96], val[32];
-        snprintf(key, sizeof key, "%s.tune.wall_s", dev.rt->name);
         snprintf(val, sizeof val, "%.1f", wall);
         if (csvt_read(p_manifest, &man, err, sizeof err) == 0) {
+            const long upd = merge ? manifest_last_update(man) : 0;
+            if (upd > 0) snprintf(key, sizeof key, "update.%ld.%s.tune.wall_s", upd, dev.rt->name);
+            else snprintf(key, sizeof key, "%s.tune.wall_s", dev.rt->name);
             if (manifest_set(man, key, val) != 0 || csvt_write_atomic(man, p_manifest, err, sizeof err) != 0)
                 fprintf(stderr, "fabench tune: %s: the wall time was not recorded\n", p_manifest);
             csvt_free(man);

@@ -596,6 +596,19 @@ static void test_tune_end_to_end(void **state)
     assert_true(count_rows(p) > 5);
     assert_int_equal(fb_read_file(p, &text, &len, err, sizeof err), 0); /* the wall time beside the command */
     if (!strstr(text, "opencl.tune.wall_s,")) fail_msg("%s has no opencl.tune.wall_s:\n%s", p, text);
+    /* a --merge tune records its wall time in its own update.N. record: the folder's first
+     * tune keeps its own (a refine once overwrote it) */
+    char first[80] = "";
+    const char *w = strstr(text, "\nopencl.tune.wall_s,");
+    assert_non_null(w);
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(w + 1, "\n"), w + 1);
+    free(text);
+    snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --strategy random --budget 1 "
+             "--rep-budget 0.01 --seed 9 --merge --quiet", fab, shapes, res);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(fb_read_file(p, &text, &len, err, sizeof err), 0);
+    if (!strstr(text, first)) fail_msg("the first tune's '%s' changed:\n%s", first, text);
+    if (!strstr(text, "\nupdate.1.opencl.tune.wall_s,")) fail_msg("no update.1.opencl.tune.wall_s:\n%s", text);
     free(text);
     /* --time shorter than anything can take: each class still gets its default tried, and a
      * tuning row when that verifies (on the H200 a cold compile once took all of a short --time) */
