@@ -323,6 +323,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     add_define(defs, &nd, "WARP_M=%d", c->warp_m);
     if (c->red_split) add_define(defs, &nd, "RED_SPLIT=1");
     if (c->split_fuse) add_define(defs, &nd, "SPLIT_FUSE=1");
+    if (kconfig_kv_warps(c) > 1) add_define(defs, &nd, "KV_WARPS=%d", c->kv_warps);
     if (c->mask_bound) add_define(defs, &nd, "MASK_BOUND=1");
     if (c->wg_half) add_define(defs, &nd, "WG_HALF=%d", c->wg_half);
     add_define(defs, &nd, "WRITE_LSE=%d", write_lse ? 1 : 0);

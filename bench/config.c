@@ -97,6 +97,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "SPLIT_KV")) { bad = parse_int(v, 1, 256, &c->split_kv); c->set |= CFG_SPLIT_KV; }
         else if (!strcasecmp(k, "KPAD")) { bad = parse_int(v, 0, 8, &c->kpad); c->set |= CFG_KPAD; }
         else if (!strcasecmp(k, "WARP_M")) { bad = parse_int(v, 1, 2, &c->warp_m); c->set |= CFG_WARP_M; }
+        else if (!strcasecmp(k, "KV_WARPS")) { bad = parse_int(v, 1, 8, &c->kv_warps) || !is_pow2(c->kv_warps); }
         else if (!strcasecmp(k, "SPLIT_FUSE")) { bad = parse_int(v, 0, 1, &c->split_fuse); c->set |= CFG_SPLIT_FUSE; }
         else if (!strcasecmp(k, "RED_SPLIT")) { bad = parse_int(v, 0, 1, &c->red_split); c->set |= CFG_RED_SPLIT; }
         else if (!strcasecmp(k, "WG_HALF")) { bad = parse_int(v, 0, 2, &c->wg_half); c->set |= CFG_WG_HALF; }
@@ -118,7 +119,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
             else bad = 1;
             c->set |= CFG_MMA;
         } else {
-            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND, GRID_LPT, SPLIT_FUSE, FAULT_*)", k);
+            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND, GRID_LPT, SPLIT_FUSE, KV_WARPS, FAULT_*)", k);
             rc = FB_EXIT_BADINPUT;
             break;
         }
@@ -153,6 +154,7 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
         if (src->set & wg_flags[i].bit) *wg_flag(dst, i) = wg_flag_get(src, i);
     if (src->set & CFG_GRID_LPT) dst->grid_lpt = src->grid_lpt;
     if (src->set & CFG_SPLIT_FUSE) dst->split_fuse = src->split_fuse;
+    if (src->kv_warps) dst->kv_warps = src->kv_warps; /* (0: not given) */
     dst->set |= src->set;
     if (src->fault_skip_last_tile) dst->fault_skip_last_tile = 1;
     if (src->fault_hang) dst->fault_hang = 1;
@@ -168,7 +170,7 @@ int kconfig_distance(const kconfig *a, const kconfig *b)
             (a->num_warps != b->num_warps) + (a->warp_m != b->warp_m) + (a->stages != b->stages) +
             (a->split_kv != b->split_kv) + (a->pack_gqa != b->pack_gqa) + (a->kpad != b->kpad) +
             (a->grid_lpt != b->grid_lpt) + (a->red_split != b->red_split) + (a->mask_bound != b->mask_bound) + (a->wg_half != b->wg_half) +
-            (a->split_fuse != b->split_fuse);
+            (a->split_fuse != b->split_fuse) + (kconfig_kv_warps(a) != kconfig_kv_warps(b));
     for (size_t i = 0; i < N_WG_FLAGS; i++) d += wg_flag_get(a, i) != wg_flag_get(b, i);
     return d;
 }
@@ -191,11 +193,13 @@ void kconfig_str(const kconfig *c, char *out, size_t outlen)
     if (c->grid_lpt) snprintf(lpt, sizeof lpt, ";GRID_LPT=%d", c->grid_lpt);
     char half[16] = "";
     if (c->wg_half) snprintf(half, sizeof half, ";WG_HALF=%d", c->wg_half);
-    int n = snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
+    char kvw[24] = "";
+    if (kconfig_kv_warps(c) > 1) snprintf(kvw, sizeof kvw, ";KV_WARPS=%d", c->kv_warps);
+    int n = snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
              c->wg_pipe ? ";WG_PIPE=1" : "", c->mma != MMA_WGMMA ? "" : c->wg_swizzle ? ";WG_SWIZZLE=1" : ";WG_SWIZZLE=0",
              c->wg_tma ? ";WG_TMA=1" : "", c->wg_ws ? ";WG_WS=1" : "", c->wg_pingpong ? ";WG_PINGPONG=1" : "", c->wg_kvsplit ? ";WG_KVSPLIT=1" : "", c->wg_persist ? ";WG_PERSIST=1" : "",
-             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->wg_ostage ? ";WG_OSTAGE=1" : "", c->wg_qtma ? ";WG_QTMA=1" : "", c->wg_otma ? ";WG_OTMA=1" : "", c->wg_skip ? ";WG_SKIP=1" : "", half, c->red_split ? ";RED_SPLIT=1" : "", c->mask_bound ? ";MASK_BOUND=1" : "", lpt, c->split_fuse ? ";SPLIT_FUSE=1" : "", c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
+             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->wg_ostage ? ";WG_OSTAGE=1" : "", c->wg_qtma ? ";WG_QTMA=1" : "", c->wg_otma ? ";WG_OTMA=1" : "", c->wg_skip ? ";WG_SKIP=1" : "", half, c->red_split ? ";RED_SPLIT=1" : "", c->mask_bound ? ";MASK_BOUND=1" : "", lpt, c->split_fuse ? ";SPLIT_FUSE=1" : "", kvw, c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
              c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" :
              c->fault_linear_pages ? ";FAULT_LINEAR_PAGES=1" : c->fault_fuse_keep ? ";FAULT_FUSE_KEEP=1" : "");
     if (n < 0 || (size_t)n >= outlen) { /* a cut name would be recorded as another configuration */
@@ -229,8 +233,8 @@ size_t kconfig_shared_bytes(const kconfig *c, int d)
     if (c->mma == MMA_WGMMA) /* 16-bit Q tile and STAGES K and V tiles; swizzled rows in whole 64-column
                               * blocks (d = 80, 96 padded), else no padding; 1 KiB to align swizzle atoms */
         return 2 * (size_t)(c->wg_swizzle ? (d + 63) / 64 * 64 : d) * (size_t)(c->block_m + 2 * c->stages * c->block_n) + 1024;
-    if (c->mma == MMA_SYNC) /* 16-bit Q tile and STAGES K and V tiles, rows padded by 8 */
-        return 2 * (size_t)(d + 8) * (size_t)(c->block_m + 2 * c->stages * c->block_n);
+    if (c->mma == MMA_SYNC) /* 16-bit Q tile and STAGES K and V tiles of KV_WARPS * BLOCK_N rows, rows padded by 8 */
+        return 2 * (size_t)(d + 8) * (size_t)(c->block_m + 2 * c->stages * c->block_n * kconfig_kv_warps(c));
     int nt = c->num_warps * 32;
     int tpr = nt >= c->block_m ? nt / c->block_m : 1;
     size_t floats = (size_t)c->block_m * (size_t)(d + c->kpad) + (size_t)c->block_n * (size_t)(d + c->kpad) +
@@ -267,10 +271,10 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
         int decode = s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 16;
         if (!(c->set & CFG_WARP_M) && !(c->set & CFG_NUM_WARPS) && !(c->set & CFG_BLOCK_M))
             c->warp_m = decode || s->d > 128 ? 1 : 2;
-        int rows = 16 * c->warp_m;
+        int rows = 16 * c->warp_m, kvw = kconfig_kv_warps(c);
         if (!(c->set & CFG_NUM_WARPS))
-            c->num_warps = (c->set & CFG_BLOCK_M) ? (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 1 : 4;
-        if (!(c->set & CFG_BLOCK_M)) c->block_m = rows * c->num_warps;
+            c->num_warps = kvw * ((c->set & CFG_BLOCK_M) ? (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 1 : 4);
+        if (!(c->set & CFG_BLOCK_M)) c->block_m = rows * (c->num_warps / kvw > 0 ? c->num_warps / kvw : 1);
         if (!(c->set & CFG_BLOCK_N)) c->block_n = s->d > 128 ? 32 : 64;
         goto split;
     }
@@ -368,6 +372,10 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
     }
     if (c->mask_bound && c->mma != MMA_SYNC && c->mma != MMA_WGMMA) {
         snprintf(reason, len, "MASK_BOUND=1 applies to MMA=mma and MMA=wgmma only (their mask over score fragments)");
+        return ST_UNSUPPORTED;
+    }
+    if (kconfig_kv_warps(c) > 1 && c->mma != MMA_SYNC) {
+        snprintf(reason, len, "KV_WARPS > 1 applies to MMA=mma only");
         return ST_UNSUPPORTED;
     }
     if (c->split_fuse && c->split_kv < 2) {
@@ -484,9 +492,19 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
             return ST_UNSUPPORTED;
         }
         if (dt == DT_FP32) { snprintf(reason, len, "MMA=mma needs fp16 or bf16"); return ST_UNSUPPORTED; }
-        if (c->block_m != 16 * c->warp_m * c->num_warps) {
-            snprintf(reason, len, "MMA=mma needs BLOCK_M = 16 * WARP_M * NUM_WARPS (got %d, %d, %d)", c->block_m,
-                     c->warp_m, c->num_warps);
+        const int kvw = kconfig_kv_warps(c);
+        if (c->num_warps % kvw || c->block_m * kvw != 16 * c->warp_m * c->num_warps) {
+            snprintf(reason, len, "MMA=mma needs BLOCK_M = 16 * WARP_M * NUM_WARPS / KV_WARPS (got %d, %d, %d, %d)", c->block_m,
+                     c->warp_m, c->num_warps, kvw);
+            return ST_UNSUPPORTED;
+        }
+        if (kvw > 1 && shape_paged(s)) {
+            snprintf(reason, len, "KV_WARPS > 1 does not read a paged KV cache yet");
+            return ST_UNSUPPORTED;
+        }
+        /* the warps' merge at the end: every warp's rows' maxima, sums and outputs in floats */
+        if (kvw > 1 && (size_t)c->num_warps * 16 * (size_t)c->warp_m * (size_t)(s->d + 2) * 4 > kconfig_shared_bytes(c, s->d)) {
+            snprintf(reason, len, "KV_WARPS=%d: the warps' merge needs more shared memory than the tiles take (more STAGES or a larger BLOCK_N)", kvw);
             return ST_UNSUPPORTED;
         }
         if (c->block_n % 16) { snprintf(reason, len, "MMA=mma needs BLOCK_N a multiple of 16"); return ST_UNSUPPORTED; }

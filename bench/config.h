@@ -31,6 +31,7 @@ typedef struct {
     int wg_half; /* WG_SKIP: a live tile whose second half none of the warpgroup's rows sees takes its P V (1), or its S and P V (2), over its first half only */
     int wg_sinflight; /* WG_DEFER: a wait for all but this tile's S before O's rescale, so that ptxas does not wait for S there */
     int wg_ws;  /* wgmma + TMA: warp specialisation, a producer warpgroup feeds the stages (no CTA barrier per tile) */
+    int kv_warps; /* MMA=mma: warps sharing one group of query rows, each taking BLOCK_N of every KV_WARPS * BLOCK_N keys, merged in shared memory at the end (0 or 1: none) */
     int split_fuse; /* SPLIT_KV > 1: the last split work-group of each query block merges the partial rows (no attn_combine launch) */
     int grid_lpt; /* dense batches: the launch order visits the heaviest query blocks first (longest first), in sections of groups (1: as many as fit L2, N > 1: N) */
     mma_kind mma;
@@ -45,7 +46,8 @@ enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CF
 /* Parses "K=V,K=V" (or ';'), overriding fields of *c and marking them in c->set.
  * Keys: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA (fma, mma, mfma, wgmma),
  * WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA and WG_SKIP (0 or 1; wgmma only), WG_HALF (0, 1 or 2; wgmma only), RED_SPLIT and MASK_BOUND (0 or 1; mma and wgmma), GRID_LPT (0; 1: sections sized to L2; N > 1: sections of N groups),
- * SPLIT_FUSE (0 or 1; SPLIT_KV > 1), FAULT_SKIP_LAST_TILE.
+ * SPLIT_FUSE (0 or 1; SPLIT_KV > 1), KV_WARPS (1, 2, 4 or 8; mma),
+ * FAULT_SKIP_LAST_TILE.
  * Returns 0 or 2 with err naming the key. */
 int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen);
 
@@ -56,7 +58,7 @@ void kconfig_overlay(kconfig *dst, const kconfig *src);
  * configuration's text is this size, and kconfig_str aborts rather than cut one short. */
 #define KCONFIG_STR_MAX 512
 
-/* Canonical text form, ';' separated, every tuned field (WG_PIPE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND, GRID_LPT and SPLIT_FUSE only when set, WG_SWIZZLE
+/* Canonical text form, ';' separated, every tuned field (WG_PIPE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND, GRID_LPT, SPLIT_FUSE and KV_WARPS (above 1) only when set, WG_SWIZZLE
  * only for wgmma, so that the configurations recorded before they existed keep their names). */
 void kconfig_str(const kconfig *c, char *out, size_t outlen);
 
@@ -70,6 +72,9 @@ int kconfig_distance(const kconfig *a, const kconfig *b);
 /* The first of cands[0..n) with the fewest tuned fields different from k, their number in
  * *dist; -1 when n = 0. */
 long kconfig_nearest(const kconfig *cands, long n, const kconfig *k, int *dist);
+
+/* KV_WARPS, 1 when not given. */
+static inline int kconfig_kv_warps(const kconfig *c) { return c->kv_warps > 1 ? c->kv_warps : 1; }
 
 /* Threads per work-group: NUM_WARPS warps, plus the producer warpgroup of WG_WS=1. */
 int kconfig_threads(const kconfig *c);

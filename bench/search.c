@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFEAT 32
+#define NFEAT 33
 #define BO_INIT 8          /* random probes before the model steers */
 #define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
@@ -88,6 +88,7 @@ static void features(const kconfig *c, double *f)
     f[29] = (double)c->mask_bound;
     f[30] = (double)c->wg_half / 2.0;
     f[31] = (double)c->split_fuse;
+    f[32] = log2((double)kconfig_kv_warps(c)) / 3.0;
 }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)

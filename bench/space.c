@@ -15,7 +15,7 @@ static const char *const known_params[] = {"MMA", "BLOCK_M", "BLOCK_N", "NUM_WAR
                                            "WG_DEFER", "WG_PVTURN", "WG_DYNAMIC", "WG_QEARLY",
                                            "WG_QPREFETCH", "WG_HOLDPV", "RED_SPLIT", "MASK_BOUND",
                                            "WG_SINFLIGHT", "WG_OSTAGE", "WG_QTMA", "WG_OTMA", "WG_SKIP", "WG_HALF",
-                                           "SPLIT_FUSE"};
+                                           "SPLIT_FUSE", "KV_WARPS"};
 static const char *const known_conds[] = {"feature:mma_sync", "dtype:16bit", "MMA=fma", "MMA=mma",
                                           "decode", "prefill", "gqa", "fill", "feature:mfma", "MMA=mfma",
                                           "feature:wgmma", "MMA=wgmma", "feature:tma", "causal"};

@@ -322,6 +322,40 @@ static void test_split_fuse(void **state)
     assert_int_equal(kept, ST_WRONG_RESULT);
 }
 
+/* KV_WARPS (mma only): several warps share a group of query rows, each taking its own
+ * BLOCK_N keys of every tile, and merge through shared memory. Decode (packed GQA, several
+ * query rows, MHA), causal prefill whose last tile leaves some warps no key, non-causal
+ * with Sq past a block, ragged batches, WARP_M = 2, split-KV with the fuse; elsewhere it
+ * is declined. */
+static void test_kv_warps(void **state)
+{
+    (void)state;
+    shape_t dec = mk(3, 8, 2, 1, 300, 128, 1);
+    assert_int_equal(run_case(&dec, DT_BF16, "MMA=fma,KV_WARPS=2"), ST_UNSUPPORTED);
+    if (!(dev.info.features & RT_FEAT_MMA_SYNC)) {
+        fprintf(stderr, "  KV_WARPS runs on mma only: no tensor cores on this device\n");
+        return;
+    }
+    int bad = 0;
+    shape_t dec4 = mk(2, 8, 2, 4, 520, 80, 1), mha = mk(2, 4, 4, 1, 333, 64, 0), pre = mk(1, 4, 4, 33, 300, 64, 1);
+    shape_t nc = mk(1, 2, 1, 129, 300, 96, 0), big = mk(1, 4, 1, 1, 4100, 256, 1);
+    shape_t rag = mk_ragged(5, 4, 2, 70, 70, 64, 1, "0.1;0.4;1");
+    const shape_t *all[] = {&dec, &dec4, &mha, &pre, &nc, &big, &rag};
+    const char *cfgs[] = {"MMA=mma,NUM_WARPS=4,KV_WARPS=4,BLOCK_M=16,BLOCK_N=16,STAGES=2",
+                          "MMA=mma,NUM_WARPS=4,KV_WARPS=2,BLOCK_M=32,BLOCK_N=32,STAGES=2,RED_SPLIT=1",
+                          "MMA=mma,NUM_WARPS=2,KV_WARPS=2,WARP_M=2,BLOCK_M=32,BLOCK_N=32,STAGES=2,MASK_BOUND=1",
+                          "MMA=mma,NUM_WARPS=4,KV_WARPS=4,BLOCK_M=16,BLOCK_N=16,STAGES=3,SPLIT_KV=3,SPLIT_FUSE=1"};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+            if (shape_ragged(all[i]) && strstr(cfgs[c], "SPLIT_KV=3")) continue; /* ragged: no split */
+            bad += run_case(all[i], (dtype_t)(1 + (i + c) % 2), cfgs[c]) != ST_OK;
+        }
+    assert_int_equal(bad, 0);
+    shape_t pg = dec;
+    pg.page = 32;
+    assert_int_equal(run_case(&pg, DT_BF16, "MMA=mma,NUM_WARPS=2,KV_WARPS=2,BLOCK_M=16,BLOCK_N=16"), ST_UNSUPPORTED);
+}
+
 /* Split-KV (flash-decoding) with several split counts, decode and short prefill. */
 static void test_split_kv(void **state)
 {
@@ -478,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_pack_stripes),
         cmocka_unit_test(test_split_kv),
         cmocka_unit_test(test_split_fuse),
+        cmocka_unit_test(test_kv_warps),
         cmocka_unit_test(test_thread_mappings),
         cmocka_unit_test(test_grid_lpt),
         cmocka_unit_test(test_mma_sync),

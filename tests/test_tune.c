@@ -246,7 +246,7 @@ static void test_config_text_longest(void **state)
     const char *all = "MMA=wgmma;BLOCK_M=128;BLOCK_N=192;NUM_WARPS=32;WARP_M=1;STAGES=4;SPLIT_KV=256;PACK_GQA=1;KPAD=8;"
                       "WG_PIPE=1;WG_SWIZZLE=1;WG_TMA=1;WG_WS=1;WG_PINGPONG=1;WG_KVSPLIT=1;WG_PERSIST=1;WG_DEFER=1;"
                       "WG_PVTURN=1;WG_DYNAMIC=1;WG_QEARLY=1;WG_QPREFETCH=1;WG_HOLDPV=1;WG_SINFLIGHT=1;WG_OSTAGE=1;"
-                      "WG_QTMA=1;WG_OTMA=1;WG_SKIP=1;WG_HALF=2;RED_SPLIT=1;MASK_BOUND=1;GRID_LPT=4096;SPLIT_FUSE=1";
+                      "WG_QTMA=1;WG_OTMA=1;WG_SKIP=1;WG_HALF=2;RED_SPLIT=1;MASK_BOUND=1;GRID_LPT=4096;SPLIT_FUSE=1;KV_WARPS=8";
     kconfig c = {0}, back = {0};
     char err[256], a[KCONFIG_STR_MAX], b[KCONFIG_STR_MAX];
     if (kconfig_parse(all, &c, err, sizeof err) != 0) fail_msg("%s", err);
@@ -265,7 +265,7 @@ static void test_config_text_longest(void **state)
     int nd = attn_defines(&s, DT_BF16, &c, 1, defs);
     assert_true(nd >= 35 && nd <= ATTN_MAX_DEFINES);
     const char *want[] = {"WG_QTMA=1", "WG_OTMA=1", "WG_SKIP=1", "WG_HALF=2", "MASK_BOUND=1", "WG_OSTAGE=1", "WG_SINFLIGHT=1", "RED_SPLIT=1", "GRID_LPT=4096",
-                          "SPLIT_FUSE=1", "FAULT_SKIP_LAST_TILE=1", "ARCH_SPECIFIC=1", "WG_SWIZZLE=1"};
+                          "SPLIT_FUSE=1", "KV_WARPS=8", "FAULT_SKIP_LAST_TILE=1", "ARCH_SPECIFIC=1", "WG_SWIZZLE=1"};
     for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
         int found = 0;
         for (int i = 0; i < nd; i++) found |= !strcmp(defs[i], want[w]);
