@@ -275,7 +275,8 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
         if (!(c->set & CFG_NUM_WARPS))
             c->num_warps = kvw * ((c->set & CFG_BLOCK_M) ? (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 1 : 4);
         if (!(c->set & CFG_BLOCK_M)) c->block_m = rows * (c->num_warps / kvw > 0 ? c->num_warps / kvw : 1);
-        if (!(c->set & CFG_BLOCK_N)) c->block_n = s->d > 128 ? 32 : 64;
+        /* with KV_WARPS the step's keys stay the same, shared out among the warps */
+        if (!(c->set & CFG_BLOCK_N)) c->block_n = (s->d > 128 ? 32 : 64) / kvw >= 16 ? (s->d > 128 ? 32 : 64) / kvw : 16;
         goto split;
     }
     if (c->mma == MMA_WGMMA) {
@@ -336,7 +337,8 @@ split:
         long groups = (long)(grid[0] * grid[1]);
         const int decode = s->sq <= 16;
         long want = (decode ? 4L : 1L) * (dev->compute_units > 0 ? dev->compute_units : 1);
-        long tiles_kv = (s->skv + c->block_n - 1) / c->block_n;
+        const long tile_n = (long)c->block_n * kconfig_kv_warps(c); /* keys a step (KV_WARPS' warps each take BLOCK_N) */
+        long tiles_kv = (s->skv + tile_n - 1) / tile_n;
         long split = 1;
         /* prefill rounds down: the split grid stays within the one wave */
         if (groups < want) split = decode ? (want + groups - 1) / groups : want / groups;
@@ -579,6 +581,9 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         return ST_UNSUPPORTED;
     }
     size_t sh = kconfig_shared_bytes(c, s->d);
+    /* mma and wgmma: SPLIT_FUSE's flag is static shared memory beside the dynamic tiles
+     * (ptxas rounds it to 16 bytes), which kconfig_dynamic_shared leaves out */
+    if (c->split_fuse && (c->mma == MMA_SYNC || c->mma == MMA_WGMMA)) sh += 16;
     size_t sh_limit = c->mma == MMA_SYNC || c->mma == MMA_WGMMA ? dev->shared_bytes : dev->static_shared_bytes;
     if (sh_limit && sh > sh_limit) {
         snprintf(reason, len, "needs %zu bytes of shared memory > device limit %zu", sh, sh_limit);

@@ -9,6 +9,7 @@
 #define RESTRICT __restrict__
 #define INLINE static __device__ __forceinline__
 #define BARRIER() __syncthreads()
+#define BARRIER_GLOBAL() __syncthreads() /* (HIP barriers order global memory too) */
 #define THREAD_ID() ((int)threadIdx.x)
 #define FB_GID_0 blockIdx.x
 #define FB_GID_1 blockIdx.y

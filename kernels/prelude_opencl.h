@@ -9,6 +9,7 @@
 #define RESTRICT restrict
 #define INLINE inline
 #define BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
+#define BARRIER_GLOBAL() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE) /* also orders the work-items' global stores */
 #define THREAD_ID() ((int)get_local_id(0))
 #define GROUP_ID(d) ((int)get_group_id(d))
 #define NUM_GROUPS(d) ((int)get_num_groups(d))

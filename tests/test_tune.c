@@ -304,6 +304,27 @@ static void test_default_split(void **state)
         if (cases[i].s.sq > 16 && c.split_kv > 1) /* a prefill split stays within one wave */
             assert_true((long)(grid[0] * grid[1]) <= hop.compute_units);
     }
+    /* KV_WARPS: the default tile shares the same keys a step out among the warps (BLOCK_N
+     * 64 / 4 = 16 at d = 128, never below 16), one group of 16 rows takes four warps, a
+     * split never outnumbers the steps of KV_WARPS * BLOCK_N keys, and the result fits */
+    const struct {
+        shape_t s;
+        int kvw, block_n, num_warps, max_split;
+    } kv[] = {
+        {mk(3, 8, 2, 1, 300, 128, 1), 4, 16, 4, 5},    /* 300 keys: five steps of 64 */
+        {mk(2, 32, 8, 1, 4096, 256, 0), 4, 16, 4, 64},
+        {mk(1, 32, 8, 1, 1024, 64, 0), 2, 32, 2, 16},
+        {mk(1, 8, 8, 1, 20000, 128, 0), 8, 16, 8, 32},
+    };
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+        kconfig c = {.kv_warps = kv[i].kvw, .mma = MMA_SYNC, .set = CFG_MMA};
+        kconfig_complete(&c, &hop, &kv[i].s, DT_BF16);
+        if (c.block_n != kv[i].block_n || c.num_warps != kv[i].num_warps || c.block_m != 16 || c.split_kv > kv[i].max_split)
+            fail_msg("KV_WARPS case %zu: BLOCK_N=%d NUM_WARPS=%d BLOCK_M=%d SPLIT_KV=%d", i, c.block_n, c.num_warps, c.block_m,
+                     c.split_kv);
+        char reason[256];
+        if (kconfig_check(&c, &hop, &kv[i].s, DT_BF16, reason, sizeof reason) != ST_OK) fail_msg("KV_WARPS case %zu: %s", i, reason);
+    }
 }
 
 /* The class key of shape s in type dt is want. */
