@@ -604,6 +604,18 @@ static void set_status(attn_result *res, status_t st, const char *reason)
     snprintf(res->reason, sizeof res->reason, "%s", reason);
 }
 
+/* n int32 counters on the device, zeroed: 0, RT_ERESOURCE (reason: no room) or -1 (err). */
+static int zeroed_counters(attn_runner *r, size_t n, rt_buf **out, char *reason, size_t rlen, char *err, size_t errlen)
+{
+    const rt_runtime *rt = r->dev.rt;
+    int32_t *zero = calloc(n ? n : 1, sizeof *zero);
+    if (!zero) { snprintf(err, errlen, "out of host memory"); return -1; }
+    int rc = rt->alloc(r->ctx, n * sizeof *zero, out, reason, rlen) != 0 ? RT_ERESOURCE
+             : rt->upload(r->ctx, *out, zero, n * sizeof *zero, err, errlen) != 0 ? -1 : 0;
+    free(zero);
+    return rc;
+}
+
 int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, const attn_opts *o,
              attn_result *res, char *err, size_t errlen)
 {
@@ -737,28 +749,17 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         p.grid[0] = items < sms ? items : sms;
         p.grid[1] = 1;
     }
-    if (c->wg_dynamic) { /* SCHED: zero here; each launch's last work-group zeroes it again */
-        const int32_t zero[2] = {0, 0};
-        if (rt->alloc(r->ctx, sizeof zero, &sched, reason, sizeof reason) != 0) {
-            set_status(res, ST_RESOURCE_LIMIT, reason);
-            goto done;
-        }
-        if (rt->upload(r->ctx, sched, zero, sizeof zero, err, errlen)) { ret = -1; goto done; }
-        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = sched};
-    }
-    if (c->split_fuse) { /* FUSE_CNT, the last argument: zero here; the last split of a block zeroes its count again */
-        const size_t nb = p.grid[0] * p.grid[1] * sizeof(int32_t);
-        int32_t *zero = calloc(1, nb);
-        if (!zero) { ret = -1; snprintf(err, errlen, "out of host memory"); goto done; }
-        if (rt->alloc(r->ctx, nb, &fuse, reason, sizeof reason) != 0) {
-            free(zero);
-            set_status(res, ST_RESOURCE_LIMIT, reason);
-            goto done;
-        }
-        const int urc = rt->upload(r->ctx, fuse, zero, nb, err, errlen);
-        free(zero);
-        if (urc) { ret = -1; goto done; }
-        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = fuse};
+    /* Counters the kernel's launches share, zero here; each launch leaves them zero again.
+     * SCHED (WG_DYNAMIC): the scheduler's two. FUSE_CNT (SPLIT_FUSE, the last argument):
+     * one per query block of the grid. */
+    struct { int on; size_t n; rt_buf **buf; } counters[] = {{c->wg_dynamic, 2, &sched},
+                                                             {c->split_fuse, p.grid[0] * p.grid[1], &fuse}};
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
+        if (!counters[i].on) continue;
+        int crc = zeroed_counters(r, counters[i].n, counters[i].buf, reason, sizeof reason, err, errlen);
+        if (crc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
+        if (crc != 0) { ret = -1; goto done; }
+        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = *counters[i].buf};
     }
     p.cgrid[0] = rows;
     p.cgrid[1] = p.cgrid[2] = 1;
@@ -811,7 +812,8 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     /* Kernels whose launches meet on counters that the launch before must have reset
      * (WG_DYNAMIC, SPLIT_FUSE): the timed runs start from a poisoned O, so that a launch
      * that found its counters wrong and wrote nothing cannot pass for one that matched. */
-    if (c->wg_dynamic || c->split_fuse) {
+    const int counted = c->wg_dynamic || c->split_fuse;
+    if (counted) {
         fb_poison(ho2, bytes[3] / es, dt);
         if (rt->upload(r->ctx, b[3], ho2, bytes[3], err, errlen)) { ret = -1; goto done; }
     }
@@ -826,8 +828,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     /* The timed runs must have computed the same bits: a race shows up here. */
     if (rt->download(r->ctx, ho2, b[3], bytes[3], err, errlen)) { ret = -1; goto done; }
     if (memcmp(ho, ho2, bytes[3]) != 0) {
-        set_status(res, ST_WRONG_RESULT, c->wg_dynamic || c->split_fuse
-                                             ? "output changed between repeated runs (a race, or counters not reset for the next launch?)"
+        set_status(res, ST_WRONG_RESULT, counted ? "output changed between repeated runs (a race, or counters not reset for the next launch?)"
                                              : "output changed between repeated runs (a race?)");
         goto done;
     }

@@ -275,8 +275,9 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
         if (!(c->set & CFG_NUM_WARPS))
             c->num_warps = kvw * ((c->set & CFG_BLOCK_M) ? (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 1 : 4);
         if (!(c->set & CFG_BLOCK_M)) c->block_m = rows * (c->num_warps / kvw > 0 ? c->num_warps / kvw : 1);
-        /* with KV_WARPS the step's keys stay the same, shared out among the warps */
-        if (!(c->set & CFG_BLOCK_N)) c->block_n = (s->d > 128 ? 32 : 64) / kvw >= 16 ? (s->d > 128 ? 32 : 64) / kvw : 16;
+        /* with KV_WARPS the step's keys stay the same, shared out among the warps (16 at least) */
+        const int step = s->d > 128 ? 32 : 64;
+        if (!(c->set & CFG_BLOCK_N)) c->block_n = step / kvw >= 16 ? step / kvw : 16;
         goto split;
     }
     if (c->mma == MMA_WGMMA) {
