@@ -26,6 +26,8 @@
  * add on a global int (returns the old value), and a load that skips the L1, for data
  * other work-groups wrote during this launch. */
 #define FB_FENCE_GLOBAL() __threadfence()
+#define FB_FENCE_CUMULATIVE 1 /* one thread's fence after a barrier orders the work-group's stores */
+#define FB_ATOMIC_INC_WRAP(p, lim) ((int)atomicInc((unsigned int *)(p), (unsigned int)(lim))) /* old; lim -> 0 */
 #define FB_ATOMIC_ADD(p, v) atomicAdd((p), (v))
 #define FB_LD_COHERENT(p, i) __ldcg((p) + (i))
 #define FB_LD_COHERENT4(dst, p, i)                                  \
