@@ -21,6 +21,7 @@
  * atomic add on a global int (returns the old value; core since OpenCL 1.1), and a
  * volatile load, for data other work-groups wrote during this launch. */
 #define FB_FENCE_GLOBAL() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#define FB_FENCE_CUMULATIVE 0 /* OpenCL 1.2's fence orders only this work-item's accesses */
 #define FB_ATOMIC_ADD(p, v) atomic_add((volatile GLOBAL int *)(p), (v))
 #define FB_LD_COHERENT(p, i) (((volatile GLOBAL const float *)(p))[i])
 typedef long idx_t;
