@@ -35,7 +35,7 @@ static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 static const struct {
     const char *key;
     size_t off;
-    unsigned bit;
+    uint64_t bit;
 } wg_flags[] = {
     {"WG_PIPE", offsetof(kconfig, wg_pipe), CFG_WG_PIPE},          {"WG_TMA", offsetof(kconfig, wg_tma), CFG_WG_TMA},
     {"WG_WS", offsetof(kconfig, wg_ws), CFG_WG_WS},                {"WG_PINGPONG", offsetof(kconfig, wg_pingpong), CFG_WG_PINGPONG},
@@ -97,7 +97,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "SPLIT_KV")) { bad = parse_int(v, 1, 256, &c->split_kv); c->set |= CFG_SPLIT_KV; }
         else if (!strcasecmp(k, "KPAD")) { bad = parse_int(v, 0, 8, &c->kpad); c->set |= CFG_KPAD; }
         else if (!strcasecmp(k, "WARP_M")) { bad = parse_int(v, 1, 2, &c->warp_m); c->set |= CFG_WARP_M; }
-        else if (!strcasecmp(k, "KV_WARPS")) { bad = parse_int(v, 1, 8, &c->kv_warps) || !is_pow2(c->kv_warps); }
+        else if (!strcasecmp(k, "KV_WARPS")) { bad = parse_int(v, 1, 8, &c->kv_warps) || !is_pow2(c->kv_warps); c->set |= CFG_KV_WARPS; }
         else if (!strcasecmp(k, "SPLIT_FUSE")) { bad = parse_int(v, 0, 1, &c->split_fuse); c->set |= CFG_SPLIT_FUSE; }
         else if (!strcasecmp(k, "RED_SPLIT")) { bad = parse_int(v, 0, 1, &c->red_split); c->set |= CFG_RED_SPLIT; }
         else if (!strcasecmp(k, "WG_HALF")) { bad = parse_int(v, 0, 2, &c->wg_half); c->set |= CFG_WG_HALF; }
@@ -154,7 +154,7 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
         if (src->set & wg_flags[i].bit) *wg_flag(dst, i) = wg_flag_get(src, i);
     if (src->set & CFG_GRID_LPT) dst->grid_lpt = src->grid_lpt;
     if (src->set & CFG_SPLIT_FUSE) dst->split_fuse = src->split_fuse;
-    if (src->kv_warps) dst->kv_warps = src->kv_warps; /* (0: not given) */
+    if (src->set & CFG_KV_WARPS) dst->kv_warps = src->kv_warps;
     dst->set |= src->set;
     if (src->fault_skip_last_tile) dst->fault_skip_last_tile = 1;
     if (src->fault_hang) dst->fault_hang = 1;

@@ -3,6 +3,8 @@
 #ifndef FABENCH_CONFIG_H
 #define FABENCH_CONFIG_H
 
+#include <stdint.h>
+
 #include "common.h"
 #include "rt.h"
 
@@ -31,17 +33,18 @@ typedef struct {
     int wg_half; /* WG_SKIP: a live tile whose second half none of the warpgroup's rows sees takes its P V (1), or its S and P V (2), over its first half only */
     int wg_sinflight; /* WG_DEFER: a wait for all but this tile's S before O's rescale, so that ptxas does not wait for S there */
     int wg_ws;  /* wgmma + TMA: warp specialisation, a producer warpgroup feeds the stages (no CTA barrier per tile) */
-    int kv_warps; /* MMA=mma: warps sharing one group of query rows, each taking BLOCK_N of every KV_WARPS * BLOCK_N keys, merged in shared memory at the end (0 or 1: none) */
+    int kv_warps; /* MMA=mma: warps sharing one group of query rows, each taking BLOCK_N of every KV_WARPS * BLOCK_N keys, merged in shared memory at the end (0 or 1: none; kconfig_kv_warps) */
     int split_fuse; /* SPLIT_KV > 1: the last split work-group of each query block merges the partial rows (no attn_combine launch) */
     int grid_lpt; /* dense batches: the launch order visits the heaviest query blocks first (longest first), in sections of groups (1: as many as fit L2, N > 1: N) */
     mma_kind mma;
-    unsigned set; /* bit per field the user gave explicitly (CFG_*) */
+    uint64_t set; /* bit per field the user gave explicitly (CFG_*) */
     int fault_skip_last_tile; /* test hooks, never tuned: see kernels/attn_fwd.k */
     int fault_hang, fault_oob, fault_compile, fault_linear_pages, fault_fuse_keep;
 } kconfig;
 
 enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CFG_KPAD = 16, CFG_MMA = 32, CFG_STAGES = 64, CFG_PACK_GQA = 128, CFG_WARP_M = 256, CFG_WG_PIPE = 512, CFG_WG_SWIZZLE = 1024, CFG_WG_TMA = 2048, CFG_WG_WS = 4096, CFG_WG_PINGPONG = 8192, CFG_GRID_LPT = 16384, CFG_WG_PERSIST = 32768, CFG_WG_KVSPLIT = 65536, CFG_WG_DEFER = 131072, CFG_WG_PVTURN = 262144, CFG_WG_DYNAMIC = 524288, CFG_WG_QEARLY = 1048576, CFG_WG_QPREFETCH = 2097152, CFG_WG_HOLDPV = 4194304, CFG_RED_SPLIT = 8388608, CFG_WG_SINFLIGHT = 16777216, CFG_WG_OSTAGE = 33554432, CFG_WG_QTMA = 67108864, CFG_WG_OTMA = 134217728, CFG_WG_SKIP = 268435456, CFG_MASK_BOUND = 536870912, CFG_WG_HALF = 1073741824 };
 #define CFG_SPLIT_FUSE 0x80000000u /* past what an enum constant may hold */
+#define CFG_KV_WARPS (UINT64_C(1) << 32)
 
 /* Parses "K=V,K=V" (or ';'), overriding fields of *c and marking them in c->set.
  * Keys: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA (fma, mma, mfma, wgmma),

@@ -444,7 +444,7 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
         return 2;
     }
     /* split-KV and GQA packing depend on the shape: re-derived unless the class matches */
-    if (best_dist > 0) c.set &= ~(unsigned)(CFG_SPLIT_KV | CFG_PACK_GQA);
+    if (best_dist > 0) c.set &= ~(uint64_t)(CFG_SPLIT_KV | CFG_PACK_GQA);
     *cfg = c;
     snprintf(source, srclen, "%s %s", best_dist == 0 ? "tuned" : "nearest", t->rows[best][cc]);
     csvt_free(t);
