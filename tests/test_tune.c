@@ -276,6 +276,25 @@ static void test_config_text_longest(void **state)
 /* The default SPLIT_KV (no tuned row): decode fills the device four times over; prefill
  * splits only a grid that leaves compute units idle, into at most one wave, and never
  * past the key tiles. */
+/* KV_WARPS given alone is a --config like any other key: its CFG_ bit is set, and an
+ * overlay onto a tuned row carries it (and leaves a row's own KV_WARPS where not given). */
+static void test_kv_warps_overlay(void **state)
+{
+    (void)state;
+    char err[256];
+    kconfig user = {0}, row = {0}, other = {0};
+    assert_int_equal(kconfig_parse("KV_WARPS=4", &user, err, sizeof err), 0);
+    assert_true(user.set & CFG_KV_WARPS);
+    assert_int_equal(kconfig_parse("MMA=mma;NUM_WARPS=1;BLOCK_M=16", &row, err, sizeof err), 0);
+    kconfig_overlay(&row, &user);
+    assert_int_equal(kconfig_kv_warps(&row), 4);
+    assert_int_equal(row.num_warps, 1);
+    assert_int_equal(kconfig_parse("NUM_WARPS=2", &other, err, sizeof err), 0);
+    kconfig_overlay(&row, &other);
+    assert_int_equal(kconfig_kv_warps(&row), 4);
+    assert_int_equal(row.num_warps, 2);
+}
+
 static void test_default_split(void **state)
 {
     (void)state;
@@ -1017,6 +1036,7 @@ int main(void)
         cmocka_unit_test(test_space_enumerate),
         cmocka_unit_test(test_config_text_longest),
         cmocka_unit_test(test_default_split),
+        cmocka_unit_test(test_kv_warps_overlay),
         cmocka_unit_test(test_class_key),
         cmocka_unit_test(test_lookup_work_bucket),
         cmocka_unit_test(test_ragged_classes),
