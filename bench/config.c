@@ -105,12 +105,12 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "PACK_GQA")) { bad = parse_int(v, 0, 3, &c->pack_gqa); c->set |= CFG_PACK_GQA; }
         else if (!strcasecmp(k, "STAGES")) { bad = parse_int(v, 1, 4, &c->stages); c->set |= CFG_STAGES; }
         else if (!strcasecmp(k, "GRID_LPT")) { bad = parse_int(v, 0, 4096, &c->grid_lpt); c->set |= CFG_GRID_LPT; }
-        else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); }
-        else if (!strcasecmp(k, "FAULT_HANG")) { bad = parse_int(v, 0, 1, &c->fault_hang); }
-        else if (!strcasecmp(k, "FAULT_OOB")) { bad = parse_int(v, 0, 1, &c->fault_oob); }
-        else if (!strcasecmp(k, "FAULT_COMPILE")) { bad = parse_int(v, 0, 1, &c->fault_compile); }
-        else if (!strcasecmp(k, "FAULT_LINEAR_PAGES")) { bad = parse_int(v, 0, 1, &c->fault_linear_pages); }
-        else if (!strcasecmp(k, "FAULT_FUSE_KEEP")) { bad = parse_int(v, 0, 1, &c->fault_fuse_keep); }
+        else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); c->set |= CFG_FAULT; }
+        else if (!strcasecmp(k, "FAULT_HANG")) { bad = parse_int(v, 0, 1, &c->fault_hang); c->set |= CFG_FAULT; }
+        else if (!strcasecmp(k, "FAULT_OOB")) { bad = parse_int(v, 0, 1, &c->fault_oob); c->set |= CFG_FAULT; }
+        else if (!strcasecmp(k, "FAULT_COMPILE")) { bad = parse_int(v, 0, 1, &c->fault_compile); c->set |= CFG_FAULT; }
+        else if (!strcasecmp(k, "FAULT_LINEAR_PAGES")) { bad = parse_int(v, 0, 1, &c->fault_linear_pages); c->set |= CFG_FAULT; }
+        else if (!strcasecmp(k, "FAULT_FUSE_KEEP")) { bad = parse_int(v, 0, 1, &c->fault_fuse_keep); c->set |= CFG_FAULT; }
         else if (!strcasecmp(k, "MMA")) {
             if (!strcasecmp(v, "fma") || !strcmp(v, "0")) c->mma = MMA_FMA;
             else if (!strcasecmp(v, "mma") || !strcasecmp(v, "mma_sync") || !strcmp(v, "1")) c->mma = MMA_SYNC;

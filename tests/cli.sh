@@ -314,6 +314,7 @@ if len(rows) != 1: print("%d rows, expected 1" % len(rows))
 for r in rows:
     if r.get("status") != "wrong_result": print("status %r, expected wrong_result" % r.get("status"))
     if r.get("median_us"): print("median_us %r on a wrong result" % r.get("median_us"))
+    if r.get("config_source") != "--config": print("config_source %r, expected --config (a hook alone is a --config)" % r.get("config_source"))
 ' "$T/fault.csv"
 
 # ---------- --append ----------

@@ -295,6 +295,24 @@ static void test_kv_warps_overlay(void **state)
     assert_int_equal(row.num_warps, 2);
 }
 
+static void test_fault_overlay(void **state)
+{
+    (void)state;
+    char err[256];
+    kconfig hook = {0}, row = {0};
+    /* a --config of test hooks only is still a --config: run labels it so, and --tuned lays it over the row */
+    assert_int_equal(kconfig_parse("FAULT_SKIP_LAST_TILE=1", &hook, err, sizeof err), 0);
+    assert_true(hook.set & CFG_FAULT);
+    assert_int_equal(kconfig_parse("MMA=mma;NUM_WARPS=1;BLOCK_M=16", &row, err, sizeof err), 0);
+    assert_false(row.set & CFG_FAULT);
+    kconfig_overlay(&row, &hook);
+    assert_int_equal(row.fault_skip_last_tile, 1);
+    assert_int_equal(row.num_warps, 1);
+    char text[KCONFIG_STR_MAX];
+    kconfig_str(&row, text, sizeof text);
+    assert_non_null(strstr(text, "FAULT_SKIP_LAST_TILE=1"));
+}
+
 static void test_default_split(void **state)
 {
     (void)state;
@@ -1037,6 +1055,7 @@ int main(void)
         cmocka_unit_test(test_config_text_longest),
         cmocka_unit_test(test_default_split),
         cmocka_unit_test(test_kv_warps_overlay),
+        cmocka_unit_test(test_fault_overlay),
         cmocka_unit_test(test_class_key),
         cmocka_unit_test(test_lookup_work_bucket),
         cmocka_unit_test(test_ragged_classes),
