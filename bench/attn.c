@@ -278,7 +278,7 @@ static int tma_upload(attn_runner *r, const shape_t *s, dtype_t dt, const kconfi
 static void log_reason(const char *log, const char *fallback, char *out, size_t len)
 {
     const char *p = log ? strstr(log, "error") : NULL;
-    if (!p) { snprintf(out, len, "%s", fallback); return; }
+    if (!p) { snprintf(out, len, "%.*s", len > 1 ? (int)(len - 1) : 0, fallback); return; } /* cut to fit */
     const char *b = p;
     while (b > log && b[-1] != '\n') b--;
     const char *e = strchr(p, '\n');

@@ -81,7 +81,7 @@ static void test_new_add_col(void **state)
     assert_int_equal(csvt_col(t, "y"), 1);
     assert_int_equal(csvt_col(t, "x"), 0);
     assert_int_equal(csvt_col(t, "z"), -1);
-    char buf[8];
+    char buf[16];
     for (int i = 0; i < 100; i++) {
         snprintf(buf, sizeof buf, "%d", i);
         const char *r[] = {buf, "v"};

@@ -25,7 +25,7 @@ typedef struct {
     char reason[512];
     double *samples_us;    /* malloc'd timing samples (status ok) */
     size_t nsamples;
-    char config[256];      /* what the vendor chose (engine, knobs), for perf.csv's config column */
+    char config[512];      /* what the vendor chose (engine, knobs), for perf.csv's config column */
     long configs;          /* configurations the vendor's own selection offered for this shape */
     const char *configs_method; /* how configs was counted (a static string); NULL: not reported */
     telemetry_summary tel; /* the GPU's clocks and power over the timed runs (timing_opts.tm); samples 0: none */

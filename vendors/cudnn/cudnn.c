@@ -134,7 +134,7 @@ typedef struct plan_entry {
     char why[512];
     fbdnn_graph g;
     fbdnn_plan pl;
-    char config[256];
+    char config[384]; /* the plan's description: its longest form fits (knobs are cut at 120) */
     long configs;
     struct plan_entry *next;
 } plan_entry;
