@@ -60,6 +60,28 @@ const char *kconfig_wg_switch(const kconfig *c, size_t i, int *on)
     return wg_flags[i].key;
 }
 
+/* The test hooks (0 or 1, never tuned; kernels/attn_fwd.k): key and field, in the order
+ * kconfig_str names the first one set. Any of them marks CFG_FAULT. */
+static const struct {
+    const char *key;
+    size_t off;
+} fault_hooks[] = {
+    {"FAULT_SKIP_LAST_TILE", offsetof(kconfig, fault_skip_last_tile)}, {"FAULT_HANG", offsetof(kconfig, fault_hang)},
+    {"FAULT_OOB", offsetof(kconfig, fault_oob)}, {"FAULT_COMPILE", offsetof(kconfig, fault_compile)},
+    {"FAULT_LINEAR_PAGES", offsetof(kconfig, fault_linear_pages)}, {"FAULT_FUSE_KEEP", offsetof(kconfig, fault_fuse_keep)},
+};
+#define N_FAULT_HOOKS (sizeof fault_hooks / sizeof fault_hooks[0])
+
+static int *fault_hook(kconfig *c, size_t i) { return (int *)((char *)c + fault_hooks[i].off); }
+static int fault_hook_get(const kconfig *c, size_t i) { return *(const int *)((const char *)c + fault_hooks[i].off); }
+
+static int fault_hook_index(const char *key)
+{
+    for (size_t i = 0; i < N_FAULT_HOOKS; i++)
+        if (!strcasecmp(key, fault_hooks[i].key)) return (int)i;
+    return -1;
+}
+
 /* The wg_flags entry a key names, or -1. */
 static int wg_flag_index(const char *key)
 {
@@ -80,7 +102,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         *eq = 0;
         const char *k = tok, *v = eq + 1;
         int bad = 0;
-        const int flag = wg_flag_index(k);
+        const int flag = wg_flag_index(k), hook = fault_hook_index(k);
         if (flag >= 0) {
             bad = parse_int(v, 0, 1, wg_flag(c, flag));
             c->set |= wg_flags[flag].bit;
@@ -105,12 +127,7 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         else if (!strcasecmp(k, "PACK_GQA")) { bad = parse_int(v, 0, 3, &c->pack_gqa); c->set |= CFG_PACK_GQA; }
         else if (!strcasecmp(k, "STAGES")) { bad = parse_int(v, 1, 4, &c->stages); c->set |= CFG_STAGES; }
         else if (!strcasecmp(k, "GRID_LPT")) { bad = parse_int(v, 0, 4096, &c->grid_lpt); c->set |= CFG_GRID_LPT; }
-        else if (!strcasecmp(k, "FAULT_SKIP_LAST_TILE")) { bad = parse_int(v, 0, 1, &c->fault_skip_last_tile); c->set |= CFG_FAULT; }
-        else if (!strcasecmp(k, "FAULT_HANG")) { bad = parse_int(v, 0, 1, &c->fault_hang); c->set |= CFG_FAULT; }
-        else if (!strcasecmp(k, "FAULT_OOB")) { bad = parse_int(v, 0, 1, &c->fault_oob); c->set |= CFG_FAULT; }
-        else if (!strcasecmp(k, "FAULT_COMPILE")) { bad = parse_int(v, 0, 1, &c->fault_compile); c->set |= CFG_FAULT; }
-        else if (!strcasecmp(k, "FAULT_LINEAR_PAGES")) { bad = parse_int(v, 0, 1, &c->fault_linear_pages); c->set |= CFG_FAULT; }
-        else if (!strcasecmp(k, "FAULT_FUSE_KEEP")) { bad = parse_int(v, 0, 1, &c->fault_fuse_keep); c->set |= CFG_FAULT; }
+        else if (hook >= 0) { bad = parse_int(v, 0, 1, fault_hook(c, hook)); c->set |= CFG_FAULT; }
         else if (!strcasecmp(k, "MMA")) {
             if (!strcasecmp(v, "fma") || !strcmp(v, "0")) c->mma = MMA_FMA;
             else if (!strcasecmp(v, "mma") || !strcasecmp(v, "mma_sync") || !strcmp(v, "1")) c->mma = MMA_SYNC;
@@ -156,12 +173,8 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
     if (src->set & CFG_SPLIT_FUSE) dst->split_fuse = src->split_fuse;
     if (src->set & CFG_KV_WARPS) dst->kv_warps = src->kv_warps;
     dst->set |= src->set;
-    if (src->fault_skip_last_tile) dst->fault_skip_last_tile = 1;
-    if (src->fault_hang) dst->fault_hang = 1;
-    if (src->fault_oob) dst->fault_oob = 1;
-    if (src->fault_compile) dst->fault_compile = 1;
-    if (src->fault_linear_pages) dst->fault_linear_pages = 1;
-    if (src->fault_fuse_keep) dst->fault_fuse_keep = 1;
+    for (size_t i = 0; i < N_FAULT_HOOKS; i++)
+        if (fault_hook_get(src, i)) *fault_hook(dst, i) = 1;
 }
 
 int kconfig_distance(const kconfig *a, const kconfig *b)
@@ -195,13 +208,14 @@ void kconfig_str(const kconfig *c, char *out, size_t outlen)
     if (c->wg_half) snprintf(half, sizeof half, ";WG_HALF=%d", c->wg_half);
     char kvw[24] = "";
     if (kconfig_kv_warps(c) > 1) snprintf(kvw, sizeof kvw, ";KV_WARPS=%d", c->kv_warps);
+    char fault[32] = "";
+    for (size_t i = 0; i < N_FAULT_HOOKS && !fault[0]; i++)
+        if (fault_hook_get(c, i)) snprintf(fault, sizeof fault, ";%s=1", fault_hooks[i].key);
     int n = snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
              c->wg_pipe ? ";WG_PIPE=1" : "", c->mma != MMA_WGMMA ? "" : c->wg_swizzle ? ";WG_SWIZZLE=1" : ";WG_SWIZZLE=0",
              c->wg_tma ? ";WG_TMA=1" : "", c->wg_ws ? ";WG_WS=1" : "", c->wg_pingpong ? ";WG_PINGPONG=1" : "", c->wg_kvsplit ? ";WG_KVSPLIT=1" : "", c->wg_persist ? ";WG_PERSIST=1" : "",
-             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->wg_ostage ? ";WG_OSTAGE=1" : "", c->wg_qtma ? ";WG_QTMA=1" : "", c->wg_otma ? ";WG_OTMA=1" : "", c->wg_skip ? ";WG_SKIP=1" : "", half, c->red_split ? ";RED_SPLIT=1" : "", c->mask_bound ? ";MASK_BOUND=1" : "", lpt, c->split_fuse ? ";SPLIT_FUSE=1" : "", kvw, c->fault_skip_last_tile ? ";FAULT_SKIP_LAST_TILE=1" : c->fault_hang ? ";FAULT_HANG=1" :
-             c->fault_oob ? ";FAULT_OOB=1" : c->fault_compile ? ";FAULT_COMPILE=1" :
-             c->fault_linear_pages ? ";FAULT_LINEAR_PAGES=1" : c->fault_fuse_keep ? ";FAULT_FUSE_KEEP=1" : "");
+             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->wg_ostage ? ";WG_OSTAGE=1" : "", c->wg_qtma ? ";WG_QTMA=1" : "", c->wg_otma ? ";WG_OTMA=1" : "", c->wg_skip ? ";WG_SKIP=1" : "", half, c->red_split ? ";RED_SPLIT=1" : "", c->mask_bound ? ";MASK_BOUND=1" : "", lpt, c->split_fuse ? ";SPLIT_FUSE=1" : "", kvw, fault);
     if (n < 0 || (size_t)n >= outlen) { /* a cut name would be recorded as another configuration */
         fprintf(stderr, "fabench: internal error: a configuration's text needs %d bytes, the buffer has %zu\n", n, outlen);
         abort();
