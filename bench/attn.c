@@ -127,6 +127,19 @@ static void inputs_drop(attn_runner *r, int free_device)
     memset(c, 0, sizeof *c);
 }
 
+/* The split partials (b[5] rows, b[6] log-sum-exps) start poisoned, as O does: a split
+ * that writes none of its rows must not pass on what an earlier configuration left in a
+ * reused allocation (their layout does not depend on the tile sizes). Enqueued in order
+ * with the launches; nothing without split-KV or a fill. 0 or -1 (err). */
+static int poison_partials(attn_runner *r, size_t split, rt_buf *const *b, const size_t *bytes, char *err, size_t errlen)
+{
+    const rt_runtime *rt = r->dev.rt;
+    if (split < 2 || !rt->fill) return 0;
+    return rt->fill(r->ctx, b[5], bytes[5], FB_POISON_F32, err, errlen) || rt->fill(r->ctx, b[6], bytes[6], FB_POISON_F32, err, errlen)
+               ? -1
+               : 0;
+}
+
 /* Q, K and V of the shape (host copies and device buffers), generated and uploaded only
  * when the last run's differ. 0, RT_ERESOURCE (reason says why) or -1 (err). */
 static int inputs_get(attn_runner *r, const shape_t *s, dtype_t dt, uint64_t seed, const size_t bytes[3],
@@ -709,7 +722,8 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     }
     fb_poison(ho, bytes[3] / es, dt);
     fb_poison_f32(hl, rows);
-    if (rt->upload(r->ctx, b[3], ho, bytes[3], err, errlen) || rt->upload(r->ctx, b[4], hl, bytes[4], err, errlen)) {
+    if (rt->upload(r->ctx, b[3], ho, bytes[3], err, errlen) || rt->upload(r->ctx, b[4], hl, bytes[4], err, errlen) ||
+        poison_partials(r, split, b, bytes, err, errlen)) {
         ret = -1;
         goto done;
     }
@@ -815,7 +829,10 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     const int counted = c->wg_dynamic || c->split_fuse;
     if (counted) {
         fb_poison(ho2, bytes[3] / es, dt);
-        if (rt->upload(r->ctx, b[3], ho2, bytes[3], err, errlen)) { ret = -1; goto done; }
+        if (rt->upload(r->ctx, b[3], ho2, bytes[3], err, errlen) || poison_partials(r, split, b, bytes, err, errlen)) {
+            ret = -1;
+            goto done;
+        }
     }
     timing_opts topt = o->timing;
     topt.tm = r->tm;

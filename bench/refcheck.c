@@ -363,13 +363,12 @@ void fb_ref_row(const attn_problem *p, const void *q, const void *k, const void 
 
 /* ---------------------------------------------------------------- poison */
 
-#define POISON_F32 0x7FC0DEADu
 #define POISON_F16 0x7E5Au
 #define POISON_BF16 0x7FDAu
 
 void fb_poison_f32(float *buf, size_t n)
 {
-    uint32_t u = POISON_F32;
+    uint32_t u = FB_POISON_F32;
     for (size_t i = 0; i < n; i++) memcpy(&buf[i], &u, sizeof u);
 }
 
@@ -636,7 +635,7 @@ static void scan_output(const void *o, size_t n, dtype_t dt, size_t *unwritten,
         for (size_t i = 0; i < n; i++) {
             uint32_t u;
             memcpy(&u, c + 4 * i, sizeof u);
-            if (u == POISON_F32) { if (!un++) fu = i; }
+            if (u == FB_POISON_F32) { if (!un++) fu = i; }
             else if ((u & 0x7f800000u) == 0x7f800000u) { if (!nn++) fn = i; }
         }
     } else {
@@ -734,7 +733,7 @@ int fb_verify_cached(const attn_problem *p, const void *q, const void *k, const 
         for (size_t r = 0; r < rows_total; r++) {
             uint32_t u;
             memcpy(&u, &lse[r], sizeof u);
-            if (u == POISON_F32) lse_poison++;
+            if (u == FB_POISON_F32) lse_poison++;
             else if (isnan(lse[r]) || (isinf(lse[r]) && lse[r] > 0)) lse_nan++;
         }
         if (lse_poison) {

@@ -51,6 +51,8 @@ void fb_ref_row(const attn_problem *p, const void *q, const void *k, const void 
 /* Poison: a bit pattern no kernel produces (a NaN with a distinctive payload), written
  * over an output before the run, so unwritten elements can be told from computed NaNs. */
 void fb_poison(void *buf, size_t n, dtype_t dt);
+/* The bits an unwritten f32 element holds: a quiet NaN no kernel computes. */
+#define FB_POISON_F32 0x7FC0DEADu
 void fb_poison_f32(float *buf, size_t n);
 
 typedef struct {

@@ -406,6 +406,8 @@ long searcher_best(const searcher *se, double *us)
         double bt = INFINITY;
         for (long i = 0; i < se->nmem; i++) {
             const long c = se->members[i];
+            /* a member that failed when this rung timed it again is out, whatever it did before */
+            if (se->told_rung[c] == se->rung && isnan(se->last_us[c])) continue;
             const double t = done || se->told_rung[c] != se->rung ? se->last_us[c] : se->prev_us[c];
             if (!isnan(t) && t < bt) { b = c; bt = t; }
         }

@@ -83,37 +83,38 @@ void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len)
     if (shape_paged(s) && n > 0 && (size_t)n < len) snprintf(out + n, len - (size_t)n, "-p%d", s->page);
 }
 
-/* Parses a class key back; 0 or -1. *w is 0 for keys without the work bucket (prefill
- * classes, and decode classes of tables written before it existed); *v is the decode share
- * of a ragged batch's class, -1 for a dense one; *p is the page size (0: dense K/V). */
-static int parse_class(const char *key, char *dt, size_t dtlen, int *d, int *c, int *g, int *q, int *k, int *w, int *v,
-                       int *p)
+int tune_class_parse(const char *key, tune_class *out)
 {
+    char name[16];
     const char *dash = strchr(key, '-');
-    if (!dash || (size_t)(dash - key) >= dtlen) return -1;
-    memcpy(dt, key, (size_t)(dash - key));
-    dt[dash - key] = 0;
+    if (!dash || (size_t)(dash - key) >= sizeof name) return -1;
+    memcpy(name, key, (size_t)(dash - key));
+    name[dash - key] = 0;
+    tune_class c = {.v = -1};
+    if (dtype_parse(name, &c.dt) != 0 || strcmp(name, dtype_name(c.dt))) return -1;
     int n = 0;
-    if (sscanf(dash, "-d%d-c%d-g%d-q%d-k%d%n", d, c, g, q, k, &n) != 5) return -1;
-    *w = *p = 0;
-    *v = -1;
+    if (sscanf(dash, "-d%d-c%d-g%d-q%d-k%d%n", &c.d, &c.c, &c.g, &c.q, &c.k, &n) != 5) return -1;
     const char *rest = dash + n;
     int m = 0;
-    if (!strncmp(rest, "-w", 2)) {
-        if (sscanf(rest, "-w%d%n", w, &m) != 1 || *w < 1) return -1;
+    if (!strncmp(rest, "-w", 2)) { /* decode and small prefill grids: a power of two */
+        if (sscanf(rest, "-w%d%n", &c.w, &m) != 1 || c.w < 1 || (c.w & (c.w - 1))) return -1;
         rest += m;
     }
-    if (!strncmp(rest, "-v", 2)) {
+    if (!strncmp(rest, "-v", 2)) { /* ragged batches: the decode share, 0..100 by 25 */
         m = 0;
-        if (sscanf(rest, "-v%d%n", v, &m) != 1 || *v < 0 || *v > 100 || *v % 25) return -1;
+        if (sscanf(rest, "-v%d%n", &c.v, &m) != 1 || c.v < 0 || c.v > 100 || c.v % 25) return -1;
         rest += m;
     }
-    if (!strncmp(rest, "-p", 2)) {
+    if (!strncmp(rest, "-p", 2)) { /* a paged KV cache: the page size, a power of two from 16 */
         m = 0;
-        if (sscanf(rest, "-p%d%n", p, &m) != 1 || *p < 1) return -1;
+        if (sscanf(rest, "-p%d%n", &c.p, &m) != 1 || c.p < 16 || (c.p & (c.p - 1))) return -1;
         rest += m;
     }
-    return *rest ? -1 : 0;
+    if (*rest || !fb_d_supported(c.d) || (c.c != 0 && c.c != 1) || c.g < 1 || c.q < 1 || c.k < 1 || (c.q & (c.q - 1)) ||
+        (c.k & (c.k - 1)))
+        return -1;
+    *out = c;
+    return 0;
 }
 
 /* A class's fastest ok explored rows, distinct configurations, fastest first (at most
@@ -273,12 +274,53 @@ static void local_seeds(searcher *se, const csv_table *tuning, const rt_device *
 }
 
 /* A contender for the head-to-head, unless it is one already. */
-static void contend(const char **con, int *src, int *ncon, const char *cfg, int source)
+static long explored_find(const csv_table *e, const rt_device *dev, const char *cls, const char *cfg);
+static void note_candidate(const char *path, const char *explored_path, const rt_device *dev, const char *cfg,
+                           const char *cls, const char *shape, const char *strategy, const char *step, int retime);
+static int failed_before(const csv_table *e, const rt_device *dev, const char *cls, const char *cfg);
+
+/* cfg joins the contenders, unless it is one already or its newest row of the class failed */
+static void contend(const char **con, int *src, int *ncon, const char *cfg, int source, const csv_table *e,
+                    const rt_device *dev, const char *cls)
 {
     for (int j = 0; j < *ncon; j++)
         if (!strcmp(con[j], cfg)) return;
+    if (failed_before(e, dev, cls, cfg)) return;
     con[*ncon] = cfg;
     src[(*ncon)++] = source;
+}
+
+/* A contender that failed when timed again (wrong, crashed, hung): its explored row of
+ * this class takes the status and reason (a row is added when it has none), so neither
+ * this run nor a resumed one offers it again. 0, or -1 with err. */
+static int rematch_failed(csv_table *e, const char *path, const rt_device *dev, const char *cls, const shape_t *s,
+                          const char *strategy, const char *step, const char *cfg, const attn_result *res, char *err,
+                          size_t errlen)
+{
+    char reason[FB_ERRLEN];
+    snprintf(reason, sizeof reason, "timed again beside the other contenders: %.900s", res->reason);
+    const long r = explored_find(e, dev, cls, cfg);
+    if (r < 0) {
+        const char *row[EXPLORED_NCOLS] = {dev->info.name, dev->rt->name, "attn_fwd", cfg, cls, s->name,
+                                           status_name(res->status), reason, "", "", "", "-1", "-1", "-1", "-1", "-1",
+                                           "", strategy, step, "", ""};
+        if (csvt_add(e, row) != 0) { snprintf(err, errlen, "out of memory"); return -1; }
+    } else {
+        const char *col[] = {"status", "reason", "median_us", "tflops", "reps", "sm_mhz"};
+        const char *val[] = {status_name(res->status), reason, "", "", "", ""};
+        for (size_t k = 0; k < sizeof col / sizeof col[0]; k++) {
+            const int j = csvt_col(e, col[k]);
+            if (j < 0 || csvt_set(e, (size_t)r, (size_t)j, val[k]) != 0) { snprintf(err, errlen, "out of memory"); return -1; }
+        }
+    }
+    return path ? csvt_write_atomic(e, path, err, errlen) : 0;
+}
+
+/* 1: cfg's newest explored row of this class failed (a contender that failed before) */
+static int failed_before(const csv_table *e, const rt_device *dev, const char *cls, const char *cfg)
+{
+    const long r = explored_find(e, dev, cls, cfg);
+    return r >= 0 && strcmp(e->rows[r][csvt_col(e, "status")], "ok") != 0;
 }
 
 /* Times measured by an earlier run (resumed explored rows; tuning.csv's row under --merge,
@@ -292,9 +334,14 @@ static void contend(const char **con, int *src, int *ncon, const char *cfg, int 
  * H200 the short back-to-back timings ranked configurations within 3-10% of each other
  * differently from the runs that then measured them (NOTES.md, stop 20). `force`: time
  * whatever contenders there are even when nothing is stale (the search's best is not one
- * of them: kernels/space.csv does not declare it). Returns 1 when that decided, 0 when
- * nothing was stale (or nothing verified), -1 on a harness error. */
-static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_opts *ao, double rematch_s, const csv_table *explored,
+ * of them: kernels/space.csv does not declare it). A contender that fails in any round
+ * (not verified, crashed, hung) is out, and its explored row says why (rematch_failed);
+ * each is noted in flight first, so a crash is recorded by the supervisor. Returns 1 when
+ * that decided, 0 when nothing was stale, 2 when contenders ran and none verified (nothing
+ * may be written), 3 when one hung the device (this process must restart), -1 on a
+ * harness error. */
+static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_opts *ao, double rematch_s, csv_table *explored,
+                        const char *p_explored, const char *inflight, const char *strategy, long step,
                         const rt_device *dev, const char *cls, size_t first_row, const char *new_cfg,
                         const char *recorded, const char *const *decl, long ndecl, int force, int quiet,
                         char *best_cfg, size_t best_len, double *best_us, char *err, size_t errlen)
@@ -302,30 +349,31 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
     static const char *const src_name[] = {"this run's best", "an earlier run's row", "this run's", "tuning.csv's row"};
     const char *con[TUNE_REMATCH_TOP + 3], *top[TUNE_REMATCH_TOP], *earliest_best;
     int src[TUNE_REMATCH_TOP + 3], top_earlier[TUNE_REMATCH_TOP], ncon = 0, stale = 0;
-    if (new_cfg[0] && in_declared(decl, ndecl, new_cfg)) contend(con, src, &ncon, new_cfg, 0);
+    if (new_cfg[0] && in_declared(decl, ndecl, new_cfg)) contend(con, src, &ncon, new_cfg, 0, explored, dev, cls);
     const int nt = class_top(explored, dev->info.name, dev->rt->name, cls, first_row, decl, ndecl, top, top_earlier,
                              &earliest_best);
     for (int k = 0; k < nt; k++) {
         const int before = ncon;
-        contend(con, src, &ncon, top[k], top_earlier[k] ? 1 : 2);
+        contend(con, src, &ncon, top[k], top_earlier[k] ? 1 : 2, explored, dev, cls);
         stale |= ncon > before && top_earlier[k];
     }
     if (earliest_best) {
         const int before = ncon;
-        contend(con, src, &ncon, earliest_best, 1);
+        contend(con, src, &ncon, earliest_best, 1, explored, dev, cls);
         stale |= ncon > before;
     }
     if (recorded) {
         const int before = ncon;
-        contend(con, src, &ncon, recorded, 3);
+        contend(con, src, &ncon, recorded, 3, explored, dev, cls);
         stale |= ncon > before;
     }
     if (force ? ncon < 1 : !stale || ncon < 2) return 0;
     kconfig kc[TUNE_REMATCH_TOP + 3];
     double us[TUNE_REMATCH_TOP + 3];
-    int parsed[TUNE_REMATCH_TOP + 3];
+    int parsed[TUNE_REMATCH_TOP + 3], failed[TUNE_REMATCH_TOP + 3];
     for (int k = 0; k < ncon; k++) {
         us[k] = INFINITY;
+        failed[k] = 0;
         kc[k] = (kconfig){0};
         parsed[k] = kconfig_parse(con[k], &kc[k], err, errlen) == 0; /* an unreadable recorded row loses */
     }
@@ -338,23 +386,50 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
     if (!quiet)
         fprintf(stderr, "fabench tune: %s: %d contenders timed again, %g s of repetitions each\n", cls, ncon, as_run.timing.budget_s);
     as_run.verify_rows = defaults.verify_rows;
+    char new_step[24];
+    snprintf(new_step, sizeof new_step, "%ld", step);
     for (int round = 0; round < TUNE_REMATCH_ROUNDS; round++)
         for (int k = 0; k < ncon; k++) {
             attn_result res;
-            if (!parsed[k]) continue;
-            if (attn_run(runner, s, dt, &kc[k], &as_run, &res, err, errlen) != 0) return -1;
-            if (res.status == ST_OK && res.us.median < us[k]) us[k] = res.us.median;
+            if (!parsed[k] || failed[k]) continue;
+            if (inflight) { /* a crash is recorded over its row (or as a row of its own) */
+                const long r = explored_find(explored, dev, cls, con[k]);
+                note_candidate(inflight, p_explored, dev, con[k], cls, s->name, strategy,
+                               r >= 0 ? explored->rows[r][csvt_col(explored, "step")] : new_step, r >= 0);
+            }
+            kconfig run_cfg = kc[k];
+            /* test hook (tests/faults.sh): contenders whose configuration contains this text
+             * compute a wrong result here, from round FABENCH_TEST_WRONG_REMATCH_ROUND on */
+            const char *wrong = getenv("FABENCH_TEST_WRONG_REMATCH"), *from = getenv("FABENCH_TEST_WRONG_REMATCH_ROUND");
+            if (wrong && *wrong && strstr(con[k], wrong) && round >= (from ? atoi(from) : 0)) {
+                kconfig h = {0};
+                if (kconfig_parse("FAULT_SKIP_LAST_TILE=1", &h, err, errlen) == 0) kconfig_overlay(&run_cfg, &h);
+            }
+            if (attn_run(runner, s, dt, &run_cfg, &as_run, &res, err, errlen) != 0) return -1;
+            if (inflight) unlink(inflight);
+            if (res.status != ST_OK) { /* out, whatever its other rounds did */
+                failed[k] = 1;
+                us[k] = INFINITY;
+                if (!quiet) fprintf(stderr, "fabench tune: %s: timed again %s: %s (%s)\n", cls, con[k], status_name(res.status), res.reason);
+                if (rematch_failed(explored, p_explored, dev, cls, s, strategy, new_step, con[k], &res, err, errlen) != 0) return -1;
+                if (res.status == ST_TIMEOUT && inflight) return 3; /* the device is gone for this process */
+                continue;
+            }
+            if (res.us.median < us[k]) us[k] = res.us.median;
         }
     int incumbent = -1; /* tuning.csv's row, whichever list brought it in */
     for (int k = 0; k < ncon && recorded; k++)
         if (!strcmp(con[k], recorded)) incumbent = k;
     const int w = tune_rematch_pick(us, ncon, incumbent);
-    if (w < 0) return 0;
+    if (w < 0) return 2;
     const int fastest = tune_rematch_pick(us, ncon, -1);
     if (!quiet)
-        for (int k = 0; k < ncon; k++)
-            fprintf(stderr, "fabench tune: %s: timed again %s: %.3f us (%s)%s\n", cls, con[k], us[k], src_name[src[k]],
-                    k != w ? "" : w == fastest ? ", the winner" : ", the winner (kept: within the margin of the fastest)");
+        for (int k = 0; k < ncon; k++) {
+            if (failed[k]) fprintf(stderr, "fabench tune: %s: timed again %s: out, it failed (%s)\n", cls, con[k], src_name[src[k]]);
+            else
+                fprintf(stderr, "fabench tune: %s: timed again %s: %.3f us (%s)%s\n", cls, con[k], us[k], src_name[src[k]],
+                        k != w ? "" : w == fastest ? ", the winner" : ", the winner (kept: within the margin of the fastest)");
+        }
     snprintf(best_cfg, best_len, "%s", con[w]);
     *best_us = us[w];
     return 1;
@@ -372,13 +447,12 @@ int tune_rematch_pick(const double *us, int n, int incumbent)
 
 double tune_class_distance(const char *row, const char *key, double dtype_cost, double causal_cost)
 {
-    char rdt[16], kdt[16];
-    int rd, rc, rg, rq, rk, rw, rv, rp, d, c, g, q, k, w, v, p;
-    if (parse_class(row, rdt, sizeof rdt, &rd, &rc, &rg, &rq, &rk, &rw, &rv, &rp) != 0 ||
-        parse_class(key, kdt, sizeof kdt, &d, &c, &g, &q, &k, &w, &v, &p) != 0)
-        return INFINITY;
+    tune_class R, K;
+    if (tune_class_parse(row, &R) != 0 || tune_class_parse(key, &K) != 0) return INFINITY;
+    const int rd = R.d, rc = R.c, rg = R.g, rq = R.q, rk = R.k, rw = R.w, rv = R.v, rp = R.p;
+    const int d = K.d, c = K.c, g = K.g, q = K.q, k = K.k, w = K.w, v = K.v, p = K.p;
     if (rd != d || rp != p || (rc != c && isinf(causal_cost))) return INFINITY;
-    double dist = (strcmp(rdt, kdt) ? dtype_cost : 0.0) + (rc != c ? causal_cost : 0.0);
+    double dist = (R.dt != K.dt ? dtype_cost : 0.0) + (rc != c ? causal_cost : 0.0);
     dist += fabs(log2((double)rq) - log2((double)q)) + fabs(log2((double)rk) - log2((double)k)) +
             fabs(log2((double)rg) - log2((double)g));
     /* a row without the work bucket (an older table) stands for every batch size, but
@@ -421,8 +495,15 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
     for (size_t i = 0; i < t->nrows; i++) {
         kconfig probe = {0};
         char perr[FB_ERRLEN];
-        if (kconfig_parse(t->rows[i][cf], &probe, perr, sizeof perr) != 0) { /* any bad row spoils the table */
-            snprintf(err, errlen, "%s:%d: field 'config': %.800s", table_path, t->row_line[i], perr);
+        tune_class tc;
+        if (!t->rows[i][cf][0] || kconfig_parse(t->rows[i][cf], &probe, perr, sizeof perr) != 0) { /* any bad row spoils the table */
+            snprintf(err, errlen, "%s:%d: field 'config': %.800s", table_path, t->row_line[i], t->rows[i][cf][0] ? perr : "empty");
+            csvt_free(t);
+            return 2;
+        }
+        if (tune_class_parse(t->rows[i][cc], &tc) != 0) {
+            snprintf(err, errlen, "%s:%d: field 'shape_class': '%.80s' is not a shape class (DTYPE-dD-cC-gG-qQ-kK[-wW][-vV][-pP])",
+                     table_path, t->row_line[i], t->rows[i][cc]);
             csvt_free(t);
             return 2;
         }
@@ -1126,14 +1207,20 @@ int cmd_tune(int argc, char **argv)
                     "contenders are timed instead (add its values there to let it win)\n",
                     keys[ci], declared ? declared->source : "kernels/space.csv");
         if (best >= 0 && !fatal && !stop_requested && !restart) {
-            const int hh = head_to_head(runner, s, dt, &ao, rematch_budget, explored, &dev, keys[ci], first_row, new_cfg, recorded,
+            const int hh = head_to_head(runner, s, dt, &ao, rematch_budget, explored, p_explored, inflight, strategy,
+                                        explored_n + 1, &dev, keys[ci], first_row, new_cfg, recorded,
                                         (const char *const *)decl, ndecl, best_undeclared, quiet, best_cfg, sizeof best_cfg,
                                         &best_us, err, sizeof err);
             if (hh < 0) {
                 fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
                 fatal = 1;
-            }
-            rematched = hh > 0;
+            } else if (hh == 2) { /* said even under --quiet: the class's search came to nothing */
+                fprintf(stderr, "fabench tune: %s: no contender verified when timed again; tuning.csv's row is left as it was\n",
+                        keys[ci]);
+                best = -1; /* a wrong kernel never wins */
+            } else if (hh == 3)
+                restart = 1;
+            rematched = hh == 1;
         }
         strings_free(decl, ndecl);
         if (best >= 0 && best_undeclared && !rematched && !fatal) {

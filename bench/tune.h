@@ -20,6 +20,13 @@
 /* Ragged or mixed batches (lens or qlens) end in "-v<share>": the percentage of their
  * sequences with at most TUNE_DECODE_MAX_SQ queries, to the nearest 25. */
 void tune_class_key(const shape_t *s, dtype_t dt, char *out, size_t len);
+/* A class key parsed back (the one parser: tune and check-results): dtype, head dim,
+ * causality, GQA ratio, Q and K rounded up to powers of two; w the work bucket (0: none),
+ * v the decode share of a ragged batch (-1: dense), p the page size (0: dense K, V). */
+typedef struct { dtype_t dt; int d, c, g, q, k, w, v, p; } tune_class;
+/* 0 and *out filled, or -1: not a key tune_class_key can write (an unknown dtype, an
+ * unsupported head dim, Q or K not a power of two, a bucket or page size out of range). */
+int tune_class_parse(const char *key, tune_class *out);
 int tune_decode_share(const shape_t *s);
 
 /* The configuration for a shape from a tuning table (tuning.csv) for this device's GPU

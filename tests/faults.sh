@@ -125,5 +125,21 @@ mkdir -p "$T/hvc/x" && cp "$T/hv1/explored.csv" "$T/hvc/x/"
 check "halving, a crash while timing a survivor again: check-results finds nothing wrong in explored.csv" \
     "! $fab check-results $T/hvc/x 2>&1 | grep -q 'explored.csv:'"
 
+# 11. the head-to-head of a tune that resumes an earlier run's rows (--merge): a contender
+# that fails in any round is out, its row says why, and when none verifies tuning.csv keeps
+# its row (a wrong kernel never wins)
+hh=(tune --device opencl:0 --shapes "$T/one.csv" --strategy random --budget 12 --rep-budget 0.01 --seed 1 --merge --quiet)
+won=$(col "$T/iso0/tuning.csv" config | head -n 1)
+cp -r "$T/iso0" "$T/hh1"
+FABENCH_TEST_WRONG_REMATCH="$won" FABENCH_TEST_WRONG_REMATCH_ROUND=1 $fab "${hh[@]}" --results "$T/hh1" 2> "$T/hh1.err"; rc=$?
+check "head-to-head, the winner goes wrong in its second round: it loses, tuning.csv names another" \
+    "[ $rc -eq 0 ] && [ \"\$(col $T/hh1/tuning.csv config | head -n 1)\" != \"$won\" ] && csv_ok $T/hh1/tuning.csv 1"
+check "head-to-head, the winner goes wrong: its explored row is wrong_result, timed again" \
+    "grep -F \"$won\" $T/hh1/explored.csv | grep -q 'wrong_result,\"timed again beside the other contenders: '"
+cp -r "$T/iso0" "$T/hh2"
+FABENCH_TEST_WRONG_REMATCH="MMA=" $fab "${hh[@]}" --results "$T/hh2" 2> "$T/hh2.err"; rc=$?
+check "head-to-head, no contender verifies: tuning.csv as it was, and said so" \
+    "[ $rc -eq 0 ] && cmp -s $T/iso0/tuning.csv $T/hh2/tuning.csv && grep -q 'no contender verified when timed again' $T/hh2.err"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -130,6 +130,21 @@ static void test_halving_rungs(void **state)
     assert_true(fabs(us - 2 * objective(&cands[expect])) < 1e-9);
     searcher_free(se);
 
+    /* cut short in rung 2 right after the rung-1 leader failed there (wrong, crashed): it is
+     * out, though its rung-1 time is the best of the rung before */
+    se = searcher_new("halving", cands, ncand, 3);
+    searcher_budget(se, budget);
+    cut = -1;
+    while ((idx = searcher_ask(se)) >= 0) {
+        const int r = searcher_rung(se);
+        searcher_tell(se, idx, r == 2 && idx == expect ? NAN : timed(idx, r, lucky, flaky));
+        if (r == 2 && idx == expect) { cut = idx; break; }
+    }
+    assert_true(cut >= 0);
+    const long b3 = searcher_best(se, &us);
+    assert_true(b3 >= 0 && b3 != expect && isfinite(us));
+    searcher_free(se);
+
     /* random told the same first timings keeps the flattered one */
     rnd = searcher_new("random", cands, ncand, 3);
     for (long i = 0; i < budget; i++) {

@@ -370,6 +370,33 @@ static void key_is(shape_t s, dtype_t dt, const char *want)
     char k[96];
     tune_class_key(&s, dt, k, sizeof k);
     assert_string_equal(k, want);
+    tune_class c; /* every key written parses back to the shape's parts */
+    assert_int_equal(tune_class_parse(k, &c), 0);
+    assert_int_equal(c.dt, dt);
+    assert_int_equal(c.d, s.d);
+    assert_int_equal(c.c, s.causal);
+    assert_int_equal(c.g, s.hq / s.hkv);
+    assert_int_equal(c.p, s.page);
+}
+
+/* What no tuning row may hold as its class (tune and check-results refuse it). */
+static void test_class_parse_refuses(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"garbage", "bf16", "bf16-d128-c1-g4-q4096", "bf16-d128-c1-g4-q4096-k4096x",
+                                      "bf32-d128-c1-g4-q64-k64", "BF16-d128-c1-g4-q64-k64", "bf16-d100-c1-g4-q64-k64",
+                                      "bf16-d128-c2-g4-q64-k64", "bf16-d128-c1-g0-q64-k64", "bf16-d128-c1-g-1-q64-k64",
+                                      "bf16-d128-c1-g4-q0-k64", "bf16-d128-c1-g4-q48-k64", "bf16-d128-c1-g4-q64-k100",
+                                      "bf16-d128-c1-g4-q1-k64-w3", "bf16-d128-c1-g4-q1-k64-w0", "bf16-d128-c1-g4-q64-k64-v30",
+                                      "bf16-d128-c1-g4-q64-k64-p8", "bf16-d128-c1-g4-q64-k64-p24", "bf16-d128-c1-g4-q64-k64-p16-w2"};
+    tune_class c;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (tune_class_parse(bad[i], &c) == 0) fail_msg("'%s' parsed as a class", bad[i]);
+    }
+    assert_int_equal(tune_class_parse("fp16-d64-c0-g1-q1-k512-w8-v25-p16", &c), 0);
+    assert_int_equal(c.w, 8);
+    assert_int_equal(c.v, 25);
+    assert_int_equal(c.p, 16);
 }
 
 static void test_class_key(void **state)
@@ -1055,6 +1082,7 @@ int main(void)
         cmocka_unit_test(test_config_text_longest),
         cmocka_unit_test(test_default_split),
         cmocka_unit_test(test_kv_warps_overlay),
+        cmocka_unit_test(test_class_parse_refuses),
         cmocka_unit_test(test_fault_overlay),
         cmocka_unit_test(test_class_key),
         cmocka_unit_test(test_lookup_work_bucket),

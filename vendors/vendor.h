@@ -38,8 +38,10 @@ typedef struct vendor {
     int (*open)(const rt_device *dev, vendor_session **out, char *versions, size_t vlen, char *why, size_t wlen);
     /* The implementations (perf.csv impl names), NULL-terminated. */
     const char *const *(*impls)(vendor_session *vs);
-    /* Runs impl on the shape: O (dtype dt, [B, Hq, Sq, D]) into o. 0 with res filled, or -1
-     * when the adapter itself broke (err says why; the session is unusable). */
+    /* Runs impl on the shape: O (dtype dt, [B, Hq, Sq, D]) into o. o arrives poisoned
+     * (fb_poison), and a vendor that can starts its device output from that, so elements
+     * the library leaves unwritten read back as poison. 0 with res filled, or -1 when the
+     * adapter itself broke (err says why; the session is unusable). */
     int (*run)(vendor_session *vs, const char *impl, const shape_t *s, dtype_t dt, const vendor_inputs *in, void *o,
                const timing_opts *t, vendor_result *res, char *err, size_t errlen);
     void (*close)(vendor_session *vs);

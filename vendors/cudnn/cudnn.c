@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "../vendor.h"
+#include "refcheck.h"
 #include "cudnn_graph.h"
 #include "cudnn_pad.h"
 
@@ -532,7 +533,9 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
     run_state rs = {0};
     int rc = 0;
     fbdnn_padded pad = {0};
-    const void *host[FBDNN_NDEV] = {in->q, in->k, in->v, NULL, NULL, NULL, NULL, NULL};
+    /* O starts poisoned on the device (the caller's poisoned o, or the padded copy's), so
+     * what cuDNN leaves unwritten cannot pass for stale memory that matches */
+    const void *host[FBDNN_NDEV] = {in->q, in->k, in->v, o, NULL, NULL, NULL, NULL};
     res->status = ST_LAUNCH_ERROR;
     /* a ragged batch padded to [B, H, sq or skv, D], or K and V in pages, with each sequence's
      * lengths (and the block table) */
@@ -547,6 +550,8 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
         host[FBDNN_DEV_SEQ_Q] = pad.seq_q;
         host[FBDNN_DEV_SEQ_KV] = pad.seq_kv;
         host[FBDNN_DEV_PAGE_TABLE] = pad.bt;
+        fb_poison(pad.o, nq, dt);
+        host[FBDNN_DEV_O] = pad.o;
     }
     const size_t kvb = e->padded ? pad.kv_bytes : nkv * es;
     const size_t bytes[FBDNN_NDEV] = {nq * es, kvb, kvb, nq * es,

@@ -425,10 +425,17 @@ class Adapter:
                 t.cuda.synchronize()
             except Unsupported as e:
                 return "result status=unsupported reason=%s" % e
-            except Exception as e:  # the vendor's own refusal
+            except Exception as e:  # the vendor's own refusal, unless the device faulted
                 why = " | ".join(str(w.message) for w in caught)
-                return "result status=unsupported reason=%s: %s%s" % (
-                    type(e).__name__, str(e)[:300], (" (" + why[:400] + ")") if why else "")
+                msg = " ".join(str(e).split())
+                # a fault (an illegal address, a device-side assert, memory exhausted) is a
+                # failure of the run, not a shape the vendor declines
+                fault = isinstance(e, t.cuda.OutOfMemoryError) or any(
+                    x in msg for x in ("CUDA error", "illegal memory access", "device-side assert",
+                                       "CUBLAS_STATUS", "CUDNN_STATUS_EXECUTION_FAILED", "out of memory"))
+                return "result status=%s reason=%s: %s%s" % (
+                    "error" if fault else "unsupported", type(e).__name__, msg[:300],
+                    (" (" + why[:400] + ")") if why else "")
         self.store(r["o"], finish(o), r["dtype"])
         # the timing protocol of fabench: warm-up, then event-timed repetitions until the
         # time budget and the minimum count are met; with flush=BYTES that much device memory
