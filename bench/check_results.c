@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "shapes.h"
 #include "refcheck.h"
 #include "search.h"
+#include "tune.h"
 
 /* ---------- value types ---------- */
 
@@ -131,35 +133,12 @@ static int parse_int(const char *s, long *out)
 }
 
 /* dtype-dD-cC-gG-qQ-kK[-wW][-vV][-pP]; 0 or -1; dt filled */
+/* 0 and the dtype of a class key (tune_class_parse), or -1 */
 static int parse_class(const char *s, dtype_t *dt)
 {
-    char name[16];
-    const char *dash = strchr(s, '-');
-    if (!dash || dash - s >= (long)sizeof name) return -1;
-    memcpy(name, s, (size_t)(dash - s));
-    name[dash - s] = 0;
-    int d, c, g, q, k, n = 0;
-    if (dtype_parse(name, dt) != 0 || strcmp(name, dtype_name(*dt))) return -1;
-    if (sscanf(dash, "-d%d-c%d-g%d-q%d-k%d%n", &d, &c, &g, &q, &k, &n) != 5) return -1;
-    const char *rest = dash + n;
-    if (!strncmp(rest, "-w", 2)) { /* decode classes: -w<B * Hkv, a power of two> */
-        int w, m = 0;
-        if (sscanf(rest, "-w%d%n", &w, &m) != 1 || w < 1 || (w & (w - 1))) return -1;
-        rest += m;
-    }
-    if (!strncmp(rest, "-v", 2)) { /* ragged batches: -v<decode share, 0..100 by 25> */
-        int v, m = 0;
-        if (sscanf(rest, "-v%d%n", &v, &m) != 1 || v < 0 || v > 100 || v % 25) return -1;
-        rest += m;
-    }
-    if (!strncmp(rest, "-p", 2)) { /* a paged KV cache: -p<page size> */
-        int p, m = 0;
-        if (sscanf(rest, "-p%d%n", &p, &m) != 1 || p < 16 || (p & (p - 1))) return -1;
-        rest += m;
-    }
-    if (*rest) return -1;
-    if (!fb_d_supported(d) || (c != 0 && c != 1) || g < 1 || q < 1 || k < 1) return -1;
-    if ((q & (q - 1)) || (k & (k - 1))) return -1;
+    tune_class c;
+    if (tune_class_parse(s, &c) != 0) return -1;
+    *dt = c.dt;
     return 0;
 }
 
@@ -376,8 +355,19 @@ static void rule_perf(file_ctx *fc, size_t r)
     shape_t s = {0};
     long v[7];
     static const char *const dims[] = {"batch", "hq", "hkv", "sq", "skv", "d", "causal"};
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 7; i++) {
         if (parse_int(val(fc, r, dims[i]), &v[i]) != 0) return; /* already reported */
+        if (v[i] > INT_MAX) {
+            problem(fc, line_of(fc, r), dims[i], "%ld is more than a shape file takes (%d)", v[i], INT_MAX);
+            return;
+        }
+    }
+    /* as a shape file: Q and K/V at most 2^40 elements each (so the lengths below stay sane) */
+    if ((double)v[0] * (double)v[1] * (double)v[3] * (double)v[5] > 0x1p40 ||
+        (double)v[0] * (double)v[2] * (double)v[4] * (double)v[5] > 0x1p40) {
+        problem(fc, line_of(fc, r), "batch", "batch*h*s*d is over the limit of 2^40 elements");
+        return;
+    }
     s.batch = (int)v[0]; s.hq = (int)v[1]; s.hkv = (int)v[2]; s.sq = (int)v[3]; s.skv = (int)v[4];
     s.d = (int)v[5]; s.causal = (int)v[6];
     char lerr[FB_ERRLEN];

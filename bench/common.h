@@ -110,6 +110,11 @@ int fb_read_file(const char *path, char **data, size_t *len, char *err, size_t e
 
 /* data written to PATH.tmp.PID, then renamed over PATH: whole or not at all */
 int fb_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* 1 when both paths exist and name the same file (device and inode), else 0. */
+int fb_same_file(const char *a, const char *b);
+/* 0 when PATH can be written whole by a temp file and a rename: its folder exists and is
+ * writable, and PATH, if it exists, is not a directory; else -1 with err saying why. */
+int fb_check_writable(const char *path, char *err, size_t errlen);
 /* Lower-case, [a-z0-9-] only, runs of other characters collapsed to '-'. */
 void fb_slug(const char *in, char *out, size_t outlen);
 /* mkdir -p: PATH and any missing parents. 0 when PATH is a directory at the end, else -1

@@ -92,6 +92,11 @@ static int load_side(const char *arg, side *s, char *err, size_t errlen)
                     return FB_EXIT_BADINPUT;
                 }
             }
+            if (!(e->p20 <= e->med && e->med <= e->p80)) { /* the spreads decide the verdicts */
+                snprintf(err, errlen, "%.900s:%d: %s: p20 %g <= median %g <= p80 %g does not hold", s->path, e->line, need[11],
+                         e->p20, e->med, e->p80);
+                return FB_EXIT_BADINPUT;
+            }
         }
         /* a later row of the same (impl, backend, name, shape) replaces an earlier one */
         size_t j = 0;

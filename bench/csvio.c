@@ -186,6 +186,7 @@ typedef struct {
     csv_table *t;
     int line;            /* line of the chunk being fed */
     int rec_line;        /* line where the current record began (0: not known yet) */
+    int done_line;       /* line where the last whole record ended (0: none yet) */
     char **cur;          /* fields of the current record */
     size_t ncur, capcur;
     int have_header;
@@ -226,6 +227,7 @@ static void on_record(int c, void *data)
 {
     reader *r = data;
     (void)c;
+    r->done_line = r->line;
     if (r->failed) { drop_record(r); return; }
     if (!r->have_header) {
         csv_table *t = csvt_new((const char *const *)r->cur, r->ncur);
@@ -270,10 +272,23 @@ int csvt_read(const char *path, csv_table **out, char *err, size_t errlen)
     reader r = {.path = path, .line = 1, .err = err, .errlen = errlen};
     const char *s = data, *end = data + len;
     if (len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3;
+    const char *nul = memchr(data, 0, len);
+    if (nul) { /* a field would end at it unseen */
+        int at = 1;
+        for (const char *c = data; c < nul; c++) at += *c == '\n';
+        snprintf(err, errlen, "%s:%d: a NUL byte: not a text CSV file", path, at);
+        csv_free(&p);
+        free(data);
+        return 2;
+    }
 
     int rc = 0;
     while (s < end && !r.failed) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        /* one line a chunk, so that errors name it; a line ends in \n, \r\n or a bare \r */
+        const char *nl = s;
+        while (nl < end && *nl != '\n' && *nl != '\r') nl++;
+        if (nl < end && *nl == '\r' && nl + 1 < end && nl[1] == '\n') nl++;
+        if (nl == end) nl = NULL;
         size_t n = nl ? (size_t)(nl - s) + 1 : (size_t)(end - s);
         if (csv_parse(&p, s, n, on_field, on_record, &r) != n) {
             snprintf(err, errlen, "%s:%d: malformed CSV (a quote inside an unquoted field, "
@@ -285,9 +300,17 @@ int csvt_read(const char *path, csv_table **out, char *err, size_t errlen)
         if (nl) r.line++;
     }
     if (rc == 0 && !r.failed && csv_fini(&p, on_field, on_record, &r) != 0) {
+        /* the open record began on its first field's line, or, with no field ended yet, on
+         * the first line after the last whole record that is not blank */
+        int at = r.rec_line;
+        if (r.ncur == 0 || at <= r.done_line) {
+            at = 1;
+            const char *c = data;
+            for (; c < end && at <= r.done_line; c++) at += *c == '\n';
+            for (; c < end && (*c == '\n' || *c == '\r' || *c == ' ' || *c == '\t'); c++) at += *c == '\n';
+        }
         snprintf(err, errlen, "%s:%d: malformed CSV (a quoted field is not closed before the "
-                 "end of the file): %s", path, r.rec_line ? r.rec_line : r.line,
-                 csv_strerror(csv_error(&p)));
+                 "end of the file): %s", path, at, csv_strerror(csv_error(&p)));
         rc = 2;
     }
     csv_free(&p);

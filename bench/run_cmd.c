@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attn.h"
 #include "commands.h"
@@ -212,43 +213,61 @@ int cmd_run(int argc, char **argv)
         return FB_EXIT_BADINPUT;
     }
     if (l2_flush) ao.timing.l2_flush_bytes = timing_flush_bytes(&dev.info);
-    /* another GPU's folder: refused before its perf.csv is touched */
-    if (manifest_path && (rc = manifest_check_path(manifest_path, &dev, err, sizeof err)) != 0) {
-        fprintf(stderr, "fabench run: manifest: %s\n", err);
-        csvt_free(table);
-        shapes_free(&shapes);
-        return FB_EXIT_BADINPUT;
-    }
-    /* nothing half-written: prove the output can be written before any work */
-    if (csvt_write_atomic(table, out, err, sizeof err) != 0) {
-        fprintf(stderr, "fabench run: %s\n", err);
-        csvt_free(table);
-        shapes_free(&shapes);
-        return FB_EXIT_BADINPUT;
-    }
-    if (manifest_path && manifest_update(manifest_path, &dev, argc + 1, argv - 1, update, err, sizeof err) != 0) {
-        fprintf(stderr, "fabench run: manifest: %s\n", err);
-        csvt_free(table);
-        shapes_free(&shapes);
-        return FB_EXIT_BADINPUT;
-    }
-
     char tuning_default[1200];
+    const int tuning_given = tuning_path != NULL;
     if (tuned && !tuning_path) {
         char slug[256];
         fb_slug(dev.info.name, slug, sizeof slug);
         snprintf(tuning_default, sizeof tuning_default, "results/%s/tuning.csv", slug);
         tuning_path = tuning_default;
     }
-    if (tuned) { /* a malformed table is bad input: found before any work */
+    /* bad input is found before any file is touched: another GPU's folder, an output that
+     * is one of the inputs, a tuning table named but unreadable or malformed */
+    const char *const ins[] = {shapes_file, tuning_given ? tuning_path : NULL, manifest_path};
+    const char *const in_names[] = {"--shapes", "--tuning", "--manifest"};
+    for (int i = 0; i < 3; i++)
+        if (ins[i] && fb_same_file(out, ins[i])) {
+            fprintf(stderr, "fabench run: --out %s is the %s file; it would be overwritten\n", out, in_names[i]);
+            rc = FB_EXIT_BADINPUT;
+        }
+    if (manifest_path && tuning_given && fb_same_file(manifest_path, tuning_path)) {
+        fprintf(stderr, "fabench run: --manifest %s is the --tuning file\n", manifest_path);
+        rc = FB_EXIT_BADINPUT;
+    }
+    if (!rc && manifest_path && manifest_check_path(manifest_path, &dev, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: manifest: %s\n", err);
+        rc = FB_EXIT_BADINPUT;
+    }
+    if (!rc && tuning_given && access(tuning_path, R_OK) != 0) {
+        fprintf(stderr, "fabench run: --tuning %s: %s\n", tuning_path, strerror(errno));
+        rc = FB_EXIT_BADINPUT;
+    }
+    if (!rc && tuned) { /* a malformed table is bad input: found before any work */
         kconfig probe;
         char src[300];
         if (shapes.n && tune_lookup(tuning_path, &dev, &shapes.v[0], DT_BF16, &probe, src, sizeof src, err, sizeof err) == 2) {
             fprintf(stderr, "fabench run: %s\n", err);
-            csvt_free(table);
-            shapes_free(&shapes);
-            return FB_EXIT_BADINPUT;
+            rc = FB_EXIT_BADINPUT;
         }
+    }
+    if (!rc && ((rc = fb_check_writable(out, err, sizeof err)) != 0 ||
+                (manifest_path && (rc = fb_check_writable(manifest_path, err, sizeof err)) != 0))) {
+        fprintf(stderr, "fabench run: %s\n", err);
+        rc = FB_EXIT_BADINPUT;
+    }
+    /* nothing half-written: prove the output can be written before any work */
+    if (!rc && csvt_write_atomic(table, out, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: %s\n", err);
+        rc = FB_EXIT_BADINPUT;
+    }
+    if (!rc && manifest_path && manifest_update(manifest_path, &dev, argc + 1, argv - 1, update, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: manifest: %s\n", err);
+        rc = FB_EXIT_BADINPUT;
+    }
+    if (rc) {
+        csvt_free(table);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
     }
     attn_runner *runner;
     if (attn_open(&dev, &runner, err, sizeof err) != 0) {
@@ -285,16 +304,19 @@ int cmd_run(int argc, char **argv)
                 snprintf(source + n, sizeof source - n, " + --config");
             }
             /* a ragged batch may take a dense class's row (the nearest): what ragged batches do
-             * not support yet (split-KV, GQA packing, persistent work-groups and the longest-
-             * first order, which walk dense query blocks) is dropped, unless --config set it */
+             * not support yet (split-KV and its fused merge, GQA packing, persistent work-groups
+             * and the longest-first order, which walk dense query blocks, and Q or O through the
+             * copy engine, whose tensor maps are dense) is dropped, unless --config set it */
             if (lr != 0 && shape_ragged(s)) {
-                const struct { int *v, off, set; const char *name; } drop[] = { /* (SPLIT_KV: 0 when a row names none) */
+                const struct { int *v, off; uint64_t set; const char *name; } drop[] = { /* (SPLIT_KV: 0 when a row names none) */
                     {&shape_cfg.split_kv, shape_cfg.split_kv > 1 ? 1 : shape_cfg.split_kv, CFG_SPLIT_KV, "SPLIT_KV=1"},
                     {&shape_cfg.pack_gqa, 0, CFG_PACK_GQA, "PACK_GQA=0"},
                     {&shape_cfg.wg_persist, 0, CFG_WG_PERSIST, "WG_PERSIST=0"},
                     {&shape_cfg.wg_dynamic, 0, CFG_WG_DYNAMIC, "WG_DYNAMIC=0"},
-                    {&shape_cfg.wg_qprefetch, 0, CFG_WG_QPREFETCH, "WG_QPREFETCH=0"}, {&shape_cfg.grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"}};
-                char dropped[128] = "";
+                    {&shape_cfg.wg_qprefetch, 0, CFG_WG_QPREFETCH, "WG_QPREFETCH=0"}, {&shape_cfg.grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"},
+                    {&shape_cfg.wg_qtma, 0, CFG_WG_QTMA, "WG_QTMA=0"}, {&shape_cfg.wg_otma, 0, CFG_WG_OTMA, "WG_OTMA=0"},
+                    {&shape_cfg.split_fuse, 0, CFG_SPLIT_FUSE, "SPLIT_FUSE=0"}};
+                char dropped[256] = "";
                 for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
                     if (*drop[k].v != drop[k].off && !(cfg.set & drop[k].set)) {
                         *drop[k].v = drop[k].off;

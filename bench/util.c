@@ -61,15 +61,12 @@ const char *status_name(status_t st)
 double seq_pairs(long sq, long skv, int causal)
 {
     if (!causal) return (double)sq * (double)skv;
-    /* query i (0-based) sees keys j <= i + (skv - sq), clipped to [0, skv). */
-    double pairs = 0;
-    long off = skv - sq;
-    for (long i = 0; i < sq; i++) {
-        long n = i + off + 1;
-        if (n > skv) n = skv;
-        if (n > 0) pairs += (double)n;
-    }
-    return pairs;
+    /* query i (0-based) sees i + skv - sq + 1 keys, the last one all skv of them; rows
+     * before lo see none. Closed form, since a results file's row may hold any length. */
+    const long first = skv - sq + 1; /* keys of row 0 */
+    const long lo = first > 0 ? 0 : 1 - first;
+    if (lo >= sq) return 0;
+    return (double)(sq - lo) * ((double)(lo + first) + (double)skv) / 2;
 }
 
 int shape_ragged(const shape_t *s) { return s->nlens > 0 || s->nqlens > 0; }
@@ -167,29 +164,34 @@ static void fracs_str(const double *v, int n, char *out, size_t outlen)
 void shape_lens_str(const shape_t *s, char *out, size_t outlen) { fracs_str(s->lens, s->nlens, out, outlen); }
 void shape_qlens_str(const shape_t *s, char *out, size_t outlen) { fracs_str(s->qlens, s->nqlens, out, outlen); }
 
+/* The pairs of every sequence of a ragged batch, summed. The lengths repeat with the
+ * period lcm(nlens, nqlens) (at most 32 * 31), so one period is summed and scaled. */
+static double ragged_pairs_sum(const shape_t *s)
+{
+    int p = s->nlens > 0 ? s->nlens : 1, q = s->nqlens > 0 ? s->nqlens : 1, g = p, r = q;
+    while (r) { int t = g % r; g = r; r = t; }
+    const int period = p / g * q;
+    double per = 0, rest = 0;
+    const int tail = s->batch % period;
+    for (int b = 0; b < period && b < s->batch; b++) {
+        int lq, lk;
+        shape_seq_lens(s, b, &lq, &lk);
+        const double x = seq_pairs(lq, lk, s->causal);
+        per += x;
+        if (b < tail) rest += x;
+    }
+    return s->batch >= period ? per * (double)(s->batch / period) + rest : per;
+}
+
 double shape_pairs(const shape_t *s)
 {
     if (!shape_ragged(s)) return seq_pairs(s->sq, s->skv, s->causal);
-    double pairs = 0;
-    for (int b = 0; b < s->batch; b++) {
-        int lq, lk;
-        shape_seq_lens(s, b, &lq, &lk);
-        pairs += seq_pairs(lq, lk, s->causal);
-    }
-    return pairs / s->batch;
+    return ragged_pairs_sum(s) / s->batch;
 }
 
 double shape_flops(const shape_t *s)
 {
-    if (shape_ragged(s)) {
-        double pairs = 0;
-        for (int b = 0; b < s->batch; b++) {
-            int lq, lk;
-            shape_seq_lens(s, b, &lq, &lk);
-            pairs += seq_pairs(lq, lk, s->causal);
-        }
-        return 4.0 * s->d * pairs * s->hq;
-    }
+    if (shape_ragged(s)) return 4.0 * s->d * ragged_pairs_sum(s) * s->hq;
     return 4.0 * s->d * shape_pairs(s) * s->batch * s->hq;
 }
 
@@ -257,9 +259,9 @@ int fb_read_file(const char *path, char **data, size_t *len, char *err, size_t e
         n += got;
         if (got == 0) break;
     }
-    int bad = ferror(f);
+    const int bad = ferror(f), e = errno;
     fclose(f);
-    if (bad) { free(buf); snprintf(err, errlen, "%s: read error", path); return -1; }
+    if (bad) { free(buf); snprintf(err, errlen, "%s: read error: %s", path, strerror(e ? e : EIO)); return -1; }
     buf[n] = 0;
     *data = buf;
     if (len) *len = n;
@@ -280,6 +282,35 @@ int fb_write_file_atomic(const char *path, const void *data, size_t len, char *e
     if (!ok || rename(tmp, path) != 0) {
         snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
         unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int fb_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int fb_check_writable(const char *path, char *err, size_t errlen)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: is a directory, not a file", path);
+        return -1;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: its folder %s does not exist", path, dir);
+        return -1;
+    }
+    if (access(dir, W_OK) != 0) {
+        snprintf(err, errlen, "%s: its folder %s is not writable: %s", path, dir, strerror(errno));
         return -1;
     }
     return 0;

@@ -146,9 +146,21 @@ int cmd_vendors(int argc, char **argv)
     shape_list_t shapes = {0};
     int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err) : shapes_load_suite(suite, &shapes, err, sizeof err);
     if (rc != 0) { fprintf(stderr, "fabench vendors: %s\n", err); return FB_EXIT_BADINPUT; }
+    /* two of the files named, each written or read whole, must not be one file */
+    const char *const files[] = {out, configs_out, manifest_path, shapes_file};
+    const char *const names[] = {"--out", "--configs-out", "--manifest", "--shapes"};
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 4; j++)
+            if (files[i] && files[j] && fb_same_file(files[i], files[j])) {
+                fprintf(stderr, "fabench vendors: %s %s is the %s file; it would be overwritten\n", names[i], files[i], names[j]);
+                shapes_free(&shapes);
+                return FB_EXIT_BADINPUT;
+            }
     rt_device dev;
     csv_table *table = NULL;
     if (rt_select(device, &dev, err, sizeof err) != 0 ||
+        fb_check_writable(out, err, sizeof err) != 0 || (configs_out && fb_check_writable(configs_out, err, sizeof err) != 0) ||
+        (manifest_path && fb_check_writable(manifest_path, err, sizeof err) != 0) ||
         (manifest_path && manifest_check_path(manifest_path, &dev, err, sizeof err) != 0) ||
         (append ? perf_open_append(out, &table, err, sizeof err)
                 : ((table = csvt_new(perf_header, perf_ncols)) ? 0 : (snprintf(err, sizeof err, "out of memory"), -1))) != 0 ||
@@ -267,12 +279,15 @@ int cmd_vendors(int argc, char **argv)
                 if (resume && perf_has(table, dev.info.name, dev.rt->name, *im, s->name, dt)) continue;
                 fb_poison(o, nq, dt);
                 unlink(op);
-                vendor_result vr;
-                if (all_vendors[vi]->run(vs[vi], *im, s, dt, &in, o, &topt, &vr, err, sizeof err) != 0) {
+                vendor_result vr = {0};
+                /* the adapter itself broke: a launch_error row says so (a failure, not a gap),
+                 * and the vendor's session is closed, its other implementations skipped */
+                const int broke = all_vendors[vi]->run(vs[vi], *im, s, dt, &in, o, &topt, &vr, err, sizeof err) != 0;
+                if (broke) {
                     fprintf(stderr, "fabench vendors: %s: %s\n", all_vendors[vi]->name, err);
-                    all_vendors[vi]->close(vs[vi]);
-                    vs[vi] = NULL;
-                    break;
+                    free(vr.samples_us);
+                    vr = (vendor_result){.status = ST_LAUNCH_ERROR};
+                    snprintf(vr.reason, sizeof vr.reason, "the %s adapter broke: %.400s", all_vendors[vi]->name, err);
                 }
                 verify_result ver = {0};
                 stats_t st;
@@ -307,6 +322,11 @@ int cmd_vendors(int argc, char **argv)
                 if (!quiet) perf_progress(stderr, i + 1, shapes.n, &pr);
                 failures += status != ST_OK && status != ST_UNSUPPORTED;
                 free(vr.samples_us);
+                if (broke) {
+                    all_vendors[vi]->close(vs[vi]);
+                    vs[vi] = NULL;
+                    break;
+                }
             }
         }
         fb_refcache_clear(&ref);

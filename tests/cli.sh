@@ -290,14 +290,15 @@ run run --device opencl:0 --shapes "$T/ragged.csv" --out "$T/ragged.out.csv" --v
 check "shapes: a lens column runs ragged and dense rows, all ok" 0
 csv_py "shapes: ragged perf.csv rows are ok" "$PY_PERF" "$T/ragged.out.csv" "$PERF_COLS" 2 verify
 # --tuned: a ragged batch that takes a dense class's row (the only one) runs without what
-# ragged batches cannot do (split-KV, GQA packing, the longest-first order, persistence)
+# ragged batches cannot do (split-KV and its fused merge, GQA packing, the longest-first
+# order, persistence)
 gpu=$(head -n 2 "$T/ragged.out.csv" | python3 -c 'import csv, sys; print(list(csv.reader(sys.stdin))[1][0])' 2>/dev/null)
-printf '%s\n"%s",opencl,bf16-d64-c1-g2-q32-k64,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=2;PACK_GQA=1;KPAD=1;GRID_LPT=1;WG_PERSIST=1,1.0,1.0,1,1,x,exhaustive,2026-01-01T00:00:00Z\n' \
+printf '%s\n"%s",opencl,bf16-d64-c1-g2-q32-k64,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=2;PACK_GQA=1;KPAD=1;GRID_LPT=1;WG_PERSIST=1;SPLIT_FUSE=1,1.0,1.0,1,1,x,exhaustive,2026-01-01T00:00:00Z\n' \
     "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" "$gpu" >"$T/rtune.csv"
 head -n 2 "$T/ragged.csv" >"$T/ragged1.csv"
 run run --device opencl:0 --shapes "$T/ragged1.csv" --out "$T/rtuned.csv" --tuned --tuning "$T/rtune.csv" --verify-only --quiet
-check "--tuned: a ragged batch drops a dense row's SPLIT_KV, PACK_GQA, GRID_LPT, WG_PERSIST and runs" 0
-if grep -q 'ragged: SPLIT_KV=1, PACK_GQA=0, WG_PERSIST=0, GRID_LPT=0' "$T/rtuned.csv" && grep -q ',ok,' "$T/rtuned.csv"
+check "--tuned: a ragged batch drops a dense row's SPLIT_KV, PACK_GQA, GRID_LPT, WG_PERSIST, SPLIT_FUSE and runs" 0
+if grep -q 'ragged: SPLIT_KV=1, PACK_GQA=0, WG_PERSIST=0, GRID_LPT=0, SPLIT_FUSE=0' "$T/rtuned.csv" && grep -q ',ok,' "$T/rtuned.csv"
 then ok "--tuned: the row's config_source names what was dropped"
 else bad "--tuned: the row's config_source names what was dropped" "$(tail -1 "$T/rtuned.csv")"; fi
 
@@ -400,6 +401,29 @@ check "tune: a results folder of another GPU exits 2" 2 err "$T/other/manifest.c
 if cmp -s "$T/other/manifest.csv" "$T/other/m.orig" && cmp -s "$T/other/perf.csv" "$T/other/p.orig" && [ ! -s "$T/other/tuning.csv" ]
 then ok "another GPU's folder: manifest and perf.csv untouched, no tuning rows"
 else bad "another GPU's folder: manifest and perf.csv untouched, no tuning rows" "$(ls -l "$T/other")"; fi
+# bad input is found before any output is touched: a malformed tuning table, a tuning
+# table named but missing, a manifest in a missing folder, an output that is an input
+cp "$T/u.csv" "$T/keep.csv"
+TUNING_HDR="gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date"
+printf '%s\nx,opencl,bf16-d64-c0-g1-q64-k64,BLOCK_M=abc,1,1,1,1,t,exhaustive,2026-01-01T00:00:00Z\n' "$TUNING_HDR" >"$T/tbadcfg.csv"
+printf '%s\nx,opencl,garbage,MMA=fma,1,1,1,1,t,exhaustive,2026-01-01T00:00:00Z\n' "$TUNING_HDR" >"$T/tbadcls.csv"
+run run --device opencl:0 --shapes "$T/first.csv" --out "$T/keep.csv" --tuning "$T/tbadcfg.csv"
+check "--tuning with a bad config exits 2 naming file, line and field" 2 err "$T/tbadcfg.csv:2: field 'config'"
+run run --device opencl:0 --shapes "$T/first.csv" --out "$T/keep.csv" --tuning "$T/tbadcls.csv"
+check "--tuning with a row whose class is no class exits 2 naming file, line and field" 2 err "$T/tbadcls.csv:2: field 'shape_class'"
+run run --device opencl:0 --shapes "$T/first.csv" --out "$T/keep.csv" --tuning "$T/no-such-tuning.csv"
+check "--tuning naming a missing file exits 2" 2 err "--tuning $T/no-such-tuning.csv"
+run run --device opencl:0 --shapes "$T/first.csv" --out "$T/keep.csv" --manifest "$T/no-such-dir/m.csv"
+check "--manifest in a missing folder exits 2" 2 err "$T/no-such-dir"
+if cmp -s "$T/u.csv" "$T/keep.csv"; then ok "bad input: the existing --out file untouched"
+else bad "bad input: the existing --out file untouched" "$(head -c 200 "$T/keep.csv")"; fi
+cp "$T/first.csv" "$T/first.keep"
+run run --device opencl:0 --shapes "$T/first.csv" --out "$T/first.csv"
+check "run --out naming the --shapes file exits 2" 2 err "is the --shapes file"
+run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/first.csv"
+check "vendors --out naming the --shapes file exits 2" 2 err "is the --shapes file"
+if cmp -s "$T/first.csv" "$T/first.keep"; then ok "--out naming the shapes file: the shapes untouched"
+else bad "--out naming the shapes file: the shapes untouched"; fi
 run run --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --resume
 check "--update with --resume exits 2 saying why" 2 err "--update" err "--resume"
 run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --resume

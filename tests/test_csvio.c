@@ -444,6 +444,26 @@ static void test_malformed(void **state)
     snprintf(want, sizeof want, "%s:3:", path);
     assert_non_null(strstr(err, want));
     assert_non_null(strstr(err, "not closed"));
+
+    /* the open quote starts a record's first field, after a blank line: that record's line */
+    d = "a,b\n1,2\n\n\"never closed,3\n4,5\n";
+    write_raw(path, d, strlen(d));
+    assert_int_equal(csvt_read(path, &t, err, sizeof err), 2);
+    snprintf(want, sizeof want, "%s:4:", path);
+    assert_non_null(strstr(err, want));
+
+    /* a NUL byte would end a field unseen: refused, naming its line */
+    write_raw(path, "a,b\n1,2\n3\0009,4\n", 13);
+    assert_int_equal(csvt_read(path, &t, err, sizeof err), 2);
+    snprintf(want, sizeof want, "%s:3: a NUL byte", path);
+    assert_non_null(strstr(err, want));
+
+    /* bare CR line ends count as lines */
+    d = "a,b\r1,2\r3,4,5\r";
+    write_raw(path, d, strlen(d));
+    assert_int_equal(csvt_read(path, &t, err, sizeof err), 2);
+    snprintf(want, sizeof want, "%s:3:", path);
+    assert_non_null(strstr(err, want));
 }
 
 static void test_empty_and_missing(void **state)

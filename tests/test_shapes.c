@@ -593,6 +593,17 @@ static void test_lens(void **state)
     assert_true(seq_pairs(6, 27, 1) == 22 + 23 + 24 + 25 + 26 + 27);
     assert_true(seq_pairs(27, 6, 1) == 1 + 2 + 3 + 4 + 5 + 6);
     assert_true(seq_pairs(6, 27, 0) == 6 * 27);
+    /* the closed form against the row-by-row count, and a length no loop could walk */
+    for (long q = 0; q < 40; q++)
+        for (long k = 0; k < 40; k++) {
+            double want = 0;
+            for (long i = 0; i < q; i++) {
+                const long n = i + k - q + 1;
+                want += n > 0 ? (double)(n < k ? n : k) : 0;
+            }
+            assert_true(seq_pairs(q, k, 1) == want);
+        }
+    assert_true(seq_pairs(2147483647L, 2147483647L, 1) == 2147483647.0 * 2147483648.0 / 2);
     shapes_free(&l);
 }
 
