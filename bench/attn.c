@@ -48,10 +48,13 @@ struct attn_runner {
     module_entry mods[MAX_MODULES];
     int nmods;
     long compiled, cached; /* binaries built here, binaries loaded from the disk cache */
-    int broken;            /* a launch timed out: the device still runs it, nothing more is trusted */
+    int broken;            /* 1: a launch timed out, the device still runs it, nothing more is trusted;
+                            * 2: a kernel fault left the context unusable (CUDA's, HIP's sticky errors) */
     char broken_why[256];
     telemetry *tm;         /* the GPU's clocks and power while timing (NULL: no NVML, not a GPU) */
 };
+
+int attn_unusable(const attn_runner *r) { return r->broken != 0; }
 
 void attn_counts(const attn_runner *r, long *compiled, long *cached)
 {
@@ -640,7 +643,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     kconfig_complete(&res->config, &r->dev.info, s, dt);
     if (r->broken) {
         snprintf(res->reason, sizeof res->reason, "device unusable: %s; start a new run", r->broken_why);
-        res->status = ST_TIMEOUT;
+        res->status = r->broken == 1 ? ST_TIMEOUT : ST_LAUNCH_ERROR;
         return 0;
     }
     const kconfig *c = &res->config;
@@ -865,6 +868,13 @@ hung:
         inputs_drop(r, 0);
     }
 done:
+    /* a kernel fault that leaves the context unusable: the later rows say so, instead of
+     * failing to load or allocate under another status */
+    if (!r->broken && (strstr(res->reason, RT_UNUSABLE) || (ret != 0 && strstr(err, RT_UNUSABLE)))) {
+        r->broken = 2;
+        snprintf(r->broken_why, sizeof r->broken_why, "a kernel fault in an earlier launch (%s) left it unusable in this process",
+                 s->name);
+    }
     for (int i = 3; i < 7; i++) if (b[i]) rt->buf_free(b[i]);
     for (int i = 0; i < 2; i++) if (cu[i]) rt->buf_free(cu[i]);
     for (int i = 0; i < 3; i++) if (pg[i]) rt->buf_free(pg[i]);

@@ -63,6 +63,9 @@ attn_precompile_job *attn_precompile_start(attn_runner *r, const shape_t *s, dty
 long attn_precompile_wait(attn_precompile_job *j, int cancel);
 /* Binaries this runner compiled, and loaded from the disk cache, so far. */
 void attn_counts(const attn_runner *r, long *compiled, long *cached);
+/* 1 once a launch hung or a kernel fault left the device unusable for this process: every
+ * later attn_run says so in its row (timeout, launch_error) without touching the device. */
+int attn_unusable(const attn_runner *r);
 
 /* One shape, one configuration (fields not set are completed with defaults).
  * Returns 0 with res->status set (any failure of the configuration is a status, not an

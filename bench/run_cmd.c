@@ -250,7 +250,7 @@ int cmd_run(int argc, char **argv)
             rc = FB_EXIT_BADINPUT;
         }
     }
-    if (!rc && ((rc = fb_check_writable(out, err, sizeof err)) != 0 ||
+    if (!rc && ((rc = fb_check_writable(out, err, sizeof err)) != 0 || (rc = fb_claim_output(out, err, sizeof err)) != 0 ||
                 (manifest_path && (rc = fb_check_writable(manifest_path, err, sizeof err)) != 0))) {
         fprintf(stderr, "fabench run: %s\n", err);
         rc = FB_EXIT_BADINPUT;

@@ -4,6 +4,7 @@
 #include "csvio.h"
 
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -42,7 +43,7 @@ static int parse_pos(const char *path, int line, const char *field, const char *
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (end == s || *end || s[0] == ' ' || s[0] == '\t') {
+    if (end == s || *end || (!isdigit((unsigned char)s[0]) && s[0] != '-')) { /* digits (a minus says why below): no plus, no blank */
         snprintf(err, errlen, "%s:%d: field '%s': '%s' is not an integer", path, line, field, s);
         return 2;
     }
@@ -234,7 +235,7 @@ static int parse_row(const char *path, int line, char *const *row, const int col
         char *end = NULL;
         errno = 0;
         long pg = strtol(v, &end, 10);
-        if (errno || end == v || *end || pg < 16 || pg > 4096 || (pg & (pg - 1))) {
+        if (errno || end == v || *end || !isdigit((unsigned char)v[0]) || pg < 16 || pg > 4096 || (pg & (pg - 1))) {
             snprintf(err, errlen, "%s:%d: field 'page': '%s' is not a page size (a power of two from 16 to 4096 "
                      "rows, or empty for a dense K/V)", path, line, v);
             return 2;

@@ -412,7 +412,7 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
                 us[k] = INFINITY;
                 if (!quiet) fprintf(stderr, "fabench tune: %s: timed again %s: %s (%s)\n", cls, con[k], status_name(res.status), res.reason);
                 if (rematch_failed(explored, p_explored, dev, cls, s, strategy, new_step, con[k], &res, err, errlen) != 0) return -1;
-                if (res.status == ST_TIMEOUT && inflight) return 3; /* the device is gone for this process */
+                if ((res.status == ST_TIMEOUT || attn_unusable(runner)) && inflight) return 3; /* the device is gone for this process */
                 continue;
             }
             if (res.us.median < us[k]) us[k] = res.us.median;
@@ -669,7 +669,7 @@ static int supervise(int argc, char **argv)
             snprintf(reason, sizeof reason, "the tuning process died (%s) running this candidate; tuning went on in a fresh process",
                      strsignal(WTERMSIG(st)));
         else
-            snprintf(reason, sizeof reason, "the device hung; tuning went on in a fresh process");
+            snprintf(reason, sizeof reason, "the device hung, or a kernel fault left it unusable; tuning went on in a fresh process");
         FILE *in = fopen(inflight, "r");
         if (in && WIFSIGNALED(st)) {
             char f[9][512];
@@ -904,7 +904,8 @@ int cmd_tune(int argc, char **argv)
     fb_slug(dev.info.name, slug, sizeof slug);
     if (results) snprintf(dir, sizeof dir, "%s", results);
     else snprintf(dir, sizeof dir, "results/%s", slug);
-    if (fb_mkdir_p(dir, err, sizeof err) != 0) {
+    snprintf(p_tuning, sizeof p_tuning, "%s/tuning.csv", dir);
+    if (fb_mkdir_p(dir, err, sizeof err) != 0 || fb_claim_output(p_tuning, err, sizeof err) != 0) {
         fprintf(stderr, "fabench tune: %s\n", err);
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
@@ -1056,7 +1057,7 @@ int cmd_tune(int argc, char **argv)
                     break;
                 }
                 if (inflight) unlink(inflight);
-                if (child && st == ST_TIMEOUT) { /* the device is gone for this process */
+                if (child && (st == ST_TIMEOUT || attn_unusable(runner))) { /* the device is gone for this process */
                     restart = 1;
                     break;
                 }
@@ -1130,7 +1131,7 @@ int cmd_tune(int argc, char **argv)
                 break;
             }
             if (inflight) unlink(inflight);
-            if (child && res.status == ST_TIMEOUT) { /* the device is gone for this process */
+            if (child && (res.status == ST_TIMEOUT || attn_unusable(runner))) { /* the device is gone for this process */
                 restart = 1;
                 break;
             }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -314,6 +316,48 @@ int fb_check_writable(const char *path, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+int fb_claim_output(const char *path, char *err, size_t errlen)
+{
+    char dir[4096], real[PATH_MAX];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (!realpath(dir, real)) {
+        snprintf(err, errlen, "%s: its folder %s: %s", path, dir, strerror(errno));
+        return -1;
+    }
+    uint64_t h = fb_fnv1a(fb_fnv1a(0xcbf29ce484222325ull, real, strlen(real)), "/", 1);
+    h = fb_fnv1a(h, base, strlen(base));
+    static uint64_t held[64]; /* claimed by this process already (a command run twice in one process) */
+    static int nheld;
+    for (int i = 0; i < nheld; i++)
+        if (held[i] == h) return 0;
+    const char *tmp = getenv("TMPDIR");
+    char lock[4200];
+    snprintf(lock, sizeof lock, "%s/fabench-%016llx.lock", tmp && *tmp ? tmp : "/tmp", (unsigned long long)h);
+    const int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open the lock %s: %s", path, lock, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char who[32] = "";
+        const ssize_t n = pread(fd, who, sizeof who - 1, 0);
+        who[n > 0 ? n : 0] = 0;
+        who[strcspn(who, "\n")] = 0;
+        snprintf(err, errlen, "%s: another fabench%s%s is writing it (two writers would lose each other's rows)", path,
+                 who[0] ? " process, pid " : "", who);
+        close(fd);
+        return -1;
+    }
+    char pid[32];
+    const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) < 0) { /* the pid is only for the message */ }
+    if (nheld < 64) held[nheld++] = h;
+    return 0; /* fd stays open (not inherited by exec) until the process ends */
 }
 
 int fb_mkdir_p(const char *path, char *err, size_t errlen)

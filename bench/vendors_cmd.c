@@ -159,7 +159,7 @@ int cmd_vendors(int argc, char **argv)
     rt_device dev;
     csv_table *table = NULL;
     if (rt_select(device, &dev, err, sizeof err) != 0 ||
-        fb_check_writable(out, err, sizeof err) != 0 || (configs_out && fb_check_writable(configs_out, err, sizeof err) != 0) ||
+        fb_check_writable(out, err, sizeof err) != 0 || fb_claim_output(out, err, sizeof err) != 0 || (configs_out && fb_check_writable(configs_out, err, sizeof err) != 0) ||
         (manifest_path && fb_check_writable(manifest_path, err, sizeof err) != 0) ||
         (manifest_path && manifest_check_path(manifest_path, &dev, err, sizeof err) != 0) ||
         (append ? perf_open_append(out, &table, err, sizeof err)

@@ -424,6 +424,14 @@ run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/first.csv"
 check "vendors --out naming the --shapes file exits 2" 2 err "is the --shapes file"
 if cmp -s "$T/first.csv" "$T/first.keep"; then ok "--out naming the shapes file: the shapes untouched"
 else bad "--out naming the shapes file: the shapes untouched"; fi
+# two processes rewriting one results file would lose each other's rows: the second is refused
+"$FB" run --device opencl:0 --shapes "$T/first.csv" --out "$T/busy.csv" --budget 2 --quiet & bpid=$!
+for _ in $(seq 300); do [ -s "$T/busy.csv" ] && break; sleep 0.1; done
+run run --device opencl:0 --shapes "$T/first.csv" --out "$T/busy.csv" --append
+check "a second writer of one --out exits 2 naming the file" 2 err "$T/busy.csv: another fabench process"
+run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/busy.csv" --append
+check "vendors as the second writer of one --out exits 2" 2 err "is writing it"
+wait $bpid
 run run --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --resume
 check "--update with --resume exits 2 saying why" 2 err "--update" err "--resume"
 run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --resume

@@ -172,6 +172,7 @@ static void test_not_integers(void **state)
 {
     (void)state;
     expect_err(HDR "a,12x,2,2,8,8,64,0\n", 2, 2, "field 'batch'", "'12x' is not an integer", NULL);
+    expect_err(HDR "a,+1,2,2,8,8,64,0\n", 2, 2, "field 'batch'", "'+1' is not an integer", NULL);
     expect_err(HDR "a,1,2,2,1.5,8,64,0\n", 2, 2, "field 'sq'", "'1.5' is not an integer", NULL);
     expect_err(HDR "a,1,2,2,8,,64,0\n", 2, 2, "field 'skv'", "empty", NULL);
     expect_err(HDR "a,1,\" 2\",2,8,8,64,0\n", 2, 2, "field 'hq'", "not an integer", NULL);

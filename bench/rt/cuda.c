@@ -195,7 +195,7 @@ static int cu_sticky(CUresult r)
            (r >= CUDA_ERROR_HARDWARE_STACK_ERROR && r <= CUDA_ERROR_LAUNCH_FAILED);
 }
 
-#define STICKY_MSG "; a kernel fault left CUDA unusable in this process: only a new process can use the device again"
+#define STICKY_MSG "; a kernel fault left CUDA unusable in this process: " RT_UNUSABLE
 
 #define CU_FAIL(call, r, ...) do {                                                         \
         char d_[256];                                                                     \

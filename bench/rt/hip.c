@@ -189,7 +189,7 @@ static int hip_sticky(hipError_t r)
     return r == hipErrorIllegalAddress || r == hipErrorLaunchTimeOut || r == hipErrorAssert || r == hipErrorLaunchFailure;
 }
 
-#define STICKY_MSG "; a kernel fault left HIP unusable in this process: only a new process can use the device again"
+#define STICKY_MSG "; a kernel fault left HIP unusable in this process: " RT_UNUSABLE
 
 #define HIP_FAIL(call, r, ...) do {                                                        \
         char d_[256];                                                                     \

@@ -75,6 +75,9 @@ typedef struct {
 #define RT_ECOMPILE (-2)   /* compiler rejected the source; log holds the compiler output */
 #define RT_ERESOURCE (-3)  /* valid code that exceeds the device (shared memory, threads) */
 #define RT_ETIMEOUT (-4)   /* device work did not finish in time */
+/* How an error message of a runtime ends when a kernel fault left the context unusable
+ * (CUDA's and HIP's sticky errors): nothing this process enqueues will run again. */
+#define RT_UNUSABLE "only a new process can use the device again"
 
 typedef struct rt_runtime {
     const char *name;      /* "opencl", "cuda", "hip": also picks kernels/prelude_<name>.h */
