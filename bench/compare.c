@@ -211,7 +211,7 @@ int cmd_compare(int argc, char **argv)
     printf("%-16s %-15s %-36s %-30s %11s %11s %7s  %s\n", "impl", "backend", "name", "shape", "A us", "B us", "B/A",
            "verdict");
     double lsum = 0;
-    long nok = 0, nfaster = 0, nslower = 0, nsame = 0, nbad = 0;
+    long nok = 0, nfaster = 0, nslower = 0, nsame = 0, nbad = 0, nmixed = 0; /* nmixed: pairs whose l2_flush differs */
     for (size_t i = 0; i < np; i++) {
         entry *a = pairs[i].a, *b = pairs[i].b;
         char be[64];
@@ -226,6 +226,7 @@ int cmd_compare(int argc, char **argv)
         double ratio = b->med / a->med;
         const char *v = verdict(a, b);
         nok++;
+        nmixed += a->flush >= 0 && b->flush >= 0 && a->flush != b->flush;
         lsum += log(ratio);
         nfaster += !strcmp(v, "faster");
         nslower += !strcmp(v, "slower");
@@ -241,6 +242,9 @@ int cmd_compare(int argc, char **argv)
             csvt_add(out, row);
         }
     }
+    if (nmixed)
+        fprintf(stderr, "fabench compare: %ld pair%s timed with the L2 flushed on one side and warm on the other "
+                        "(l2_flush): measure both the same way\n", nmixed, nmixed == 1 ? " was" : "s were");
     size_t only_a = 0, only_b = 0;
     for (size_t i = 0; i < s[0].n; i++) only_a += !s[0].e[i].matched;
     for (size_t i = 0; i < s[1].n; i++) only_b += !s[1].e[i].matched;
@@ -380,12 +384,14 @@ int cmd_versus(int argc, char **argv)
         const entry *best = NULL;
         char vlist[512] = "";
         size_t vl = 0;
+        int mixed = 0; /* a vendor row timed another way (l2_flush) than ours */
         for (size_t j = 0; j < s.n; j++) {
             const entry *v = &s.e[j];
             if (!strcmp(v->impl, "portable") || !v->ok || strcmp(v->backend, p->backend) || strcmp(v->name, p->name) ||
                 strcmp(v->shape, p->shape))
                 continue;
             if (!best || v->med < best->med) best = v;
+            mixed |= p->flush >= 0 && v->flush >= 0 && p->flush != v->flush;
             int k = 0;
             while (k < nvm && strcmp(vm[k].impl, v->impl)) k++;
             if (k == nvm) vm[nvm++].impl = v->impl;
@@ -397,7 +403,7 @@ int cmd_versus(int argc, char **argv)
         if (!best) continue;
         const double sp = best->med / p->med;
         nshape++;
-        nmixed += p->flush >= 0 && best->flush >= 0 && p->flush != best->flush;
+        nmixed += mixed;
         if (p->mhz > 0 && best->mhz > 0) {
             lclk += log(best->med * best->mhz / (p->med * p->mhz));
             nclk++;
@@ -431,8 +437,8 @@ int cmd_versus(int argc, char **argv)
     }
     int ret = 0;
     if (nmixed)
-        fprintf(stderr, "fabench versus: on %ld shape%s one side was timed with the L2 flushed and the other warm "
-                        "(l2_flush): measure both the same way\n", nmixed, nmixed == 1 ? "" : "s");
+        fprintf(stderr, "fabench versus: on %ld shape%s ours and a vendor were timed one with the L2 flushed and the "
+                        "other warm (l2_flush): measure both the same way\n", nmixed, nmixed == 1 ? "" : "s");
     if (nshape) {
         printf("\ngeomean speedup over the best vendor per shape: %.3f over %ld shape%s; the portable kernel fastest on %ld\n",
                exp(lbest / nshape), nshape, nshape == 1 ? "" : "s", nfastest);

@@ -73,3 +73,10 @@ int stats_compute(const double *x, size_t n, stats_t *out)
     free(s);
     return 0;
 }
+
+int stats_compute_times(const double *us, size_t n, stats_t *out)
+{
+    for (size_t i = 0; us && i < n; i++)
+        if (!(us[i] > 0) || !isfinite(us[i])) return -1;
+    return stats_compute(us, n, out);
+}

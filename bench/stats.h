@@ -16,5 +16,8 @@ typedef struct {
 double stats_percentile(const double *x, size_t n, double q);
 /* Fills out; returns 0, or -1 when n == 0 or any value is NaN. */
 int stats_compute(const double *x, size_t n, stats_t *out);
+/* stats_compute over timing samples, which must all be times: > 0 and finite (a device
+ * event pair that says 0 or a wrapped-around span makes no row); -1 otherwise. */
+int stats_compute_times(const double *us, size_t n, stats_t *out);
 
 #endif

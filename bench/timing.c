@@ -103,7 +103,7 @@ int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, con
         if (n == 1 && o->abandon_us > 0 && us[0] > o->abandon_us) break;
     }
     telemetry_end(o->tm, tel);
-    rc = stats_compute(us, (size_t)n, st) == 0 ? 0 : RT_ERR;
+    rc = stats_compute_times(us, (size_t)n, st) == 0 ? 0 : RT_ERR;
     if (rc) snprintf(err, errlen, "no valid timing samples");
     free(us);
 out:

@@ -681,7 +681,7 @@ static int supervise(int argc, char **argv)
                 char err[FB_ERRLEN];
                 if (csvt_open_append_from(f[0], explored_header, EXPLORED_NCOLS, EXPLORED_OLDEST_NCOLS, &t, err, sizeof err) == 0) {
                     long have = -1;
-                    for (size_t r = 0; r < t->nrows && have < 0; r++)
+                    for (size_t r = t->nrows; r-- > 0 && have < 0;) /* the newest row, as explored_find */
                         if (!strcmp(t->rows[r][0], f[1]) && !strcmp(t->rows[r][1], f[2]) && !strcmp(t->rows[r][3], f[3]) &&
                             !strcmp(t->rows[r][4], f[4]))
                             have = (long)r;

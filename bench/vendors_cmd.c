@@ -156,10 +156,15 @@ int cmd_vendors(int argc, char **argv)
                 shapes_free(&shapes);
                 return FB_EXIT_BADINPUT;
             }
+    if (configs_out && fb_check_writable(configs_out, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench vendors: --configs-out: %s\n", err);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
     rt_device dev;
     csv_table *table = NULL;
     if (rt_select(device, &dev, err, sizeof err) != 0 ||
-        fb_check_writable(out, err, sizeof err) != 0 || fb_claim_output(out, err, sizeof err) != 0 || (configs_out && fb_check_writable(configs_out, err, sizeof err) != 0) ||
+        fb_check_writable(out, err, sizeof err) != 0 || fb_claim_output(out, err, sizeof err) != 0 ||
         (manifest_path && fb_check_writable(manifest_path, err, sizeof err) != 0) ||
         (manifest_path && manifest_check_path(manifest_path, &dev, err, sizeof err) != 0) ||
         (append ? perf_open_append(out, &table, err, sizeof err)
@@ -296,7 +301,7 @@ int cmd_vendors(int argc, char **argv)
                 if (status == ST_OK) {
                     fb_verify_cached(&prob, q, k, v, o, NULL, verify_rows, seed, &ref, &ver);
                     if (!ver.pass) { status = ST_WRONG_RESULT; reason = ver.reason; }
-                    else if (stats_compute(vr.samples_us, vr.nsamples, &st) != 0) { status = ST_LAUNCH_ERROR; reason = "no valid timing samples"; }
+                    else if (stats_compute_times(vr.samples_us, vr.nsamples, &st) != 0) { status = ST_LAUNCH_ERROR; reason = "no valid timing samples"; }
                 }
                 perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = *im, .config = vr.config,
                                .config_source = "vendor", .shape = s, .dt = dt, .status = status, .reason = reason,

@@ -707,7 +707,17 @@ def main(argv):
             sys.stderr.write("%s: missing columns: %s\n" % (perf, ", ".join(sorted(missing))))
             return 2
         all_rows = list(reader)
-        rows = [r for r in all_rows if (r.get("status") or "").strip() == "ok"]
+    # a later row of the same implementation, backend and shape replaces an earlier one, as
+    # in fabench versus and compare (the figures then agree with their numbers)
+    def row_key(r):
+        cfg = r.get("config", "") if r.get("config_source") == "--config" else ""
+        return (r["impl"], r["backend"], cfg) + tuple(r.get(f, "") for f in SHAPE_FIELDS) + (r.get("lens", ""),
+                                                                                          r.get("qlens", ""), r.get("page", ""))
+    last = {}
+    for r in all_rows:
+        last[row_key(r)] = r
+    all_rows = [r for r in all_rows if last[row_key(r)] is r]
+    rows = [r for r in all_rows if (r.get("status") or "").strip() == "ok"]
     date = "undated"
     if os.path.exists(manifest):
         with open(manifest, newline="") as f:

@@ -138,9 +138,26 @@ if grep -q "nan" "$T/out"; then bad "versus: no nan printed"; else ok "versus: n
 # a portable row timed with the L2 flushed against vendor rows timed warm: said on stderr
 mkdir -p "$T/vsf"; sed 's/\r$//; 1s/$/,l2_flush/; 2,$s/$/,0/; /,portable,/s/,0$/,1/' "$T/vs/perf.csv" >"$T/vsf/perf.csv"
 run versus "$T/vsf"
-expect "versus: sides timed with and without the L2 flush are named" 0 "on 2 shapes one side was timed with the L2 flushed and the other warm"
+expect "versus: sides timed with and without the L2 flush are named" 0 "on 2 shapes ours and a vendor were timed one with the L2 flushed and the other warm"
 run versus "$T/vsr"
 if grep -q "L2 flushed" "$T/err"; then bad "versus: no flush warning when the sides agree"; else ok "versus: no flush warning when the sides agree"; fi
+# a vendor that is not the best one, timed another way than ours: said too (its geomean mixes them)
+mkdir -p "$T/vsf2"; sed 's/\r$//; 1s/$/,l2_flush/; 2,$s/$/,0/; /,torch-flash,/s/,0$/,1/' "$T/vs/perf.csv" >"$T/vsf2/perf.csv"
+run versus "$T/vsf2"
+expect "versus: any vendor timed with the L2 flushed against ours warm is named" 0 "were timed one with the L2 flushed and the other warm"
+run compare "$T/vsf/perf.csv" "$T/vsf2/perf.csv"
+expect "compare: pairs timed with and without the L2 flush are named" 0 "timed with the L2 flushed on one side and warm on the other"
+# the spreads decide compare's verdicts: a row whose p20 is above its median is bad input
+mkdir -p "$T/cmpp"; python3 - "$T/vs/perf.csv" "$T/cmpp/perf.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+r = next(x for x in rows if x["status"] == "ok")
+r["p20_us"] = str(float(r["median_us"]) * 2)
+w = csv.DictWriter(open(sys.argv[2], "w", newline=""), fieldnames=list(rows[0].keys()), lineterminator="\n")
+w.writeheader(); w.writerows(rows)
+PY
+run compare "$T/vs/perf.csv" "$T/cmpp/perf.csv"
+expect "compare: p20 above the median exits 2 naming the file and field" 2 "$T/cmpp/perf.csv:" "p20_us"
 printf 'name,batch,hq,hkv,sq,skv,d,causal\nfx-decode,1,1,1,1,1,64,0\n' >"$T/vs/one.csv"
 run versus --shapes "$T/vs/one.csv" "$T/vs"
 expect "versus --shapes: only the named shapes" 0 "the best vendor per shape: 0.500 over 1 shape; the portable kernel fastest on 0"

@@ -108,6 +108,13 @@ static void test_compute_errors_and_zero_median(void **state)
     assert_close(st.rel_spread, 0);
     assert_close(st.p20, -0.2);                     /* pos 0.8 on -1 0 0 0 1 */
     assert_close(st.p80, 0.2);
+    /* timing samples must be times: zero, negative or infinite ones make no row */
+    const double t0[] = {3, 0, 2}, tn[] = {-1, 2, 3}, ti[] = {1, 2, INFINITY}, tok[] = {3, 1, 2};
+    assert_int_equal(stats_compute_times(t0, 3, &st), -1);
+    assert_int_equal(stats_compute_times(tn, 3, &st), -1);
+    assert_int_equal(stats_compute_times(ti, 3, &st), -1);
+    assert_int_equal(stats_compute_times(tok, 3, &st), 0);
+    assert_close(st.median, 2);
     const double one[] = {7};
     assert_int_equal(stats_compute(one, 1, &st), 0);
     assert_close(st.median, 7);

@@ -190,5 +190,27 @@ check "rounds.sh: zero rounds exits 2" "[ $? -eq 2 ]"
 FAKEFAB_LOG="$T/fakefab.log" FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 1 "$T/rdr" --rest 1.5 >/dev/null 2>&1; rc=$?
 check "rounds.sh --rest: passed to ours and the vendors alike" \
       "[ $rc -eq 0 ] && grep -q '^run .*--rest 1.5' '$T/fakefab.log' && grep -q '^vendors .*--rest 1.5' '$T/fakefab.log'"
+# a failed row of ours (round 1 times out) still takes its round: the vendor of round 2 is
+# paired with ours of round 2 (75/80 and 95/100: median 0.944), not with round 3's
+cat > "$T/fakefab2" <<'FAKE'
+#!/usr/bin/env bash
+cmd=$1; shift; out=
+while [ $# -gt 0 ]; do case "$1" in --out) out=$2; shift 2 ;; *) shift ;; esac; done
+[ -e "$out" ] || echo "impl,config,name,median_us,tflops,status,config_source,sm_mhz" > "$out"
+p=$(grep -c '^portable,' "$out"); v=$(grep -c '^cudnn,' "$out")
+if [ "$cmd" = run ]; then
+    case $p in 0) echo "portable,T,s,,,timeout,tuned,";; 1) echo "portable,T,s,80,2.5,ok,tuned,1980";; *) echo "portable,T,s,100,2.0,ok,tuned,1500";; esac >> "$out"
+else
+    case $v in 0) echo "cudnn,v,s,100,2.0,ok,,1500";; 1) echo "cudnn,v,s,75,2.67,ok,,1980";; *) echo "cudnn,v,s,95,2.1,ok,,1500";; esac >> "$out"
+fi
+FAKE
+chmod +x "$T/fakefab2"
+FABENCH="$T/fakefab2" tools/rounds.sh cuda:0 "$T/rs.csv" 3 "$T/rf" >/dev/null 2>&1; rc=$?
+check "rounds.sh: a failed row of ours keeps the rounds paired (vendor/ours 0.944, cycles 0.944)" \
+      "[ $rc -eq 0 ] && grep -q '^s,cudnn,3,.*,0.944,0.944$' '$T/rf/rounds.csv'"
+rm -f "$T/rf/rounds-marks.txt" "$T/rf/rounds.csv"
+tools/rounds.sh - - 0 "$T/rf" --summary-only >/dev/null 2>&1
+check "rounds.sh --summary-only of a folder without rounds-marks.txt: failed rows counted, the same pairing" \
+      "grep -q '^s,cudnn,3,.*,0.944,0.944$' '$T/rf/rounds.csv'"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

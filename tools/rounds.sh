@@ -69,25 +69,39 @@ for r in $(seq 1 "$rounds"); do  # none with --summary-only
     done
     "$fab" vendors "${common[@]}" --impl "$impl" >>"$log" 2>&1
     rc=$?; [ $rc -le 1 ] || { echo "rounds.sh: fabench vendors failed (exit $rc); see $log" >&2; exit $rc; }
+    # where each round ends in rounds-perf.csv (its row count), so a row missing from one
+    # round (a vendor that broke) cannot shift the later rounds' pairing
+    python3 -c 'import csv, sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1], newline=""))))' \
+        "$out/rounds-perf.csv" >>"$out/rounds-marks.txt" 2>>"$log"
     echo "rounds.sh: round $r of $rounds done" >&2
 done
-python3 - "$out/rounds-perf.csv" "$out/rounds.csv" <<'PY' || exit 2
-import csv, os, statistics as st, sys
-perf, dst = sys.argv[1], sys.argv[2]
+python3 - "$out/rounds-perf.csv" "$out/rounds.csv" "$out/rounds-marks.txt" <<'PY' || exit 2
+import bisect, csv, os, statistics as st, sys
+perf, dst, marks_path = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = list(csv.DictReader(open(perf, newline=""))) if os.path.exists(perf) else []
 # rows come in rounds: each round's portable runs (tuned, then each --config), then its
-# vendors; a shape's k-th portable row of a label belongs to round k
+# vendors. rounds-marks.txt holds the row count at each round's end; a folder without it
+# (older runs) takes a shape's k-th row of a label, ok or not, as round k's
+try:
+    marks = [int(x) for x in open(marks_path).read().split()]
+except (OSError, ValueError):
+    marks = []
 def label(r):
     if r["impl"] != "portable":
         return r["impl"]
-    return "portable --config " + r["config"] if r.get("config_source") == "--config" else "portable"
+    src = r.get("config_source", "")
+    if src == "--config":
+        return "portable --config " + r["config"]
+    # --tuned that found no row (no table, no class): the default configuration, which the
+    # vendors' ratios are not taken against
+    return "portable (untuned)" if src.startswith(("no tuning table", "default")) else "portable"
 count, per = {}, {}
-for r in rows:
-    if r["status"] != "ok":
-        continue
+for i, r in enumerate(rows):
     key = (r["name"], label(r))
-    k = count.get(key, 0)
-    count[key] = k + 1
+    k = bisect.bisect_right(marks, i) if marks else count.get(key, 0)
+    count[key] = count.get(key, 0) + 1
+    if r["status"] != "ok":  # a failed row still takes its round
+        continue
     per.setdefault(key, []).append((k, float(r["median_us"]), float(r["tflops"]), r.get("sm_mhz", "")))
 out = []
 for (name, lab), v in sorted(per.items()):

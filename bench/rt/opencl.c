@@ -165,7 +165,11 @@ static void fill_info(int i)
     if (cl.clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) o->global_bytes = (size_t)ul;
     if (cl.clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) o->max_alloc_bytes = (size_t)ul;
     if (cl.clGetDeviceInfo(d, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof u, &u, NULL) == CL_SUCCESS) o->clock_mhz = (int)u;
+    /* OpenCL's "global memory cache" need not be the last-level cache (drivers may report
+     * a per-SM L1 there): on a GPU the L2 flush takes no less than 64 MiB for it, more than
+     * any current GPU's L2 (timing_flush_bytes flushes twice this) */
     if (cl.clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) o->l2_bytes = (size_t)ul;
+    if (o->is_gpu && o->l2_bytes < ((size_t)64 << 20)) o->l2_bytes = (size_t)64 << 20;
 
     cl_uint major = 0, minor = 0, warp = 0;
     if (cl.clGetDeviceInfo(d, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major, NULL) == CL_SUCCESS &&

@@ -31,7 +31,8 @@ typedef struct {
     size_t max_alloc_bytes;  /* largest single buffer */
     int clock_mhz;           /* 0 when unknown */
     size_t l2_bytes;         /* last-level cache the GPU keeps global memory in (CUDA, HIP: L2;
-                              * OpenCL: CL_DEVICE_GLOBAL_MEM_CACHE_SIZE); 0 when unknown */
+                              * OpenCL: CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, at least 64 MiB on a
+                              * GPU, whose driver may report an L1 there); 0 when unknown */
     char pci[32];            /* PCI address ("0000:3b:00.0"); empty when unknown (the CPU, a runtime
                               * that does not say): telemetry finds the GPU by it */
     unsigned features;       /* RT_FEAT_* bits: what the kernel's tile primitives may use */
