@@ -275,6 +275,8 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
         if (!(c->set & CFG_MMA) && c->mma == MMA_MFMA) c->mma = MMA_FMA;
         if (!(c->set & CFG_SPLIT_KV)) c->split_kv = 1; /* and no split below */
     }
+    /* a paged KV cache has no mfma tiles either */
+    if (shape_paged(s) && !(c->set & CFG_MMA) && c->mma == MMA_MFMA) c->mma = MMA_FMA;
     if (!(c->set & CFG_STAGES)) c->stages = c->mma == MMA_SYNC || c->mma == MMA_WGMMA ? 2 : 1;
     if (!(c->set & CFG_KPAD)) c->kpad = 1;
     if (!(c->set & CFG_WARP_M)) c->warp_m = 1;
@@ -282,7 +284,7 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
         /* hand-swept on an H200 (tools/sweep.sh, results/nvidia-h200): 4 warps of 2 x 16
          * rows, 64-key tiles, two stages for prefill; one warp and split-KV over packed
          * GQA heads for decode */
-        int decode = s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 16;
+        int decode = (long)s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 16;
         if (!(c->set & CFG_WARP_M) && !(c->set & CFG_NUM_WARPS) && !(c->set & CFG_BLOCK_M))
             c->warp_m = decode || s->d > 128 ? 1 : 2;
         int rows = 16 * c->warp_m, kvw = kconfig_kv_warps(c);
@@ -298,7 +300,7 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
         /* untuned guesses (never run on a GPU yet): two warpgroups of 64 rows for prefill,
          * one for decode; 128-key tiles up to d = 128 (registers: 64 x 128 scores and
          * 64 x d outputs per warpgroup), 64 beyond */
-        int decode = s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 64;
+        int decode = (long)s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 64;
         if (!(c->set & CFG_NUM_WARPS))
             c->num_warps = (c->set & CFG_BLOCK_M) ? (c->block_m >= 64 ? c->block_m / 64 : 1) * 4 : decode ? 4 : 8;
         if (!(c->set & CFG_BLOCK_M)) c->block_m = 16 * c->num_warps;
@@ -311,7 +313,7 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
     if (c->mma == MMA_MFMA) {
         /* untuned guesses (no AMD GPU has run this yet): four 64-lane wavefronts of 16 rows
          * for prefill, one wavefront for decode; 64-key tiles (32 past d = 128: 64 KiB LDS) */
-        int decode = s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 16;
+        int decode = (long)s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 16;
         int rows = 16 * c->warp_m;
         if (!(c->set & CFG_NUM_WARPS))
             c->num_warps = (c->set & CFG_BLOCK_M) ? 2 * (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 2 : 8;
@@ -586,7 +588,13 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         snprintf(reason, len, "more than 2^31-1 query rows: the kernel indexes rows with 32-bit integers");
         return ST_UNSUPPORTED;
     }
-    if (dev->max_grid[1] && grid[1] > dev->max_grid[1]) {
+    if ((double)s->skv + 2.0 * c->block_n * (c->kv_warps > 1 ? c->kv_warps : 1) > 2147483647.0 ||
+        (double)shape_total_kv(s) > 2147483647.0) {
+        snprintf(reason, len, "more than 2^31 keys a sequence (or in a ragged batch): the kernel counts keys with 32-bit integers");
+        return ST_UNSUPPORTED;
+    }
+    /* a persistent grid is launched as min(items, compute units) x 1 (attn.c), whatever B x H */
+    if (dev->max_grid[1] && grid[1] > dev->max_grid[1] && !c->wg_persist) {
         snprintf(reason, len, "%zu work-groups along grid dimension 1 (batch x heads) > device limit %zu%s", grid[1],
                  dev->max_grid[1], c->pack_gqa ? "" : "; PACK_GQA=1 may fit");
         return ST_UNSUPPORTED;

@@ -379,6 +379,47 @@ static void key_is(shape_t s, dtype_t dt, const char *want)
     assert_int_equal(c.p, s.page);
 }
 
+/* Defaults and checks at the edges: an AMD GPU's paged shapes take fma (mfma has no
+ * paged tiles), a persistent grid is not held to the B x H grid limit, and keys beyond
+ * 2^31 are refused (the kernel counts them in 32 bits). */
+static void test_default_edges(void **state)
+{
+    (void)state;
+    char reason[512];
+    rt_device_info amd = {.compute_units = 304, .max_group_size = 1024, .shared_bytes = 64 * 1024,
+                          .features = RT_FEAT_MFMA, .max_grid = {2147483647, 65535, 65535}};
+    shape_t pg = mk(4, 32, 8, 1, 4096, 128, 1);
+    pg.page = 16;
+    kconfig c = {0};
+    kconfig_complete(&c, &amd, &pg, DT_BF16);
+    assert_int_equal(c.mma, MMA_FMA);
+    if (kconfig_check(&c, &amd, &pg, DT_BF16, reason, sizeof reason) != ST_OK) fail_msg("paged on mfma: %s", reason);
+    shape_t dense = mk(4, 32, 8, 1, 4096, 128, 1);
+    c = (kconfig){0};
+    kconfig_complete(&c, &amd, &dense, DT_BF16);
+    assert_int_equal(c.mma, MMA_MFMA); /* dense decode keeps mfma */
+
+    rt_device_info hop = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
+                          .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC | RT_FEAT_WGMMA | RT_FEAT_TMA,
+                          .max_grid = {2147483647, 65535, 65535}};
+    shape_t wide = mk(1024, 128, 128, 128, 128, 128, 0); /* 131072 heads: past grid dimension 1 */
+    kconfig p = {0};
+    assert_int_equal(kconfig_parse("MMA=wgmma;WG_TMA=1;WG_WS=1;WG_PERSIST=1", &p, reason, sizeof reason), 0);
+    kconfig_complete(&p, &hop, &wide, DT_BF16);
+    if (kconfig_check(&p, &hop, &wide, DT_BF16, reason, sizeof reason) != ST_OK) fail_msg("persistent, wide: %s", reason);
+    kconfig np = {0};
+    assert_int_equal(kconfig_parse("MMA=wgmma;WG_TMA=1;WG_WS=1", &np, reason, sizeof reason), 0);
+    kconfig_complete(&np, &hop, &wide, DT_BF16);
+    assert_int_equal(kconfig_check(&np, &hop, &wide, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "grid dimension 1"));
+
+    shape_t longk = mk(1, 1, 1, 1, 2147483600, 64, 0);
+    kconfig k = {0};
+    kconfig_complete(&k, &hop, &longk, DT_BF16);
+    assert_int_equal(kconfig_check(&k, &hop, &longk, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "2^31 keys"));
+}
+
 /* What no tuning row may hold as its class (tune and check-results refuse it). */
 static void test_class_parse_refuses(void **state)
 {
@@ -1083,6 +1124,7 @@ int main(void)
         cmocka_unit_test(test_default_split),
         cmocka_unit_test(test_kv_warps_overlay),
         cmocka_unit_test(test_class_parse_refuses),
+        cmocka_unit_test(test_default_edges),
         cmocka_unit_test(test_fault_overlay),
         cmocka_unit_test(test_class_key),
         cmocka_unit_test(test_lookup_work_bucket),

@@ -392,6 +392,16 @@ static int cl_alloc(rt_ctx *c, size_t bytes, rt_buf **out, char *err, size_t err
     cl_int e;
     cl_mem mem = cl.clCreateBuffer(c->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &e);
     if (e != CL_SUCCESS) FAIL("clCreateBuffer(%zu bytes): %s", bytes, cl_errstr(e));
+    /* drivers allocate lazily, at the buffer's first use: one word written now makes a
+     * device out of memory show here, as this allocation's failure (a resource limit), not
+     * at a later upload, which the harness could only take for a broken runtime */
+    const uint32_t zero = 0;
+    e = bytes >= 4 ? cl.clEnqueueWriteBuffer(c->queue, mem, CL_TRUE, (bytes - 4) / 4 * 4, sizeof zero, &zero, 0, NULL, NULL)
+                   : CL_SUCCESS;
+    if (e != CL_SUCCESS) {
+        cl.clReleaseMemObject(mem);
+        FAIL("clCreateBuffer(%zu bytes), first write: %s", bytes, cl_errstr(e));
+    }
     rt_buf *b = calloc(1, sizeof *b);
     if (!b) { cl.clReleaseMemObject(mem); FAIL("%s", "out of memory"); }
     b->mem = mem;
