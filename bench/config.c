@@ -285,6 +285,16 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
          * rows, 64-key tiles, two stages for prefill; one warp and split-KV over packed
          * GQA heads for decode */
         int decode = (long)s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 16;
+        /* decode up to d = 128 takes cuDNN's form: four warps share a 16-row block's keys
+         * (32 each, 64 at d <= 64), three stages deep, and merge in shared memory. On an
+         * H100 every B=16 llama decode class tuned to 2 or 4 such warps with 3 stages and
+         * no split (results/nvidia-h100-80gb-hbm3, stop 42) */
+        const int key_warps = decode && s->d <= 128 && !shape_paged(s) &&
+                              !(c->set & (CFG_KV_WARPS | CFG_NUM_WARPS | CFG_BLOCK_M | CFG_WARP_M));
+        if (key_warps) {
+            c->kv_warps = 4;
+            if (!(c->set & CFG_STAGES)) c->stages = 3;
+        }
         if (!(c->set & CFG_WARP_M) && !(c->set & CFG_NUM_WARPS) && !(c->set & CFG_BLOCK_M))
             c->warp_m = decode || s->d > 128 ? 1 : 2;
         int rows = 16 * c->warp_m, kvw = kconfig_kv_warps(c);
@@ -293,7 +303,12 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
         if (!(c->set & CFG_BLOCK_M)) c->block_m = rows * (c->num_warps / kvw > 0 ? c->num_warps / kvw : 1);
         /* with KV_WARPS the step's keys stay the same, shared out among the warps (16 at least) */
         const int step = s->d > 128 ? 32 : 64;
-        if (!(c->set & CFG_BLOCK_N)) c->block_n = step / kvw >= 16 ? step / kvw : 16;
+        if (!(c->set & CFG_BLOCK_N)) c->block_n = key_warps ? (s->d <= 64 ? 64 : 32) : step / kvw >= 16 ? step / kvw : 16;
+        /* within the device's shared memory: fewer stages, then shorter tiles */
+        if (key_warps && dev->shared_bytes > 0) {
+            while (!(c->set & CFG_STAGES) && c->stages > 2 && kconfig_shared_bytes(c, s->d) > dev->shared_bytes) c->stages--;
+            while (!(c->set & CFG_BLOCK_N) && c->block_n > 16 && kconfig_shared_bytes(c, s->d) > dev->shared_bytes) c->block_n /= 2;
+        }
         goto split;
     }
     if (c->mma == MMA_WGMMA) {
@@ -354,6 +369,9 @@ split:
         long groups = (long)(grid[0] * grid[1]);
         const int decode = s->sq <= 16;
         long want = (decode ? 4L : 1L) * (dev->compute_units > 0 ? dev->compute_units : 1);
+        /* key warps fill the device with fewer, wider work-groups: two warps per compute
+         * unit's worth (on the H100, 128 groups of 4 such warps ran unsplit faster than split in two) */
+        if (decode && kconfig_kv_warps(c) > 1) want = (2L * (dev->compute_units > 0 ? dev->compute_units : 1) + kconfig_kv_warps(c) - 1) / kconfig_kv_warps(c);
         const long tile_n = (long)c->block_n * kconfig_kv_warps(c); /* keys a step (KV_WARPS' warps each take BLOCK_N) */
         long tiles_kv = (s->skv + tile_n - 1) / tile_n;
         long split = 1;

@@ -325,8 +325,8 @@ static void test_split_fuse(void **state)
 /* KV_WARPS (mma only): several warps share a group of query rows, each taking its own
  * BLOCK_N keys of every tile, and merge through shared memory. Decode (packed GQA, several
  * query rows, MHA), causal prefill whose last tile leaves some warps no key, non-causal
- * with Sq past a block, ragged batches, WARP_M = 2, split-KV with the fuse; elsewhere it
- * is declined. */
+ * with Sq past a block, ragged batches, WARP_M = 2, split-KV with the fuse, and the untuned
+ * default (four key warps for decode up to d = 128); elsewhere it is declined. */
 static void test_kv_warps(void **state)
 {
     (void)state;
@@ -344,7 +344,8 @@ static void test_kv_warps(void **state)
     const char *cfgs[] = {"MMA=mma,NUM_WARPS=4,KV_WARPS=4,BLOCK_M=16,BLOCK_N=16,STAGES=2",
                           "MMA=mma,NUM_WARPS=4,KV_WARPS=2,BLOCK_M=32,BLOCK_N=32,STAGES=2,RED_SPLIT=1",
                           "MMA=mma,NUM_WARPS=2,KV_WARPS=2,WARP_M=2,BLOCK_M=32,BLOCK_N=32,STAGES=2,MASK_BOUND=1",
-                          "MMA=mma,NUM_WARPS=4,KV_WARPS=4,BLOCK_M=16,BLOCK_N=16,STAGES=3,SPLIT_KV=3,SPLIT_FUSE=1"};
+                          "MMA=mma,NUM_WARPS=4,KV_WARPS=4,BLOCK_M=16,BLOCK_N=16,STAGES=3,SPLIT_KV=3,SPLIT_FUSE=1",
+                          "MMA=mma"}; /* the untuned default: key warps for decode up to d = 128 */
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
             if (shape_ragged(all[i]) && strstr(cfgs[c], "SPLIT_KV=3")) continue; /* ragged: no split */

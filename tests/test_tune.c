@@ -354,7 +354,7 @@ static void test_default_split(void **state)
         {mk(1, 8, 8, 1, 20000, 128, 0), 8, 16, 8, 32},
     };
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
-        kconfig c = {.kv_warps = kv[i].kvw, .mma = MMA_SYNC, .set = CFG_MMA};
+        kconfig c = {.kv_warps = kv[i].kvw, .mma = MMA_SYNC, .set = CFG_MMA | CFG_KV_WARPS};
         kconfig_complete(&c, &hop, &kv[i].s, DT_BF16);
         if (c.block_n != kv[i].block_n || c.num_warps != kv[i].num_warps || c.block_m != 16 || c.split_kv > kv[i].max_split)
             fail_msg("KV_WARPS case %zu: BLOCK_N=%d NUM_WARPS=%d BLOCK_M=%d SPLIT_KV=%d", i, c.block_n, c.num_warps, c.block_m,
@@ -362,6 +362,60 @@ static void test_default_split(void **state)
         char reason[256];
         if (kconfig_check(&c, &hop, &kv[i].s, DT_BF16, reason, sizeof reason) != ST_OK) fail_msg("KV_WARPS case %zu: %s", i, reason);
     }
+}
+
+/* The untuned mma default for decode up to d = 128: four key warps of 32 keys (64 at
+ * d <= 64), three stages where they fit the device's shared memory (fewer, then shorter
+ * tiles where not), split only while the groups' warps do not cover two a compute unit;
+ * d = 256, paged caches, prefill and a user's own warp counts keep one warp per group. */
+static void test_default_key_warps(void **state)
+{
+    (void)state;
+    rt_device_info hop = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
+                          .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC | RT_FEAT_WGMMA};
+    rt_device_info a100 = hop, small = hop;
+    a100.compute_units = 108, a100.shared_bytes = 163 * 1024, a100.features = RT_FEAT_MMA_SYNC;
+    small.compute_units = 46, small.shared_bytes = 99 * 1024, small.features = RT_FEAT_MMA_SYNC;
+    const struct {
+        const rt_device_info *dev;
+        shape_t s;
+        int kvw, block_n, stages, split_lo, split_hi;
+    } cases[] = {
+        {&hop, mk(16, 32, 8, 1, 1024, 128, 1), 4, 32, 3, 1, 1},   /* 128 groups of 4 warps: no split */
+        {&hop, mk(64, 64, 8, 1, 16384, 128, 1), 4, 32, 3, 1, 1},
+        {&hop, mk(16, 32, 8, 1, 4096, 64, 1), 4, 64, 3, 1, 1},    /* d = 64: 64 keys a warp */
+        {&hop, mk(1, 32, 8, 1, 4096, 128, 1), 4, 32, 3, 8, 9},    /* 8 groups: split to 66 */
+        {&hop, mk(16, 32, 32, 1, 2048, 80, 1), 4, 32, 3, 1, 1},   /* phi-2: 512 unpacked heads */
+        {&a100, mk(16, 32, 8, 1, 4096, 128, 1), 4, 32, 2, 1, 1},  /* 163 KiB: two stages */
+        {&small, mk(16, 32, 8, 1, 4096, 128, 1), 4, 16, 2, 1, 1}, /* 99 KiB: 16-key tiles too */
+        {&hop, mk(16, 16, 16, 1, 4096, 256, 1), 1, 32, 2, 1, 16}, /* d = 256: one warp */
+        {&hop, mk(4, 32, 8, 1024, 1024, 128, 1), 1, 64, 2, 1, 1}, /* prefill */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kconfig c = {.mma = MMA_SYNC, .set = CFG_MMA};
+        kconfig_complete(&c, cases[i].dev, &cases[i].s, DT_BF16);
+        if (kconfig_kv_warps(&c) != cases[i].kvw || c.block_n != cases[i].block_n || c.stages != cases[i].stages ||
+            c.split_kv < cases[i].split_lo || c.split_kv > cases[i].split_hi)
+            fail_msg("case %zu: KV_WARPS=%d BLOCK_N=%d STAGES=%d SPLIT_KV=%d", i, kconfig_kv_warps(&c), c.block_n, c.stages,
+                     c.split_kv);
+        char reason[256];
+        if (kconfig_check(&c, cases[i].dev, &cases[i].s, DT_BF16, reason, sizeof reason) != ST_OK)
+            fail_msg("case %zu: %s", i, reason);
+        if (cases[i].kvw > 1 && (c.num_warps != 4 || c.block_m != 16 || kconfig_shared_bytes(&c, cases[i].s.d) > cases[i].dev->shared_bytes))
+            fail_msg("case %zu: NUM_WARPS=%d BLOCK_M=%d", i, c.num_warps, c.block_m);
+    }
+    /* a paged cache, or warps the user counted, keep the one-warp form */
+    shape_t pg = mk(16, 32, 8, 1, 4096, 128, 1);
+    pg.page = 64;
+    kconfig c = {.mma = MMA_SYNC, .set = CFG_MMA};
+    kconfig_complete(&c, &hop, &pg, DT_BF16);
+    assert_int_equal(kconfig_kv_warps(&c), 1);
+    char err[256];
+    kconfig u = {0};
+    assert_int_equal(kconfig_parse("MMA=mma;NUM_WARPS=2", &u, err, sizeof err), 0);
+    kconfig_complete(&u, &hop, &cases[0].s, DT_BF16);
+    assert_int_equal(kconfig_kv_warps(&u), 1);
+    assert_int_equal(u.num_warps, 2);
 }
 
 /* The class key of shape s in type dt is want. */
@@ -1126,6 +1180,7 @@ int main(void)
         cmocka_unit_test(test_class_parse_refuses),
         cmocka_unit_test(test_default_edges),
         cmocka_unit_test(test_fault_overlay),
+        cmocka_unit_test(test_default_key_warps),
         cmocka_unit_test(test_class_key),
         cmocka_unit_test(test_lookup_work_bucket),
         cmocka_unit_test(test_ragged_classes),
