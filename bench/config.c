@@ -482,6 +482,10 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
                               "warpgroups load their own Q rows), PACK_GQA=0 and a dense batch (Q's tensor map is [B * HQ] heads of SQ rows)");
         return ST_UNSUPPORTED;
     }
+    if (c->wg_qtma && c->block_m > 256) {
+        snprintf(reason, len, "WG_QTMA=1 needs BLOCK_M <= 256 (a bulk tensor copy's box is at most 256 rows; got %d)", c->block_m);
+        return ST_UNSUPPORTED;
+    }
     if (c->wg_otma && (!c->wg_ostage || !c->wg_tma || c->pack_gqa || shape_ragged(s) || shape_paged(s))) {
         snprintf(reason, len, "WG_OTMA=1 needs WG_OSTAGE=1 (it stores the staged rows), WG_TMA=1, PACK_GQA=0 and a dense batch "
                               "(O's tensor map is [B * HQ] heads of SQ rows)");
