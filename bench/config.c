@@ -611,7 +611,7 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         return ST_UNSUPPORTED;
     }
     if ((double)s->skv + 2.0 * c->block_n * (c->kv_warps > 1 ? c->kv_warps : 1) > 2147483647.0 ||
-        (double)shape_total_kv(s) > 2147483647.0) {
+        (shape_ragged(s) && (double)shape_total_kv(s) > 2147483647.0)) {
         snprintf(reason, len, "more than 2^31 keys a sequence (or in a ragged batch): the kernel counts keys with 32-bit integers");
         return ST_UNSUPPORTED;
     }

@@ -152,6 +152,16 @@ int csvt_replace(csv_table *t, size_t r, const char *const *fields)
     return 0;
 }
 
+int csvt_remove(csv_table *t, size_t r)
+{
+    if (r >= t->nrows) return -1;
+    free_fields(t->rows[r], t->ncols);
+    memmove(&t->rows[r], &t->rows[r + 1], (t->nrows - r - 1) * sizeof *t->rows);
+    memmove(&t->row_line[r], &t->row_line[r + 1], (t->nrows - r - 1) * sizeof *t->row_line);
+    t->nrows--;
+    return 0;
+}
+
 int csvt_set(csv_table *t, size_t r, size_t c, const char *v)
 {
     if (r >= t->nrows || c >= t->ncols) return -1;

@@ -25,6 +25,8 @@ int csvt_replace(csv_table *t, size_t r, const char *const *fields);
  * every row (a file of an older schema read into the current one). 0, or -1 when its header
  * is not such a beginning or memory ran out (t unchanged). */
 int csvt_widen(csv_table *t, const char *const *header, size_t ncols);
+/* Removes row r (the rows after it move up). 0, or -1 when there is no row r. */
+int csvt_remove(csv_table *t, size_t r);
 /* Replaces field c of row r with a copy of v (nothing changes when out of memory). 0 or -1. */
 int csvt_set(csv_table *t, size_t r, size_t c, const char *v);
 /* Column index of a header name, or -1. */

@@ -201,6 +201,12 @@ int cmd_run(int argc, char **argv)
     if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); return FB_EXIT_BADINPUT; }
 
     csv_table *table = NULL;
+    /* claimed before it is read: another writer's rows cannot be lost between the two */
+    if (fb_check_writable(out, err, sizeof err) != 0 || fb_claim_output(out, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: %s\n", err);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
     if (append) rc = perf_open_append(out, &table, err, sizeof err);
     else { table = csvt_new(perf_header, perf_ncols); rc = table ? 0 : -1; snprintf(err, sizeof err, "out of memory"); }
     if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); shapes_free(&shapes); return FB_EXIT_BADINPUT; }
@@ -250,8 +256,7 @@ int cmd_run(int argc, char **argv)
             rc = FB_EXIT_BADINPUT;
         }
     }
-    if (!rc && ((rc = fb_check_writable(out, err, sizeof err)) != 0 || (rc = fb_claim_output(out, err, sizeof err)) != 0 ||
-                (manifest_path && (rc = fb_check_writable(manifest_path, err, sizeof err)) != 0))) {
+    if (!rc && manifest_path && (rc = fb_check_writable(manifest_path, err, sizeof err)) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);
         rc = FB_EXIT_BADINPUT;
     }

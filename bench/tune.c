@@ -392,6 +392,11 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
         for (int k = 0; k < ncon; k++) {
             attn_result res;
             if (!parsed[k] || failed[k]) continue;
+            if (attn_unusable(runner)) { /* an earlier contender hung or faulted: the rest never ran */
+                if (inflight) return 3;
+                snprintf(err, errlen, "%s: the device became unusable while timing the contenders again", cls);
+                return -1;
+            }
             if (inflight) { /* a crash is recorded over its row (or as a row of its own) */
                 const long r = explored_find(explored, dev, cls, con[k]);
                 note_candidate(inflight, p_explored, dev, con[k], cls, s->name, strategy,
@@ -1199,6 +1204,12 @@ int cmd_tune(int argc, char **argv)
             recorded = NULL;
             undeclared = 1;
         }
+        int recorded_failed = 0; /* tuning.csv's row names a configuration whose newest row failed */
+        if (recorded && failed_before(explored, &dev, keys[ci], recorded)) {
+            snprintf(recorded_cfg, sizeof recorded_cfg, "%s", recorded);
+            recorded = NULL;
+            recorded_failed = 1;
+        }
         /* under --merge a probe's --space may hold what kernels/space.csv does not: the
          * search's best must then give way to a declared contender */
         const int best_undeclared = best >= 0 && !in_declared((const char *const *)decl, ndecl, best_cfg);
@@ -1244,7 +1255,7 @@ int cmd_tune(int argc, char **argv)
                                              s->name, strategy, date};
             /* replace this class's row, if any (under --merge only when this run's winner is
              * faster; when both were timed again above, that decided) */
-            if (r < tuning->nrows && merge && !rematched && !undeclared && cu >= 0 && atof(tuning->rows[r][cu]) > 0 &&
+            if (r < tuning->nrows && merge && !rematched && !undeclared && !recorded_failed && cu >= 0 && atof(tuning->rows[r][cu]) > 0 &&
                 atof(tuning->rows[r][cu]) <= best_us) {
                 if (!quiet)
                     fprintf(stderr, "fabench tune: %s: kept tuning.csv's %s (%s us); this run's best took %.3f us\n", keys[ci],
@@ -1253,6 +1264,8 @@ int cmd_tune(int argc, char **argv)
                 if (undeclared && !quiet)
                     fprintf(stderr, "fabench tune: %s: tuning.csv's %s is not in %s any more; replaced\n", keys[ci],
                             recorded_cfg, declared ? declared->source : "kernels/space.csv");
+                if (recorded_failed && !quiet)
+                    fprintf(stderr, "fabench tune: %s: tuning.csv's %s failed when timed; replaced\n", keys[ci], recorded_cfg);
                 csvt_replace(tuning, r, row);
             } else if (csvt_add(tuning, row) != 0) {
                 fprintf(stderr, "fabench tune: out of memory\n");
@@ -1261,6 +1274,20 @@ int cmd_tune(int argc, char **argv)
             if (!fatal && csvt_write_atomic(tuning, p_tuning, err, sizeof err) != 0) {
                 fprintf(stderr, "fabench tune: %s\n", err);
                 fatal = 1;
+            }
+        }
+        /* tuning.csv's row names a configuration that failed (before this run or in its
+         * head-to-head) and nothing verified replaced it: the row goes, so that run --tuned
+         * takes the nearest class or the default rather than a wrong kernel */
+        if (best < 0 && !fatal && !restart && !stop_requested) {
+            const size_t rr = class_row(tuning, &dev, keys[ci]);
+            if (rr < tuning->nrows && ccfg >= 0 && failed_before(explored, &dev, keys[ci], tuning->rows[rr][ccfg])) {
+                fprintf(stderr, "fabench tune: %s: tuning.csv's %s failed when timed and nothing verified replaces it; "
+                                "its row is removed\n", keys[ci], tuning->rows[rr][ccfg]);
+                if (csvt_remove(tuning, rr) != 0 || csvt_write_atomic(tuning, p_tuning, err, sizeof err) != 0) {
+                    fprintf(stderr, "fabench tune: %s\n", err);
+                    fatal = 1;
+                }
             }
         }
         if (!stop_requested && !fatal && !restart) nfinished++;

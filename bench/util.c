@@ -289,10 +289,28 @@ int fb_write_file_atomic(const char *path, const void *data, size_t len, char *e
     return 0;
 }
 
+/* PATH with its folder resolved (realpath) and its own name kept; 0, or -1 when the
+ * folder does not resolve */
+static int resolved(const char *path, char *out, size_t len)
+{
+    char dir[4096], real[PATH_MAX];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (!realpath(dir, real)) return -1;
+    snprintf(out, len, "%s/%s", real, base);
+    return 0;
+}
+
 int fb_same_file(const char *a, const char *b)
 {
+    if (!a || !b) return 0;
     struct stat sa, sb;
-    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    /* one of them not there yet: the same name in the same folder */
+    char ra[PATH_MAX + 256], rb[PATH_MAX + 256];
+    return resolved(a, ra, sizeof ra) == 0 && resolved(b, rb, sizeof rb) == 0 && !strcmp(ra, rb);
 }
 
 int fb_check_writable(const char *path, char *err, size_t errlen)
@@ -320,28 +338,27 @@ int fb_check_writable(const char *path, char *err, size_t errlen)
 
 int fb_claim_output(const char *path, char *err, size_t errlen)
 {
-    char dir[4096], real[PATH_MAX];
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    if (!realpath(dir, real)) {
-        snprintf(err, errlen, "%s: its folder %s: %s", path, dir, strerror(errno));
+    char real[PATH_MAX + 256];
+    if (resolved(path, real, sizeof real) != 0) {
+        snprintf(err, errlen, "%s: its folder does not exist: %s", path, strerror(errno));
         return -1;
     }
-    uint64_t h = fb_fnv1a(fb_fnv1a(0xcbf29ce484222325ull, real, strlen(real)), "/", 1);
-    h = fb_fnv1a(h, base, strlen(base));
-    static uint64_t held[64]; /* claimed by this process already (a command run twice in one process) */
-    static int nheld;
-    for (int i = 0; i < nheld; i++)
+    const uint64_t h = fb_fnv1a(0xcbf29ce484222325ull, real, strlen(real));
+    static uint64_t *held; /* claimed by this process already (a command run twice in one process) */
+    static size_t nheld, capheld;
+    for (size_t i = 0; i < nheld; i++)
         if (held[i] == h) return 0;
     const char *tmp = getenv("TMPDIR");
     char lock[4200];
-    snprintf(lock, sizeof lock, "%s/fabench-%016llx.lock", tmp && *tmp ? tmp : "/tmp", (unsigned long long)h);
-    const int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot open the lock %s: %s", path, lock, strerror(errno));
-        return -1;
+    struct stat st;
+    snprintf(lock, sizeof lock, "%s/fabench-%016llx.lock",
+             tmp && *tmp && stat(tmp, &st) == 0 && S_ISDIR(st.st_mode) ? tmp : "/tmp", (unsigned long long)h);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) fd = open(lock, O_RDONLY | O_CLOEXEC); /* another user's lock file: flock works read-only */
+    if (fd < 0) { /* no lock to be had: go on unguarded, and say so */
+        fprintf(stderr, "fabench: warning: %s: cannot open the lock %s (%s); another writer of it would not be noticed\n",
+                path, lock, strerror(errno));
+        return 0;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         char who[32] = "";
@@ -356,7 +373,11 @@ int fb_claim_output(const char *path, char *err, size_t errlen)
     char pid[32];
     const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
     if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) < 0) { /* the pid is only for the message */ }
-    if (nheld < 64) held[nheld++] = h;
+    if (nheld == capheld) {
+        uint64_t *g = realloc(held, (capheld ? 2 * capheld : 16) * sizeof *g);
+        if (g) { held = g; capheld = capheld ? 2 * capheld : 16; }
+    }
+    if (nheld < capheld) held[nheld++] = h;
     return 0; /* fd stays open (not inherited by exec) until the process ends */
 }
 

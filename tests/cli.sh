@@ -422,16 +422,19 @@ run run --device opencl:0 --shapes "$T/first.csv" --out "$T/first.csv"
 check "run --out naming the --shapes file exits 2" 2 err "is the --shapes file"
 run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/first.csv"
 check "vendors --out naming the --shapes file exits 2" 2 err "is the --shapes file"
+run run --device opencl:0 --shapes "$T/first.csv" --out "$T/new-m.csv" --manifest "$T/./new-m.csv"
+check "--out and --manifest naming one file not there yet exits 2" 2 err "is the --manifest file"
+if [ -e "$T/new-m.csv" ]; then bad "--out and --manifest naming one new file: nothing written"; else ok "--out and --manifest naming one new file: nothing written"; fi
 if cmp -s "$T/first.csv" "$T/first.keep"; then ok "--out naming the shapes file: the shapes untouched"
 else bad "--out naming the shapes file: the shapes untouched"; fi
 # two processes rewriting one results file would lose each other's rows: the second is refused
-"$FB" run --device opencl:0 --shapes "$T/first.csv" --out "$T/busy.csv" --budget 2 --quiet & bpid=$!
+"$FB" run --device opencl:0 --shapes "$T/first.csv" --out "$T/busy.csv" --rest 30 --quiet & bpid=$! # busy resting
 for _ in $(seq 300); do [ -s "$T/busy.csv" ] && break; sleep 0.1; done
 run run --device opencl:0 --shapes "$T/first.csv" --out "$T/busy.csv" --append
 check "a second writer of one --out exits 2 naming the file" 2 err "$T/busy.csv: another fabench process"
 run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/busy.csv" --append
 check "vendors as the second writer of one --out exits 2" 2 err "is writing it"
-wait $bpid
+kill $bpid 2>/dev/null; wait $bpid 2>/dev/null
 run run --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --resume
 check "--update with --resume exits 2 saying why" 2 err "--update" err "--resume"
 run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --update --resume

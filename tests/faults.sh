@@ -126,8 +126,8 @@ check "halving, a crash while timing a survivor again: check-results finds nothi
     "! $fab check-results $T/hvc/x 2>&1 | grep -q 'explored.csv:'"
 
 # 11. the head-to-head of a tune that resumes an earlier run's rows (--merge): a contender
-# that fails in any round is out, its row says why, and when none verifies tuning.csv keeps
-# its row (a wrong kernel never wins)
+# that fails in any round is out, its row says why, and when none verifies nothing is
+# written, and tuning.csv's row goes if its configuration failed (a wrong kernel never wins)
 hh=(tune --device opencl:0 --shapes "$T/one.csv" --strategy random --budget 12 --rep-budget 0.01 --seed 1 --merge --quiet)
 won=$(col "$T/iso0/tuning.csv" config | head -n 1)
 cp -r "$T/iso0" "$T/hh1"
@@ -138,8 +138,12 @@ check "head-to-head, the winner goes wrong: its explored row is wrong_result, ti
     "grep -F \"$won\" $T/hh1/explored.csv | grep -q 'wrong_result,\"timed again beside the other contenders: '"
 cp -r "$T/iso0" "$T/hh2"
 FABENCH_TEST_WRONG_REMATCH="MMA=" $fab "${hh[@]}" --results "$T/hh2" 2> "$T/hh2.err"; rc=$?
-check "head-to-head, no contender verifies: tuning.csv as it was, and said so" \
-    "[ $rc -eq 0 ] && cmp -s $T/iso0/tuning.csv $T/hh2/tuning.csv && grep -q 'no contender verified when timed again' $T/hh2.err"
+check "head-to-head, no contender verifies: nothing written for it, tuning.csv's failed row removed, said so" \
+    "[ $rc -eq 0 ] && grep -q 'no contender verified when timed again' $T/hh2.err && grep -q 'its row is removed' $T/hh2.err && \
+     ! grep -q 'bf16-d64' $T/hh2/tuning.csv"
+mkdir -p "$T/hh2c" && cp "$T/hh2/tuning.csv" "$T/hh2/explored.csv" "$T/hh2c/"
+check "head-to-head, no contender verifies: check-results finds no tuning row without an ok explored row" \
+    "! $fab check-results $T/hh2c 2>&1 | grep -q 'tuning.csv:[0-9]'"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -58,6 +58,7 @@ mkdir -p "$out" || exit 2
 log=$out/rounds.log
 common=(--device "$dev" --shapes "$shapes" --budget "$budget" "${rest[@]}" "${flush[@]}" --out "$out/rounds-perf.csv" --append
         --manifest "$out/rounds-manifest.csv")
+[ "$only" -eq 1 ] || : >"$out/rounds-marks.txt"  # this run's marks only
 for r in $(seq 1 "$rounds"); do  # none with --summary-only
     echo "== round $r" >>"$log"
     # every row of a round carries its number in the log; rounds-perf.csv rows keep their order
