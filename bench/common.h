@@ -112,6 +112,10 @@ int fb_read_file(const char *path, char **data, size_t *len, char *err, size_t e
 int fb_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
 /* 1 when both paths exist and name the same file (device and inode), else 0. */
 int fb_same_file(const char *a, const char *b);
+/* 0 when none of the first nout of the n paths (a command's outputs; the rest its inputs;
+ * NULL: not given) names the same file as another of them, else -1 with err naming both
+ * by their options name[]. */
+int fb_distinct_files(const char *const *path, const char *const *name, int nout, int n, char *err, size_t errlen);
 /* 0 when PATH can be written whole by a temp file and a rename: its folder exists and is
  * writable, and PATH, if it exists, is not a directory; else -1 with err saying why. */
 int fb_check_writable(const char *path, char *err, size_t errlen);

@@ -270,13 +270,12 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
     if (!(c->set & CFG_MMA) && (dev->features & RT_FEAT_WGMMA) && dt != DT_FP32 && !shape_ragged(s) &&
         s->sq >= 64 && (s->d == 64 || s->d == 128 || s->d == 256) && (!shape_paged(s) || s->page % 64 == 0))
         c->mma = MMA_WGMMA;
+    /* ragged batches and a paged KV cache have no mfma tiles */
+    if ((shape_ragged(s) || shape_paged(s)) && !(c->set & CFG_MMA) && c->mma == MMA_MFMA) c->mma = MMA_FMA;
     if (shape_ragged(s)) { /* VARLEN: one work-group per (m-block, sequence, head); fma or mma */
         if (!(c->set & CFG_PACK_GQA)) c->pack_gqa = 0;
-        if (!(c->set & CFG_MMA) && c->mma == MMA_MFMA) c->mma = MMA_FMA;
         if (!(c->set & CFG_SPLIT_KV)) c->split_kv = 1; /* and no split below */
     }
-    /* a paged KV cache has no mfma tiles either */
-    if (shape_paged(s) && !(c->set & CFG_MMA) && c->mma == MMA_MFMA) c->mma = MMA_FMA;
     if (!(c->set & CFG_STAGES)) c->stages = c->mma == MMA_SYNC || c->mma == MMA_WGMMA ? 2 : 1;
     if (!(c->set & CFG_KPAD)) c->kpad = 1;
     if (!(c->set & CFG_WARP_M)) c->warp_m = 1;

@@ -229,15 +229,10 @@ int cmd_run(int argc, char **argv)
     }
     /* bad input is found before any file is touched: another GPU's folder, an output that
      * is one of the inputs, a tuning table named but unreadable or malformed */
-    const char *const ins[] = {shapes_file, tuning_given ? tuning_path : NULL, manifest_path};
-    const char *const in_names[] = {"--shapes", "--tuning", "--manifest"};
-    for (int i = 0; i < 3; i++)
-        if (ins[i] && fb_same_file(out, ins[i])) {
-            fprintf(stderr, "fabench run: --out %s is the %s file; it would be overwritten\n", out, in_names[i]);
-            rc = FB_EXIT_BADINPUT;
-        }
-    if (manifest_path && tuning_given && fb_same_file(manifest_path, tuning_path)) {
-        fprintf(stderr, "fabench run: --manifest %s is the --tuning file\n", manifest_path);
+    const char *const files[] = {out, manifest_path, shapes_file, tuning_given ? tuning_path : NULL};
+    const char *const names[] = {"--out", "--manifest", "--shapes", "--tuning"};
+    if (fb_distinct_files(files, names, 2, 4, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: %s\n", err);
         rc = FB_EXIT_BADINPUT;
     }
     if (!rc && manifest_path && manifest_check_path(manifest_path, &dev, err, sizeof err) != 0) {

@@ -290,6 +290,19 @@ static void contend(const char **con, int *src, int *ncon, const char *cfg, int 
     src[(*ncon)++] = source;
 }
 
+/* Sets columns col[0..n) of explored row r to val[0..n). 0, or -1 (out of memory). */
+static int explored_set(csv_table *e, size_t r, const char *const *col, const char *const *val, size_t n, char *err, size_t errlen)
+{
+    for (size_t k = 0; k < n; k++) {
+        const int j = csvt_col(e, col[k]);
+        if (j < 0 || csvt_set(e, r, (size_t)j, val[k]) != 0) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* A contender that failed when timed again (wrong, crashed, hung): its explored row of
  * this class takes the status and reason (a row is added when it has none), so neither
  * this run nor a resumed one offers it again. 0, or -1 with err. */
@@ -306,12 +319,9 @@ static int rematch_failed(csv_table *e, const char *path, const rt_device *dev, 
                                            "", strategy, step, "", ""};
         if (csvt_add(e, row) != 0) { snprintf(err, errlen, "out of memory"); return -1; }
     } else {
-        const char *col[] = {"status", "reason", "median_us", "tflops", "reps", "sm_mhz"};
-        const char *val[] = {status_name(res->status), reason, "", "", "", ""};
-        for (size_t k = 0; k < sizeof col / sizeof col[0]; k++) {
-            const int j = csvt_col(e, col[k]);
-            if (j < 0 || csvt_set(e, (size_t)r, (size_t)j, val[k]) != 0) { snprintf(err, errlen, "out of memory"); return -1; }
-        }
+        const char *const col[] = {"status", "reason", "median_us", "tflops", "reps", "sm_mhz"};
+        const char *const val[] = {status_name(res->status), reason, "", "", "", ""};
+        if (explored_set(e, (size_t)r, col, val, sizeof col / sizeof col[0], err, errlen) != 0) return -1;
     }
     return path ? csvt_write_atomic(e, path, err, errlen) : 0;
 }
@@ -452,23 +462,21 @@ int tune_rematch_pick(const double *us, int n, int incumbent)
 
 double tune_class_distance(const char *row, const char *key, double dtype_cost, double causal_cost)
 {
-    tune_class R, K;
+    tune_class R, K; /* the row's class, the wanted one */
     if (tune_class_parse(row, &R) != 0 || tune_class_parse(key, &K) != 0) return INFINITY;
-    const int rd = R.d, rc = R.c, rg = R.g, rq = R.q, rk = R.k, rw = R.w, rv = R.v, rp = R.p;
-    const int d = K.d, c = K.c, g = K.g, q = K.q, k = K.k, w = K.w, v = K.v, p = K.p;
-    if (rd != d || rp != p || (rc != c && isinf(causal_cost))) return INFINITY;
-    double dist = (R.dt != K.dt ? dtype_cost : 0.0) + (rc != c ? causal_cost : 0.0);
-    dist += fabs(log2((double)rq) - log2((double)q)) + fabs(log2((double)rk) - log2((double)k)) +
-            fabs(log2((double)rg) - log2((double)g));
+    if (R.d != K.d || R.p != K.p || (R.c != K.c && isinf(causal_cost))) return INFINITY;
+    double dist = (R.dt != K.dt ? dtype_cost : 0.0) + (R.c != K.c ? causal_cost : 0.0);
+    dist += fabs(log2((double)R.q) - log2((double)K.q)) + fabs(log2((double)R.k) - log2((double)K.k)) +
+            fabs(log2((double)R.g) - log2((double)K.g));
     /* a row without the work bucket (an older table) stands for every batch size, but
      * for a decode class behind a row of its own bucket: it was tuned at one batch size,
      * so it is only the nearest (its SPLIT_KV and PACK_GQA are derived again) */
-    if (rw > 0) dist += w > 0 ? fabs(log2((double)rw) - log2((double)w)) : 1.0;
-    else if (w > 0) dist += 0.5;
+    if (R.w > 0) dist += K.w > 0 ? fabs(log2((double)R.w) - log2((double)K.w)) : 1.0;
+    else if (K.w > 0) dist += 0.5;
     /* ragged batches: the nearest decode share; a dense row for a ragged batch (or the
      * other way round) only when nothing closer exists: another kernel was tuned */
-    if ((v >= 0) != (rv >= 0)) dist += 2.0;
-    else if (rv >= 0) dist += abs(rv - v) / 25.0;
+    if ((K.v >= 0) != (R.v >= 0)) dist += 2.0;
+    else if (R.v >= 0) dist += abs(R.v - K.v) / 25.0;
     return dist;
 }
 
@@ -576,15 +584,9 @@ static int retime_row(attn_runner *runner, const shape_t *s, dtype_t dt, const k
         fb_fmt_num(mhz, sizeof mhz, res.tel.samples > 0 ? res.tel.sm_mhz : NAN, "%.0f");
     }
     if (res.ver.rows_checked) snprintf(mae, sizeof mae, "%.3g", res.ver.max_abs_err);
-    const char *col[] = {"status", "reason", "median_us", "tflops", "reps", "max_abs_err", "sm_mhz"};
-    const char *val[] = {status_name(res.status), res.reason, us, tf, reps, mae, mhz};
-    for (size_t k = 0; k < sizeof col / sizeof col[0]; k++) {
-        const int j = csvt_col(e, col[k]);
-        if (j < 0 || csvt_set(e, r, (size_t)j, val[k]) != 0) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-    }
+    const char *const col[] = {"status", "reason", "median_us", "tflops", "reps", "max_abs_err", "sm_mhz"};
+    const char *const val[] = {status_name(res.status), res.reason, us, tf, reps, mae, mhz};
+    if (explored_set(e, r, col, val, sizeof col / sizeof col[0], err, errlen) != 0) return -1;
     return csvt_write_atomic(e, path, err, errlen);
 }
 
@@ -1199,16 +1201,16 @@ int cmd_tune(int argc, char **argv)
          * (NULL under --merge when kernels/space.csv could not be read: no filter) */
         const char *recorded = merge && r < tuning->nrows && ccfg >= 0 ? tuning->rows[r][ccfg] : NULL;
         char recorded_cfg[KCONFIG_STR_MAX] = "";
-        if (recorded && !in_declared((const char *const *)decl, ndecl, recorded)) {
+        /* no incumbent: a row kernels/space.csv no longer declares, or one whose configuration's
+         * newest row failed */
+        int recorded_failed = 0;
+        if (recorded) {
+            undeclared = !in_declared((const char *const *)decl, ndecl, recorded);
+            recorded_failed = !undeclared && failed_before(explored, &dev, keys[ci], recorded);
+        }
+        if (undeclared || recorded_failed) {
             snprintf(recorded_cfg, sizeof recorded_cfg, "%s", recorded); /* for the note where it is replaced */
             recorded = NULL;
-            undeclared = 1;
-        }
-        int recorded_failed = 0; /* tuning.csv's row names a configuration whose newest row failed */
-        if (recorded && failed_before(explored, &dev, keys[ci], recorded)) {
-            snprintf(recorded_cfg, sizeof recorded_cfg, "%s", recorded);
-            recorded = NULL;
-            recorded_failed = 1;
         }
         /* under --merge a probe's --space may hold what kernels/space.csv does not: the
          * search's best must then give way to a declared contender */

@@ -289,15 +289,22 @@ int fb_write_file_atomic(const char *path, const void *data, size_t len, char *e
     return 0;
 }
 
+/* PATH's folder into dir ("." for a bare name); returns its own name */
+static const char *split_dir(const char *path, char *dir, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, len, ".");
+    else if (slash == path) snprintf(dir, len, "/");
+    else snprintf(dir, len, "%.*s", (int)(slash - path), path);
+    return slash ? slash + 1 : path;
+}
+
 /* PATH with its folder resolved (realpath) and its own name kept; 0, or -1 when the
  * folder does not resolve */
 static int resolved(const char *path, char *out, size_t len)
 {
     char dir[4096], real[PATH_MAX];
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    const char *base = split_dir(path, dir, sizeof dir);
     if (!realpath(dir, real)) return -1;
     snprintf(out, len, "%s/%s", real, base);
     return 0;
@@ -313,13 +320,21 @@ int fb_same_file(const char *a, const char *b)
     return resolved(a, ra, sizeof ra) == 0 && resolved(b, rb, sizeof rb) == 0 && !strcmp(ra, rb);
 }
 
+int fb_distinct_files(const char *const *path, const char *const *name, int nout, int n, char *err, size_t errlen)
+{
+    for (int i = 0; i < nout; i++)
+        for (int j = i + 1; j < n; j++)
+            if (path[i] && path[j] && fb_same_file(path[i], path[j])) {
+                snprintf(err, errlen, "%s %s is the %s file; it would be overwritten", name[i], path[i], name[j]);
+                return -1;
+            }
+    return 0;
+}
+
 int fb_check_writable(const char *path, char *err, size_t errlen)
 {
     char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    split_dir(path, dir, sizeof dir);
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         snprintf(err, errlen, "%s: is a directory, not a file", path);

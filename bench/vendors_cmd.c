@@ -149,13 +149,11 @@ int cmd_vendors(int argc, char **argv)
     /* two of the files named, each written or read whole, must not be one file */
     const char *const files[] = {out, configs_out, manifest_path, shapes_file};
     const char *const names[] = {"--out", "--configs-out", "--manifest", "--shapes"};
-    for (int i = 0; i < 3; i++)
-        for (int j = i + 1; j < 4; j++)
-            if (files[i] && files[j] && fb_same_file(files[i], files[j])) {
-                fprintf(stderr, "fabench vendors: %s %s is the %s file; it would be overwritten\n", names[i], files[i], names[j]);
-                shapes_free(&shapes);
-                return FB_EXIT_BADINPUT;
-            }
+    if (fb_distinct_files(files, names, 3, 4, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench vendors: %s\n", err);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
     if (configs_out && fb_check_writable(configs_out, err, sizeof err) != 0) {
         fprintf(stderr, "fabench vendors: --configs-out: %s\n", err);
         shapes_free(&shapes);

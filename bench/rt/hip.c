@@ -923,6 +923,13 @@ static int hip_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_
     if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
     const int chk = rt_check_launch("HIP", grid, block, hp.info[c->dev].max_grid, k->max_threads, err, errlen);
     if (chk != 0) return chk;
+    /* HIP's own limit: grid times block at most 2^32 - 1 threads along each dimension */
+    for (int i = 0; i < 3; i++)
+        if ((double)grid[i] * (double)block[i] > 4294967295.0) {
+            snprintf(err, errlen, "launch: %zu work-groups of %zu threads along dimension %d exceed HIP's 2^32 - 1", grid[i],
+                     block[i], i);
+            return RT_ERESOURCE;
+        }
     if (dyn_shared > (size_t)INT_MAX || (c->shared_limit && dyn_shared + (size_t)k->static_shared > c->shared_limit)) {
         snprintf(err, errlen, "launch: %zu bytes of dynamic LDS on top of %ld static; the device allows %zu in all",
                  dyn_shared, k->static_shared, c->shared_limit);

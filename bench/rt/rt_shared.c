@@ -29,13 +29,6 @@ int rt_check_launch(const char *api, const size_t grid[3], const size_t block[3]
                      grid[1], grid[2], block[0], block[1], block[2], api);
             return RT_ERESOURCE;
         }
-    /* HIP refuses a launch whose grid times block exceeds 2^32 - 1 threads along a dimension */
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(api, "HIP") && (double)grid[i] * (double)block[i] > 4294967295.0) {
-            snprintf(err, errlen, "launch: %zu work-groups of %zu threads along dimension %d exceed HIP's 2^32 - 1", grid[i],
-                     block[i], i);
-            return RT_ERESOURCE;
-        }
     const size_t threads = block[0] * block[1] * block[2];
     if (max_threads > 0 && threads > (size_t)max_threads) {
         snprintf(err, errlen, "launch: %zu threads per block; this kernel allows at most %ld", threads, max_threads);
