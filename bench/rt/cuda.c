@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common.h"
 #include "rt.h"
 #include "rt_shared.h"
 
@@ -102,6 +103,9 @@ typedef struct _nvrtcProgram *nvrtcProgram;
     X(cuEventDestroy, "cuEventDestroy_v2", CUresult, (CUevent), 1)                             \
     X(cuEventElapsedTime_v2, "cuEventElapsedTime_v2", CUresult, (float *, CUevent, CUevent), 0) \
     X(cuEventElapsedTime, "cuEventElapsedTime", CUresult, (float *, CUevent, CUevent), 0)    \
+    X(cuMemHostAlloc, "cuMemHostAlloc", CUresult, (void **, size_t, unsigned int), 0)           \
+    X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", CUresult, (CUdeviceptr *, void *, unsigned int), 0) \
+    X(cuMemFreeHost, "cuMemFreeHost", CUresult, (void *), 0)                                   \
     X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", CUresult, (void *, int, unsigned, void *, \
         const unsigned long long *, const unsigned long long *, const unsigned *, const unsigned *, int, int, int, int), 0)
 
@@ -155,6 +159,17 @@ static struct {
 #undef X_MEMBER
 } nv = {.once = PTHREAD_ONCE_INIT};
 
+/* The timing gate (kernels/gate.ptx): loaded on first use. */
+typedef struct {
+    int state;                 /* 0 not loaded yet, 1 ready, -1 cannot be used (why) */
+    char why[256];
+    CUmodule mod;
+    CUfunction fn;
+    volatile uint32_t *host;   /* mapped host words: [0] the opened sequence, [1] late holds */
+    CUdeviceptr dev;           /* the same words as the device sees them */
+    uint32_t seq;              /* the sequence number of the last hold */
+} cu_gate;
+
 struct rt_ctx {
     int index;
     CUdevice dev;
@@ -162,6 +177,7 @@ struct rt_ctx {
     CUstream stream;
     int optin_shared;
     char arch[64];
+    cu_gate gate;
 };
 struct rt_buf { CUdeviceptr ptr; CUcontext ctx; };
 struct rt_module {
@@ -683,11 +699,14 @@ static int cu_open(int index, rt_ctx **out, char *err, size_t errlen)
     return 0;
 }
 
+static void gate_free(rt_ctx *c);
+
 static void cu_close(rt_ctx *c)
 {
     if (!c) return;
     if (cu.cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS) {
         cu.cuStreamSynchronize(c->stream);
+        gate_free(c);
         cu.cuStreamDestroy(c->stream);
     }
     cu.cuDevicePrimaryCtxRelease(c->dev);
@@ -881,6 +900,86 @@ static int cu_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *e
     return 0;
 }
 
+/* ---- the timing gate ---- */
+
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+
+/* Loads kernels/gate.ptx and two words of mapped host memory; 0, or -1 with gate.why. */
+static int gate_load(rt_ctx *c)
+{
+    cu_gate *g = &c->gate;
+    char root[4096], path[4200], e[256] = "";
+    char *ptx = NULL;
+    size_t len = 0;
+    void *host = NULL;
+    CUresult r;
+    if (!cu.cuMemHostAlloc || !cu.cuMemHostGetDevicePointer || !cu.cuMemFreeHost) {
+        snprintf(g->why, sizeof g->why, "libcuda.so.1 lacks mapped host memory (cuMemHostAlloc)");
+        return -1;
+    }
+    if (fb_root(root, sizeof root) != 0) {
+        snprintf(g->why, sizeof g->why, "cannot find kernels/gate.ptx (set FABENCH_ROOT)");
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/kernels/gate.ptx", root);
+    if (fb_read_file(path, &ptx, &len, e, sizeof e) != 0) {
+        snprintf(g->why, sizeof g->why, "%s", e);
+        return -1;
+    }
+    r = cu.cuModuleLoadData(&g->mod, ptx);
+    free(ptx);
+    if (r == CUDA_SUCCESS) r = cu.cuModuleGetFunction(&g->fn, g->mod, "fb_gate");
+    if (r == CUDA_SUCCESS) r = cu.cuMemHostAlloc(&host, 2 * sizeof(uint32_t), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    if (r == CUDA_SUCCESS) r = cu.cuMemHostGetDevicePointer(&g->dev, host, 0);
+    if (r != CUDA_SUCCESS) {
+        snprintf(g->why, sizeof g->why, "the gate kernel or its mapped words: %s", cu_describe(r, e, sizeof e));
+        if (host) cu.cuMemFreeHost(host);
+        if (g->mod) cu.cuModuleUnload(g->mod);
+        g->mod = NULL;
+        return -1;
+    }
+    g->host = host;
+    g->host[0] = g->host[1] = 0;
+    g->seq = 0;
+    return 0;
+}
+
+static void gate_free(rt_ctx *c)
+{
+    cu_gate *g = &c->gate;
+    if (g->state != 1) return;
+    cu.cuMemFreeHost((void *)g->host);
+    cu.cuModuleUnload(g->mod);
+    memset(g, 0, sizeof *g);
+}
+
+static int cu_gate_hold(rt_ctx *c, double timeout_s, char *err, size_t errlen)
+{
+    cu_gate *g = &c->gate;
+    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    if (g->state == 0) g->state = gate_load(c) == 0 ? 1 : -1;
+    if (g->state < 0) FAIL("%s", g->why);
+    uint32_t seq = g->seq + 1;
+    unsigned long long timeout_ns = (unsigned long long)(timeout_s * 1e9);
+    CUdeviceptr flag = g->dev, late = g->dev + sizeof(uint32_t);
+    void *params[] = {&flag, &seq, &timeout_ns, &late};
+    CUresult r = cu.cuLaunchKernel(g->fn, 1, 1, 1, 1, 1, 1, 0, c->stream, params, NULL);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuLaunchKernel (the timing gate)", r, (void)0);
+    g->seq = seq;
+    return 0;
+}
+
+static void cu_gate_open(rt_ctx *c)
+{
+    if (c->gate.state == 1) __atomic_store_n(&c->gate.host[0], c->gate.seq, __ATOMIC_RELEASE);
+}
+
+static long cu_gate_late(rt_ctx *c)
+{
+    return c->gate.state == 1 ? (long)__atomic_load_n(&c->gate.host[1], __ATOMIC_ACQUIRE) : 0;
+}
+
 /* ---- launches, waiting, timing ---- */
 
 static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->u = (uint64_t)b->ptr; }
@@ -1006,4 +1105,7 @@ const rt_runtime rt_cuda = {
     .compile_offline = cu_compile_offline,
     .offline_compiler = cu_offline_compiler,
     .tensor_map = cu_tensor_map,
+    .gate_hold = cu_gate_hold,
+    .gate_open = cu_gate_open,
+    .gate_late = cu_gate_late,
 };

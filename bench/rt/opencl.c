@@ -61,6 +61,8 @@
     X(clGetEventProfilingInfo, cl_int, (cl_event, cl_profiling_info, size_t, void *, size_t *), 1) \
     X(clReleaseEvent, cl_int, (cl_event), 1)                                                   \
     X(clEnqueueMarkerWithWaitList, cl_int, (cl_command_queue, cl_uint, const cl_event *, cl_event *), 0) \
+    X(clCreateUserEvent, cl_event, (cl_context, cl_int *), 0)                                  \
+    X(clSetUserEventStatus, cl_int, (cl_event, cl_int), 0)                                     \
     X(clCreateProgramWithBinary, cl_program, (cl_context, cl_uint, const cl_device_id *, const size_t *,  \
         const unsigned char **, cl_int *, cl_int *), 1)
 
@@ -86,6 +88,7 @@ struct rt_ctx {
     cl_context context;
     cl_command_queue queue;
     cl_device_id dev;
+    cl_event gate; /* the user event the timing gate's marker waits on, while held */
 };
 struct rt_buf { cl_mem mem; };
 struct rt_module { cl_program prog; cl_device_id dev; };
@@ -261,9 +264,12 @@ static int cl_open(int index, rt_ctx **out, char *err, size_t errlen)
     return 0;
 }
 
+static void cl_gate_open(rt_ctx *c);
+
 static void cl_close(rt_ctx *c)
 {
     if (!c) return;
+    cl_gate_open(c); /* a queue held by the gate would never finish */
     cl.clFinish(c->queue);
     cl.clReleaseCommandQueue(c->queue);
     cl.clReleaseContext(c->context);
@@ -507,6 +513,42 @@ static int cl_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
     return 0;
 }
 
+/* The timing gate: a marker that waits on a user event the host completes, which holds the
+ * in-order queue behind it. The host always opens it, so it never gives up (late is 0). */
+static int cl_gate_hold(rt_ctx *c, double timeout_s, char *err, size_t errlen)
+{
+    (void)timeout_s;
+    if (!cl.clCreateUserEvent || !cl.clSetUserEventStatus || !cl.clEnqueueMarkerWithWaitList)
+        FAIL("%s", "this OpenCL (before 1.2) has no user events and markers with wait lists");
+    if (c->gate) FAIL("%s", "the timing gate is already held");
+    cl_int e = CL_SUCCESS;
+    cl_event ue = cl.clCreateUserEvent(c->context, &e);
+    if (e != CL_SUCCESS) FAIL("clCreateUserEvent: %s", cl_errstr(e));
+    e = cl.clEnqueueMarkerWithWaitList(c->queue, 1, &ue, NULL);
+    if (e != CL_SUCCESS) {
+        cl.clSetUserEventStatus(ue, CL_COMPLETE);
+        cl.clReleaseEvent(ue);
+        FAIL("clEnqueueMarkerWithWaitList (the timing gate): %s", cl_errstr(e));
+    }
+    c->gate = ue;
+    return 0;
+}
+
+static void cl_gate_open(rt_ctx *c)
+{
+    if (!c->gate) return;
+    cl.clSetUserEventStatus(c->gate, CL_COMPLETE);
+    cl.clReleaseEvent(c->gate);
+    c->gate = NULL;
+    cl.clFlush(c->queue);
+}
+
+static long cl_gate_late(rt_ctx *c)
+{
+    (void)c;
+    return 0;
+}
+
 static int cl_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms)
 {
     (void)c;
@@ -547,4 +589,7 @@ const rt_runtime rt_opencl = {
     .finish = cl_finish,
     .elapsed_ms = cl_elapsed_ms,
     .event_free = cl_event_free,
+    .gate_hold = cl_gate_hold,
+    .gate_open = cl_gate_open,
+    .gate_late = cl_gate_late,
 };

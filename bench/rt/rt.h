@@ -140,6 +140,17 @@ typedef struct rt_runtime {
     /* Optional: names the compiler compile_offline uses, with its version ("NVRTC 12.4"),
      * into out; 0, or RT_ERR when it cannot be loaded. */
     int (*offline_compiler)(char *out, size_t len);
+
+    /* Optional (NULL where the runtime has none): the timing gate (bench/timing.c).
+     * gate_hold enqueues a command that holds the queue until gate_open, so that the batch
+     * enqueued between the two runs back to back on the device, whatever the host spent
+     * enqueuing it. A hold not opened within timeout_s gives up (the batch then ran with the
+     * host's gaps in it) and counts itself in gate_late, which is read after finish. Nothing
+     * between hold and open may wait on the device. gate_hold: 0, or RT_ERR with err (the
+     * gate cannot be used on this device; time without it). */
+    int (*gate_hold)(rt_ctx *ctx, double timeout_s, char *err, size_t errlen);
+    void (*gate_open)(rt_ctx *ctx);
+    long (*gate_late)(rt_ctx *ctx);
 } rt_runtime;
 
 /* ---- registry ---- */
