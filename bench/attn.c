@@ -599,18 +599,21 @@ typedef struct {
     int nargs, split;
 } launch_plan;
 
+/* The timer's enqueue_fn: the forward launch, and attn_combine's after it for a split. */
 static int enqueue_plan(void *arg, rt_event **first, rt_event **last, char *err, size_t errlen)
 {
     launch_plan *p = arg;
     const rt_runtime *rt = p->r->dev.rt;
-    int rc = rt->launch(p->r->ctx, p->m->fwd, p->grid, p->block, p->dyn_shared, p->args, p->nargs, first, err, errlen);
+    const int two = p->split > 1;
+    rt_event **fwd_ev = first ? first : two ? NULL : last; /* one launch: one event for both ends */
+    int rc = rt->launch(p->r->ctx, p->m->fwd, p->grid, p->block, p->dyn_shared, p->args, p->nargs, fwd_ev, err, errlen);
     if (rc != 0) return rc;
-    if (p->split > 1) {
+    if (two) {
         rc = rt->launch(p->r->ctx, p->m->combine, p->cgrid, p->block, 0, p->cargs, 5, last, err, errlen);
-        if (rc != 0) { rt->event_free(*first); *first = NULL; }
+        if (rc != 0 && first) { rt->event_free(*first); *first = NULL; }
         return rc;
     }
-    *last = *first;
+    if (first && last) *last = *first;
     return 0;
 }
 
@@ -839,7 +842,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     }
     timing_opts topt = o->timing;
     topt.tm = r->tm;
-    rc = time_device(rt, r->ctx, enqueue_plan, &p, &topt, &res->us, &res->tel, reason, sizeof reason);
+    rc = time_device(rt, r->ctx, enqueue_plan, &p, &topt, &res->us, &res->tel, &res->how, reason, sizeof reason);
     if (rc != 0) {
         set_status(res, rc == RT_ETIMEOUT ? ST_TIMEOUT : ST_LAUNCH_ERROR, reason);
         if (rc == RT_ETIMEOUT) goto hung;

@@ -29,6 +29,7 @@ typedef struct {
     verify_result ver;
     stats_t us;           /* valid when status is ok and not verify_only */
     telemetry_summary tel; /* the GPU's clocks and power over the timed runs (tel.samples 0: none) */
+    timing_method how;    /* launches a sample, the gate, the host's enqueue time (timed rows) */
     rt_kernel_attrs attrs;
     double compile_ms;    /* 0 when the module was already compiled or came from the disk cache */
 } attn_result;

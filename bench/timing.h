@@ -1,5 +1,8 @@
-/* timing.h: the one timing protocol for device work: warm-up, then repetitions timed with
- * device events until a time budget (and a minimum count) is met; median/p20/p80/min. */
+/* timing.h: the one timing protocol for device work, ours and the vendors' alike: warm-up,
+ * then batches of runs enqueued back to back behind a gate (so the host's cost of enqueuing
+ * them never reaches the device's timeline) and timed by device events at the batch's ends,
+ * until a time budget (and a minimum count) is met; a sample is a batch's time per run;
+ * median/p20/p80/min over the samples, and the host's enqueue time per run on the side. */
 #ifndef FABENCH_TIMING_H
 #define FABENCH_TIMING_H
 
@@ -14,7 +17,7 @@ typedef struct {
     double warmup_s;  /* wall time spent warming up (at least one run) */
     double budget_s;  /* wall time for timed repetitions */
     int min_reps, max_reps;
-    double timeout_s; /* one batch of runs longer than this is a hang */
+    double timeout_s; /* one run longer than this is a hang (a batch of n runs may take n times it) */
     double abandon_us; /* > 0: the first timed run alone, and no more when it is slower than this
                         * (a tuner's hopeless candidate: one honest sample instead of a full budget) */
     telemetry *tm;     /* NULL, or the GPU's clocks and power sampled over the timed repetitions */
@@ -25,19 +28,40 @@ typedef struct {
 
 #define TELEMETRY_PERIOD_MS 10 /* one sample of the GPU's clocks and power every 10 ms */
 
+/* How the samples were taken: perf.csv's launch_us, batch and timer columns. */
+typedef struct {
+    double launch_us; /* the host's time to enqueue one run, median over the timed batches (NAN: not read) */
+    int batch;        /* runs enqueued back to back in one batch (0: not timed) */
+    char timer[16];   /* "gated": each batch held until wholly enqueued; "queue": no gate, so the
+                       * host's gaps between runs can enter the time (a runtime without one) */
+    long late;        /* gated batches whose gate gave up before the host opened it (left out) */
+} timing_method;
+
+/* The runs of one batch: with no L2 flush a sample is the whole batch's device time over
+ * its runs (events at its two ends only), so the batch is as long as TIMING_BATCH_US allows
+ * and at most TIMING_MAX_BATCH runs (within the queue depth a driver takes before it blocks
+ * the host, which under a gate would wait for itself); with the flush every run is timed on
+ * its own between its flushes, TIMING_MAX_FLUSHED of them a batch. */
+#define TIMING_BATCH_US 1000.0
+#define TIMING_MAX_BATCH 128
+#define TIMING_MAX_FLUSHED 32
+int timing_batch_size(double run_us, int flushed);
+
 void timing_defaults(timing_opts *o);
 /* How much to overwrite to flush the device's cache: twice its size, at least 32 MiB (64 MiB
  * when the runtime does not say), at most a quarter of the largest buffer; a multiple of 4. */
 size_t timing_flush_bytes(const rt_device_info *info);
 
-/* Enqueues one run of the work being timed; sets *first and *last to the events of its
- * first and last launch (the same event for one launch). */
+/* Enqueues one run of the work being timed, asynchronously. When first is not NULL, *first
+ * gets the event of the run's first launch; when last is not NULL, *last that of its last
+ * launch (one event for both when the run is one launch: *first == *last). */
 typedef int (*enqueue_fn)(void *arg, rt_event **first, rt_event **last, char *err, size_t errlen);
 
-/* Times fn. Samples are in microseconds. With o->tm the repetitions (not the warm-up) are
- * watched and *tel (may be NULL) gets the summary; without it tel->samples is 0.
- * Returns 0, RT_ETIMEOUT or RT_ERR (err filled). */
+/* Times fn. Samples are in microseconds per run. With o->tm the repetitions (not the
+ * warm-up) are watched and *tel (may be NULL) gets the summary; without it tel->samples is
+ * 0. *how (may be NULL) says how the samples were taken. Returns 0, RT_ETIMEOUT or RT_ERR
+ * (err filled). */
 int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, const timing_opts *o,
-                stats_t *st, telemetry_summary *tel, char *err, size_t errlen);
+                stats_t *st, telemetry_summary *tel, timing_method *how, char *err, size_t errlen);
 
 #endif
