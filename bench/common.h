@@ -130,6 +130,16 @@ void fb_slug(const char *in, char *out, size_t outlen);
  * with err naming the path that could not be made and why. */
 int fb_mkdir_p(const char *path, char *err, size_t errlen);
 
+/* The run a results row belongs to: $FABENCH_RUN_ID when set (run.sh and tools/rounds.sh give
+ * the commands of one evaluation pass one id, so ours and the vendors' rows pair by it), else
+ * an id made once per process from the UTC time, the host and the process id. */
+const char *fb_run_id(void);
+/* 0 when $FABENCH_RUN_ID is unset or a usable id (1..64 of [A-Za-z0-9._:-]); else -1 with
+ * err saying why (checked before a command writes anything). */
+int fb_run_id_check(char *err, size_t errlen);
+/* The UTC time now, ISO 8601 to the second: "2026-12-07T09:15:02Z". */
+void fb_utc_now(char *out, size_t len);
+
 /* Monotonic clock in seconds. */
 double fb_now(void);
 /* Sleeps s seconds (through interruptions); nothing for s <= 0. */

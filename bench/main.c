@@ -66,6 +66,11 @@ int main(int argc, char **argv)
 {
     if (argc < 2) { usage_main(stderr); return FB_EXIT_BADINPUT; }
     const char *cmd = argv[1];
+    char err[FB_ERRLEN];
+    if (fb_run_id_check(err, sizeof err) != 0) { /* rows would carry it: refused before any work */
+        fprintf(stderr, "fabench: %s\n", err);
+        return FB_EXIT_BADINPUT;
+    }
     if (!strcmp(cmd, "devices")) return cmd_devices(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);

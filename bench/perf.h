@@ -10,6 +10,7 @@
 #include "refcheck.h"
 #include "stats.h"
 #include "telemetry.h"
+#include "timing.h"
 
 extern const char *const perf_header[];
 extern const size_t perf_ncols;
@@ -24,6 +25,7 @@ typedef struct {
     const stats_t *us;        /* NULL: not timed */
     const telemetry_summary *tel; /* NULL or no samples: the GPU's clocks and power not read */
     int l2_flush;             /* the device's cache was flushed before every run (--l2-flush) */
+    const timing_method *how; /* NULL: how the samples were taken is not known */
 } perf_row;
 
 /* Opens perf.csv at path for appending (csvt_open_append), accepting a file written

@@ -341,7 +341,7 @@ int cmd_run(int argc, char **argv)
         perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = "portable", .config = cfgs,
                        .config_source = source, .shape = s, .dt = dt, .status = res.status, .reason = res.reason,
                        .ver = &res.ver, .us = ok && !ao.verify_only ? &res.us : NULL, .tel = &res.tel,
-                       .l2_flush = l2_flush};
+                       .l2_flush = l2_flush, .how = &res.how};
         if (perf_put(table, &pr, update) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
             fprintf(stderr, "fabench run: %s\n", err);
             fatal = 1;

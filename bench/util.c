@@ -440,6 +440,57 @@ void fb_slug(const char *in, char *out, size_t outlen)
     if (o == 0) snprintf(out, outlen, "unknown");
 }
 
+void fb_utc_now(char *out, size_t len)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&now, &tm) || !strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm)) snprintf(out, len, "unknown");
+}
+
+static int run_id_char(int c) { return isalnum(c) || c == '.' || c == '_' || c == ':' || c == '-'; }
+
+int fb_run_id_check(char *err, size_t errlen)
+{
+    const char *env = getenv("FABENCH_RUN_ID");
+    if (!env) return 0;
+    size_t n = strlen(env);
+    for (size_t i = 0; i < n; i++)
+        if (!run_id_char((unsigned char)env[i])) {
+            snprintf(err, errlen, "FABENCH_RUN_ID='%.80s': character %zu is not one of A-Z a-z 0-9 . _ : -", env, i + 1);
+            return -1;
+        }
+    if (n == 0 || n > 64) {
+        snprintf(err, errlen, "FABENCH_RUN_ID must be 1 to 64 characters (it has %zu)", n);
+        return -1;
+    }
+    return 0;
+}
+
+const char *fb_run_id(void)
+{
+    static char id[80]; /* set once, on the first call (commands run on one thread) */
+    if (id[0]) return id;
+    char e[8];
+    const char *env = getenv("FABENCH_RUN_ID");
+    if (env && fb_run_id_check(e, sizeof e) == 0) {
+        snprintf(id, sizeof id, "%s", env);
+        return id;
+    }
+    char host[64] = "host", t[32];
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = 0;
+    fb_utc_now(t, sizeof t);
+    /* 20261207T091502Z-<host hash>-<pid>: sorts by time, unique across hosts and processes */
+    char compact[32];
+    size_t k = 0;
+    for (const char *c = t; *c && k + 1 < sizeof compact; c++)
+        if (*c != '-' && *c != ':') compact[k++] = *c;
+    compact[k] = 0;
+    snprintf(id, sizeof id, "%s-%06llx-%ld", compact,
+             (unsigned long long)(fb_fnv1a(FB_FNV_OFFSET, host, strlen(host)) & 0xffffffull), (long)getpid());
+    return id;
+}
+
 double fb_now(void)
 {
     struct timespec ts;
