@@ -37,7 +37,7 @@ static void usage(FILE *f)
             "the vendor's reason. Vendors: torch (SDPA flash, efficient, cudnn; FlexAttention),\n"
             "cudnn (cuDNN's fused flash attention through its backend graph API).\n\n"
             "  --device SEL       the GPU, as `fabench devices` lists it (cuda:0)\n"
-            "  --impl LIST        only these implementations (torch-flash,torch-efficient,torch-cudnn,flex,cudnn)\n"
+            "  --impl LIST        only these implementations (torch-flash,torch-efficient,torch-cudnn,flex,flex-autotune,cudnn)\n"
             "  --configs-out FILE.csv  also write how many configurations each vendor's own selection\n"
             "                     offered per shape (impl,scope,configs,method)\n"
             "  --append, --update, --resume, --manifest FILE, --dtype T, --budget S, --warmup S, --rest S,\n"
@@ -239,12 +239,13 @@ int cmd_vendors(int argc, char **argv)
     char tmpl[] = "/tmp/fabench-vendors-XXXXXX";
     char *tdir = any ? mkdtemp(tmpl) : NULL;
     if (any && !tdir) { fprintf(stderr, "fabench vendors: cannot make a temporary folder\n"); any = 0; }
-    char qp[128], kp[128], vp[128], op[128];
+    char qp[128], kp[128], vp[128], op[128], lp[128];
     if (tdir) {
         snprintf(qp, sizeof qp, "%s/q.bin", tdir);
         snprintf(kp, sizeof kp, "%s/k.bin", tdir);
         snprintf(vp, sizeof vp, "%s/v.bin", tdir);
         snprintf(op, sizeof op, "%s/o.bin", tdir);
+        snprintf(lp, sizeof lp, "%s/lse.bin", tdir);
     }
     signal(SIGINT, on_sigint);
     int failures = 0, fatal = 0;
@@ -262,9 +263,10 @@ int cmd_vendors(int argc, char **argv)
         }
         size_t es = dtype_size(dt), nq = shape_q_elems(s), nkv = shape_kv_elems(s);
         void *q = malloc(nq * es), *k = malloc(nkv * es), *v = malloc(nkv * es), *o = malloc(nq * es);
-        if (!q || !k || !v || !o) {
+        float *lse = malloc(shape_out_rows(s) * sizeof *lse); /* a vendor's log-sum-exp, where it returns one */
+        if (!q || !k || !v || !o || !lse) {
             fprintf(stderr, "fabench vendors: %s: host memory exhausted\n", s->name);
-            free(q); free(k); free(v); free(o);
+            free(q); free(k); free(v); free(o); free(lse);
             continue;
         }
         fb_fill_inputs(s, dt, seed, q, k, v);
@@ -272,7 +274,8 @@ int cmd_vendors(int argc, char **argv)
             fprintf(stderr, "fabench vendors: cannot write the inputs to %s\n", tdir);
             fatal = 1;
         }
-        vendor_inputs in = {.q = q, .k = k, .v = v, .qpath = qp, .kpath = kp, .vpath = vp, .opath = op};
+        vendor_inputs in = {.q = q, .k = k, .v = v, .qpath = qp, .kpath = kp, .vpath = vp, .opath = op,
+                            .lse = lse, .lsepath = lp};
         attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
         fb_refcache ref = {0}; /* the reference rows, computed once for all the vendors of the shape */
         for (size_t vi = 0; vi < NVENDORS && !fatal && !interrupted; vi++) {
@@ -281,7 +284,9 @@ int cmd_vendors(int argc, char **argv)
                 if (!wanted(*im, impls)) continue;
                 if (resume && perf_has(table, dev.info.name, dev.rt->name, *im, s->name, dt)) continue;
                 fb_poison(o, nq, dt);
+                fb_poison_f32(lse, shape_out_rows(s));
                 unlink(op);
+                unlink(lp);
                 vendor_result vr = {0};
                 /* the adapter itself broke: a launch_error row says so (a failure, not a gap),
                  * and the vendor's session is closed, its other implementations skipped */
@@ -297,14 +302,14 @@ int cmd_vendors(int argc, char **argv)
                 status_t status = vr.status;
                 const char *reason = vr.reason;
                 if (status == ST_OK) {
-                    fb_verify_cached(&prob, q, k, v, o, NULL, verify_rows, seed, &ref, &ver);
+                    fb_verify_cached(&prob, q, k, v, o, vr.has_lse ? lse : NULL, verify_rows, seed, &ref, &ver);
                     if (!ver.pass) { status = ST_WRONG_RESULT; reason = ver.reason; }
                     else if (stats_compute_times(vr.samples_us, vr.nsamples, &st) != 0) { status = ST_LAUNCH_ERROR; reason = "no valid timing samples"; }
                 }
                 perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = *im, .config = vr.config,
                                .config_source = "vendor", .shape = s, .dt = dt, .status = status, .reason = reason,
                                .ver = &ver, .us = status == ST_OK ? &st : NULL, .tel = &vr.tel,
-                               .l2_flush = l2_flush};
+                               .l2_flush = l2_flush, .how = &vr.how};
                 if (perf_put(table, &pr, update) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
                     fprintf(stderr, "fabench vendors: %s\n", err);
                     fatal = 1;
@@ -333,12 +338,12 @@ int cmd_vendors(int argc, char **argv)
             }
         }
         fb_refcache_clear(&ref);
-        free(q); free(k); free(v); free(o);
+        free(q); free(k); free(v); free(o); free(lse);
     }
     for (size_t vi = 0; vi < NVENDORS; vi++)
         if (vs[vi]) all_vendors[vi]->close(vs[vi]);
     telemetry_close(topt.tm);
-    if (tdir) { unlink(qp); unlink(kp); unlink(vp); unlink(op); rmdir(tdir); }
+    if (tdir) { unlink(qp); unlink(kp); unlink(vp); unlink(op); unlink(lp); rmdir(tdir); }
     if (!any && !quiet) fprintf(stderr, "fabench vendors: no vendor library is available here; %s has no rows\n", out);
     if (resumed && !quiet) fprintf(stderr, "fabench vendors: --resume: %zu shapes already had rows in %s\n", resumed, out);
     csvt_free(ctab);

@@ -43,6 +43,27 @@ class Protocol(unittest.TestCase):
             with self.assertRaises(ValueError):
                 adapter.parse_request(REQ + bad)
 
+    def test_batch_request(self):
+        # the batch rule of bench/timing.h travels in the request; its defaults are the same
+        r = adapter.parse_request(REQ + " batch_us=500 max_batch=64 max_flushed=16 lse=/t/l")
+        self.assertEqual((r["batch_us"], r["max_batch"], r["max_flushed"], r["lse"]), (500.0, 64, 16, "/t/l"))
+        d = adapter.parse_request(REQ)
+        self.assertEqual((d["batch_us"], d["max_batch"], d["max_flushed"]), (1000.0, 128, 32))
+        self.assertNotIn("lse", d)
+        for bad in (" max_batch=0", " batch_us=-1", " max_flushed=0"):
+            with self.assertRaises(ValueError):
+                adapter.parse_request(REQ + bad)
+
+    def test_batch_size(self):
+        # timing_batch_size in bench/timing.c: as many runs as fit TIMING_BATCH_US, within limits
+        r = adapter.parse_request(REQ)
+        self.assertEqual(adapter.batch_size(5.0, r, False), 128)
+        self.assertEqual(adapter.batch_size(10.0, r, False), 100)
+        self.assertEqual(adapter.batch_size(10.0, r, True), 32)
+        self.assertEqual(adapter.batch_size(2500.0, r, False), 1)
+        self.assertEqual(adapter.batch_size(0.0, r, False), 1)
+        self.assertEqual(adapter.median([3.0, 1.0, 2.0, 10.0]), 2.5)
+
     def test_bad_requests(self):
         for bad in ("", "go impl=x", REQ.replace(" d=128", ""), REQ.replace("b=4", "b=four"), REQ + " stray"):
             with self.assertRaises(ValueError):
@@ -129,6 +150,21 @@ class RaggedLayouts(unittest.TestCase):
                 out[h, qs] = t.softmax(s, -1) @ v[h // rep, ks]
         return out
 
+    def reference_lse(self, q, k, cu_q, cu_kv, causal):
+        """The natural-log log-sum-exp of every packed query row's scaled, masked scores."""
+        t = self.t
+        out = t.zeros(q.shape[0], q.shape[1], dtype=t.float64)
+        rep = q.shape[0] // k.shape[0]
+        for b in range(len(cu_q) - 1):
+            qs, ks = slice(cu_q[b], cu_q[b + 1]), slice(cu_kv[b], cu_kv[b + 1])
+            for h in range(q.shape[0]):
+                s = q[h, qs] @ k[h // rep, ks].T / q.shape[2] ** 0.5
+                if causal:
+                    nq, nk = s.shape
+                    s = s.masked_fill(t.arange(nk)[None, :] > t.arange(nq)[:, None] + (nk - nq), float("-inf"))
+                out[h, qs] = t.logsumexp(s, -1)
+        return out
+
     def case(self, hq, hkv, d, qlens, klens, causal, page):
         t = self.t
         cu_q = [0]
@@ -184,12 +220,16 @@ class RaggedLayouts(unittest.TestCase):
         for c in self.CASES[:3]:
             r, q, k, v, cu_q, cu_kv, ref = self.case(*c)
             r.update(impl="flex", cu_q=cu_q, cu_kv=cu_kv)
-            call, finish, config = ad.make_call(r, q.float(), k.float(), v.float())
+            call, finish, config, lse = ad.make_call(r, q.float(), k.float(), v.float())
             self.assertTrue(t.allclose(finish(call()).double(), ref, atol=1e-5), c)
+            # its log-sum-exp, natural log, packed [Hq, total_q] as the harness checks it
+            want = self.reference_lse(q, k, cu_q, cu_kv, c[5])
+            self.assertTrue(t.allclose(lse().double(), want, atol=1e-4), c)
         r = {"b": 3, "hq": 4, "hkv": 2, "sq": 2, "skv": 40, "d": 16, "causal": 1, "page": 8, "impl": "flex",
              "cu_q": None, "cu_kv": None}
         q, k, v = (t.randn(*s, generator=self.g) for s in ((3, 4, 2, 16), (3, 2, 40, 16), (3, 2, 40, 16)))
-        call, finish, config = ad.make_call(r, q, k, v)
+        call, finish, config, lse = ad.make_call(r, q, k, v)
+        self.assertEqual(tuple(lse().shape), (3, 4, 2))
         o = finish(call())
         self.assertEqual(tuple(o.shape), (3, 4, 2, 16))
         qp, kp, vp = (adapter.to_packed(x) for x in (q, k, v))

@@ -61,11 +61,43 @@ static void test_result(void **state)
     }
 }
 
+/* How the adapter timed the samples (timer, calls a batch, host time per call) and whether it
+ * wrote a log-sum-exp: all three timing words or none; a malformed one is refused. */
+static void test_result_method(void **state)
+{
+    (void)state;
+    vendor_result r;
+    assert_int_equal(torch_parse_result("result status=ok timer=gated batch=64 launch_us=41.250 lse=1 samples=12.5,13", &r), 0);
+    assert_string_equal(r.how.timer, "gated");
+    assert_int_equal(r.how.batch, 64);
+    assert_true(r.how.launch_us == 41.25);
+    assert_int_equal(r.has_lse, 1);
+    assert_int_equal(r.nsamples, 2);
+    free(r.samples_us);
+    assert_int_equal(torch_parse_result("result status=ok config=padded timer=queue batch=1 launch_us=0 samples=9", &r), 0);
+    assert_string_equal(r.how.timer, "queue");
+    assert_string_equal(r.config, "padded");
+    assert_int_equal(r.has_lse, 0);
+    free(r.samples_us);
+    assert_int_equal(torch_parse_result("result status=ok samples=9", &r), 0); /* an older adapter: not said */
+    assert_int_equal(r.how.batch, 0);
+    free(r.samples_us);
+    const char *bad[] = {"result status=ok timer=gated samples=9", "result status=ok timer=fast batch=1 launch_us=1 samples=9",
+                         "result status=ok timer=gated batch=0 launch_us=1 samples=9",
+                         "result status=ok timer=gated batch=2 launch_us=-1 samples=9",
+                         "result status=ok timer=gated batch=2x launch_us=1 samples=9"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (torch_parse_result(bad[i], &r) != -1) fail_msg("accepted '%s'", bad[i]);
+        assert_null(r.samples_us);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hello),
         cmocka_unit_test(test_result),
+        cmocka_unit_test(test_result_method),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,9 @@ typedef struct {
     const void *q, *k, *v;
     const char *qpath, *kpath, *vpath; /* raw [B, H, S, D] arrays of the dtype */
     const char *opath;                 /* where an out-of-process adapter writes O */
+    float *lse;          /* NULL, or where the vendor puts its log-sum-exp ([B, Hq, Sq] float,
+                          * natural log; packed [Hq, total_q] when ragged) if it returns one */
+    const char *lsepath; /* where an out-of-process adapter writes it */
 } vendor_inputs;
 
 typedef struct {
@@ -29,6 +32,8 @@ typedef struct {
     long configs;          /* configurations the vendor's own selection offered for this shape */
     const char *configs_method; /* how configs was counted (a static string); NULL: not reported */
     telemetry_summary tel; /* the GPU's clocks and power over the timed runs (timing_opts.tm); samples 0: none */
+    timing_method how;     /* how the samples were taken (batch 0: not said) */
+    int has_lse;           /* the vendor wrote its log-sum-exp to vendor_inputs.lse */
 } vendor_result;
 
 typedef struct vendor {

@@ -100,15 +100,29 @@ static int torch_open(const rt_device *dev, vendor_session **out, char *versions
     return 0;
 }
 
+/* The adapter's log-sum-exp file into in->lse: 0, or -1 when it is not whole (then the
+ * row goes unchecked on LSE rather than failing on a file). */
+static int read_lse(const vendor_inputs *in, const shape_t *s)
+{
+    if (!in->lse || !in->lsepath) return -1;
+    size_t bytes = shape_out_rows(s) * sizeof(float);
+    FILE *f = fopen(in->lsepath, "rb");
+    size_t got = f ? fread(in->lse, 1, bytes, f) : 0;
+    if (f) fclose(f);
+    return got == bytes ? 0 : -1;
+}
+
 static int torch_run(vendor_session *vs, const char *impl, const shape_t *s, dtype_t dt, const vendor_inputs *in,
                      void *o, const timing_opts *t, vendor_result *res, char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
     fprintf(vs->to,
             "run impl=%s dtype=%s b=%d hq=%d hkv=%d sq=%d skv=%d d=%d causal=%d q=%s k=%s v=%s o=%s warmup=%g budget=%g "
-            "min_reps=%d max_reps=%d",
+            "min_reps=%d max_reps=%d batch_us=%g max_batch=%d max_flushed=%d",
             impl, dtype_name(dt), s->batch, s->hq, s->hkv, s->sq, s->skv, s->d, s->causal, in->qpath, in->kpath, in->vpath,
-            in->opath, t->warmup_s, t->budget_s, t->min_reps, t->max_reps);
+            in->opath, t->warmup_s, t->budget_s, t->min_reps, t->max_reps, TIMING_BATCH_US, TIMING_MAX_BATCH,
+            TIMING_MAX_FLUSHED);
+    if (in->lse && in->lsepath) fprintf(vs->to, " lse=%s", in->lsepath);
     if (shape_paged(s)) fprintf(vs->to, " page=%d", s->page);
     if (t->l2_flush_bytes) fprintf(vs->to, " flush=%zu", t->l2_flush_bytes);
     if (t->rest_s > 0) fprintf(vs->to, " rest=%g", t->rest_s);
@@ -152,6 +166,7 @@ static int torch_run(vendor_session *vs, const char *impl, const shape_t *s, dty
             snprintf(res->reason, sizeof res->reason, "the adapter's output %s holds %zu of %zu bytes", in->opath, got, bytes);
         }
     }
+    if (res->status == ST_OK && res->has_lse) res->has_lse = read_lse(in, s) == 0;
     return 0;
 }
 

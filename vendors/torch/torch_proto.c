@@ -49,6 +49,28 @@ int torch_parse_hello(const char *line, torch_hello *h)
     return 0;
 }
 
+/* timer=WORD batch=N launch_us=US, all three or none (an older adapter): 0, or -1 when
+ * malformed. */
+static int parse_method(const char *line, timing_method *how)
+{
+    char timer[16], batch[32], launch[64];
+    const int n = (field(line, "timer", timer, sizeof timer) == 0) + (field(line, "batch", batch, sizeof batch) == 0) +
+                  (field(line, "launch_us", launch, sizeof launch) == 0);
+    how->launch_us = NAN;
+    if (n == 0) return 0;
+    if (n != 3) return -1;
+    char *end;
+    long b = strtol(batch, &end, 10);
+    if (*end || b < 1 || b > 1000000) return -1;
+    double l = strtod(launch, &end);
+    if (*end || !(l >= 0) || !isfinite(l)) return -1;
+    if (strcmp(timer, "gated") != 0 && strcmp(timer, "queue") != 0) return -1;
+    how->batch = (int)b;
+    how->launch_us = l;
+    snprintf(how->timer, sizeof how->timer, "%s", timer);
+    return 0;
+}
+
 int torch_parse_result(const char *line, vendor_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -77,6 +99,9 @@ int torch_parse_result(const char *line, vendor_result *res)
         if (n == 0) { free(v); return -1; }
         res->status = ST_OK;
         if (field(line, "config", res->config, sizeof res->config) != 0) res->config[0] = 0;
+        if (parse_method(line, &res->how) != 0) { free(v); return -1; }
+        char lse[8];
+        res->has_lse = field(line, "lse", lse, sizeof lse) == 0 && !strcmp(lse, "1");
         res->samples_us = v;
         res->nsamples = n;
         return 0;
