@@ -980,6 +980,23 @@ static long cu_gate_late(rt_ctx *c)
     return c->gate.state == 1 ? (long)__atomic_load_n(&c->gate.host[1], __ATOMIC_ACQUIRE) : 0;
 }
 
+static void *cu_native_queue(rt_ctx *c) { return c->stream; }
+
+/* An event at this point of the stream: both ends of it are the one recorded event. */
+static int cu_mark(rt_ctx *c, rt_event **ev, char *err, size_t errlen)
+{
+    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    rt_event *re = calloc(1, sizeof *re);
+    if (!re) FAIL("%s", "out of memory");
+    CUresult r = cu.cuEventCreate(&re->start, CU_EVENT_DEFAULT);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuEventCreate", r, free(re));
+    r = cu.cuEventRecord(re->start, c->stream);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuEventRecord", r, cu.cuEventDestroy(re->start), free(re));
+    re->stop = re->start;
+    *ev = re;
+    return 0;
+}
+
 /* ---- launches, waiting, timing ---- */
 
 static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->u = (uint64_t)b->ptr; }
@@ -1076,7 +1093,7 @@ static void cu_event_free(rt_event *ev)
 {
     if (!ev) return;
     cu.cuEventDestroy(ev->start);
-    cu.cuEventDestroy(ev->stop);
+    if (ev->stop != ev->start) cu.cuEventDestroy(ev->stop); /* a mark is one event */
     free(ev);
 }
 
@@ -1108,4 +1125,6 @@ const rt_runtime rt_cuda = {
     .gate_hold = cu_gate_hold,
     .gate_open = cu_gate_open,
     .gate_late = cu_gate_late,
+    .native_queue = cu_native_queue,
+    .mark = cu_mark,
 };

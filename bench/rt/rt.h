@@ -151,6 +151,13 @@ typedef struct rt_runtime {
     int (*gate_hold)(rt_ctx *ctx, double timeout_s, char *err, size_t errlen);
     void (*gate_open)(rt_ctx *ctx);
     long (*gate_late)(rt_ctx *ctx);
+
+    /* Optional, for a vendor library that enqueues its own work on this context's queue
+     * (cuDNN) and is timed by bench/timing.c: native_queue is the runtime's own handle of
+     * the queue (a CUstream); mark enqueues an event at this point of the queue, usable as
+     * either end of elapsed_ms. 0, or RT_ERR with err. */
+    void *(*native_queue)(rt_ctx *ctx);
+    int (*mark)(rt_ctx *ctx, rt_event **ev, char *err, size_t errlen);
 } rt_runtime;
 
 /* ---- registry ---- */
