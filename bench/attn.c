@@ -471,8 +471,9 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
 
 struct attn_precompile_job {
     attn_runner *r;
-    shape_t s;
-    dtype_t dt;
+    shape_t *s;               /* n shapes, or one for every candidate (ns = 1) */
+    dtype_t *dt;
+    long ns;
     kconfig *cands;           /* a copy: the caller's array may go */
     long n, next;
     int write_lse;
@@ -498,7 +499,8 @@ static void *precompile_worker(void *arg)
         if (i >= j->n || (j->stop && *j->stop) || (j->deadline > 0 && fb_now() > j->deadline)) break;
         char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], key[ATTN_KEY_LEN], ckey[33];
         const char *dp[ATTN_MAX_DEFINES];
-        int nd = attn_defines(&j->s, j->dt, &j->cands[i], j->write_lse, defs);
+        const long si = j->ns == 1 ? 0 : i;
+        int nd = attn_defines(&j->s[si], j->dt[si], &j->cands[i], j->write_lse, defs);
         for (int k = 0; k < nd; k++) dp[k] = defs[k];
         defines_key(defs, nd, key);
         module_cache_key(j->r, key, ckey);
@@ -532,18 +534,38 @@ static void *precompile_worker(void *arg)
     return NULL;
 }
 
-attn_precompile_job *attn_precompile_start(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n,
-                                           int write_lse, double deadline, const volatile int *stop)
+static void precompile_free(precompile_job *j)
+{
+    free(j->cands);
+    free(j->s);
+    free(j->dt);
+    free(j);
+}
+
+/* A job over n candidates of ns shapes (1: one shape for all), copied. */
+static precompile_job *precompile_job_new(const shape_t *s, const dtype_t *dt, long ns, const kconfig *cands, long n)
 {
     precompile_job *j = calloc(1, sizeof *j);
     if (!j) return NULL;
-    j->cands = malloc(sizeof *cands * (size_t)(n > 0 ? n : 1));
-    if (!j->cands) { free(j); return NULL; }
+    const size_t nn = (size_t)(n > 0 ? n : 1), nsh = (size_t)(ns > 0 ? ns : 1);
+    j->cands = malloc(sizeof *cands * nn);
+    j->s = malloc(sizeof *s * nsh);
+    j->dt = malloc(sizeof *dt * nsh);
+    if (!j->cands || !j->s || !j->dt) { precompile_free(j); return NULL; }
     memcpy(j->cands, cands, sizeof *cands * (size_t)(n > 0 ? n : 0));
-    j->r = r;
-    j->s = *s;
-    j->dt = dt;
+    memcpy(j->s, s, sizeof *s * nsh);
+    memcpy(j->dt, dt, sizeof *dt * nsh);
+    j->ns = ns;
     j->n = n;
+    return j;
+}
+
+attn_precompile_job *attn_precompile_start(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n,
+                                           int write_lse, double deadline, const volatile int *stop)
+{
+    precompile_job *j = precompile_job_new(s, &dt, 1, cands, n);
+    if (!j) return NULL;
+    j->r = r;
     j->write_lse = write_lse;
     j->deadline = deadline;
     j->stop = stop;
@@ -579,9 +601,26 @@ long attn_precompile_wait(attn_precompile_job *j, int cancel)
     pthread_mutex_destroy(&j->lock);
     long built = j->built;
     j->r->compiled += built;
-    free(j->cands);
-    free(j);
+    precompile_free(j);
     return built;
+}
+
+long attn_precompile_shapes(attn_runner *r, const shape_t *shapes, const dtype_t *dts, const kconfig *cfgs, long n,
+                            int write_lse)
+{
+    precompile_job *j = precompile_job_new(shapes, dts, n, cfgs, n);
+    if (!j) return 0;
+    j->r = r;
+    j->write_lse = write_lse;
+    for (long i = 0; i < n; i++) kconfig_complete(&j->cands[i], &r->dev.info, &j->s[i], j->dt[i]);
+    pthread_mutex_init(&j->lock, NULL);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nth = ncpu > 1 ? (int)(ncpu > 64 ? 64 : ncpu) : 1;
+    j->offline = r->dev.rt->compile_offline != NULL && r->dev.info.arch[0];
+    for (int t = 1; t < nth; t++)
+        if (pthread_create(&j->tid[j->nthreads], NULL, precompile_worker, j) == 0) j->nthreads++;
+    precompile_worker(j);
+    return attn_precompile_wait(j, 0);
 }
 
 long attn_precompile(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n, int write_lse,

@@ -62,6 +62,10 @@ typedef struct attn_precompile_job attn_precompile_job;
 attn_precompile_job *attn_precompile_start(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cands, long n,
                                            int write_lse, double deadline, const volatile int *stop);
 long attn_precompile_wait(attn_precompile_job *j, int cancel);
+/* The same, on all CPU cores before returning, for n (shape, dtype, configuration) triples:
+ * a run's shapes compiled together rather than one at a time as they come. */
+long attn_precompile_shapes(attn_runner *r, const shape_t *shapes, const dtype_t *dts, const kconfig *cfgs, long n,
+                            int write_lse);
 /* Binaries this runner compiled, and loaded from the disk cache, so far. */
 void attn_counts(const attn_runner *r, long *compiled, long *cached);
 /* 1 once a launch hung or a kernel fault left the device unusable for this process: every

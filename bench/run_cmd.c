@@ -92,6 +92,81 @@ static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 
 
+/* The configuration shape s runs with and where it came from (perf.csv's config_source):
+ * --config alone, or with --tuned the tuning table's row for its class (else the nearest
+ * class's, else the runtime's default) with --config's keys over it. 0, or 2 with err when
+ * the tuning table is bad input. */
+static int shape_config(int tuned, const char *tuning_path, const rt_device *dev, const kconfig *user, const shape_t *s,
+                        dtype_t dt, kconfig *out, char *source, size_t slen, char *err, size_t errlen)
+{
+    kconfig cfg = *user;
+    kconfig shape_cfg = cfg;
+    snprintf(source, slen, "%s", cfg.set ? "--config" : "default");
+    if (tuned) {
+        int lr = tune_lookup(tuning_path, dev, s, dt, &shape_cfg, source, slen, err, errlen);
+        if (lr == 2) return 2;
+        if (lr == 0) shape_cfg = cfg;
+        else if (cfg.set) { /* the user's --config keys win over the tuned ones */
+            kconfig_overlay(&shape_cfg, &cfg);
+            size_t n = strlen(source);
+            snprintf(source + n, slen - n, " + --config");
+        }
+        /* a ragged batch may take a dense class's row (the nearest): what ragged batches do
+         * not support yet (split-KV and its fused merge, GQA packing, persistent work-groups
+         * and the longest-first order, which walk dense query blocks, and Q or O through the
+         * copy engine, whose tensor maps are dense) is dropped, unless --config set it */
+        if (lr != 0 && shape_ragged(s)) {
+            const struct { int *v, off; uint64_t set; const char *name; } drop[] = { /* (SPLIT_KV: 0 when a row names none) */
+                {&shape_cfg.split_kv, shape_cfg.split_kv > 1 ? 1 : shape_cfg.split_kv, CFG_SPLIT_KV, "SPLIT_KV=1"},
+                {&shape_cfg.pack_gqa, 0, CFG_PACK_GQA, "PACK_GQA=0"},
+                {&shape_cfg.wg_persist, 0, CFG_WG_PERSIST, "WG_PERSIST=0"},
+                {&shape_cfg.wg_dynamic, 0, CFG_WG_DYNAMIC, "WG_DYNAMIC=0"},
+                {&shape_cfg.wg_qprefetch, 0, CFG_WG_QPREFETCH, "WG_QPREFETCH=0"}, {&shape_cfg.grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"},
+                {&shape_cfg.wg_qtma, 0, CFG_WG_QTMA, "WG_QTMA=0"}, {&shape_cfg.wg_otma, 0, CFG_WG_OTMA, "WG_OTMA=0"},
+                {&shape_cfg.split_fuse, 0, CFG_SPLIT_FUSE, "SPLIT_FUSE=0"}};
+            char dropped[256] = "";
+            for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
+                if (*drop[k].v != drop[k].off && !(cfg.set & drop[k].set)) {
+                    *drop[k].v = drop[k].off;
+                    size_t n = strlen(dropped);
+                    snprintf(dropped + n, sizeof dropped - n, "%s%s", n ? ", " : "", drop[k].name);
+                }
+            if (dropped[0]) {
+                size_t n = strlen(source);
+                snprintf(source + n, slen - n, " (ragged: %s)", dropped);
+            }
+        }
+    }
+    *out = shape_cfg;
+    return 0;
+}
+
+/* Every shape's configuration compiled into the disk cache at once, on all cores, so the
+ * loop only loads them (a fresh GPU machine has an empty cache: one NVRTC build after the
+ * other held the GPU idle for minutes). Shapes whose configuration cannot be found are left
+ * to the loop, which says why. */
+static void precompile_run(attn_runner *runner, const shape_list_t *shapes, int have_dtype, dtype_t dtype, int tuned,
+                           const char *tuning_path, const rt_device *dev, const kconfig *user, int write_lse)
+{
+    shape_t *sv = malloc(sizeof *sv * (shapes->n ? shapes->n : 1));
+    dtype_t *dv = malloc(sizeof *dv * (shapes->n ? shapes->n : 1));
+    kconfig *cv = malloc(sizeof *cv * (shapes->n ? shapes->n : 1));
+    long n = 0;
+    for (size_t i = 0; sv && dv && cv && i < shapes->n; i++) {
+        const shape_t *s = &shapes->v[i];
+        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        char source[300], err[FB_ERRLEN];
+        if (shape_config(tuned, tuning_path, dev, user, s, dt, &cv[n], source, sizeof source, err, sizeof err) != 0)
+            continue;
+        sv[n] = *s;
+        dv[n++] = dt;
+    }
+    if (n > 1) attn_precompile_shapes(runner, sv, dv, cv, n, write_lse);
+    free(sv);
+    free(dv);
+    free(cv);
+}
+
 int cmd_run(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SHAPES, O_SUITE, O_OUT, O_APPEND, O_CONFIG, O_DTYPE, O_MANIFEST, O_VERIFY_ONLY,
@@ -277,6 +352,7 @@ int cmd_run(int argc, char **argv)
         return 1;
     }
     if (!quiet) fprintf(stderr, "fabench run: %zu shapes on %s:%d (%s)\n", shapes.n, dev.rt->name, dev.index, dev.info.name);
+    precompile_run(runner, &shapes, have_dtype, dtype, tuned, tuning_path, &dev, &cfg, ao.write_lse);
     signal(SIGINT, on_sigint);
     int failures = 0, fatal = 0;
     size_t resumed = 0;
@@ -287,47 +363,12 @@ int cmd_run(int argc, char **argv)
             resumed++;
             continue;
         }
-        kconfig shape_cfg = cfg;
-        char source[300] = "default";
-        if (cfg.set) snprintf(source, sizeof source, "--config");
-        if (tuned) {
-            int lr = tune_lookup(tuning_path, &dev, s, dt, &shape_cfg, source, sizeof source, err, sizeof err);
-            if (lr == 2) {
-                fprintf(stderr, "fabench run: %s\n", err);
-                fatal = 2;
-                break;
-            }
-            if (lr == 0) shape_cfg = cfg;
-            else if (cfg.set) { /* the user's --config keys win over the tuned ones */
-                kconfig_overlay(&shape_cfg, &cfg);
-                size_t n = strlen(source);
-                snprintf(source + n, sizeof source - n, " + --config");
-            }
-            /* a ragged batch may take a dense class's row (the nearest): what ragged batches do
-             * not support yet (split-KV and its fused merge, GQA packing, persistent work-groups
-             * and the longest-first order, which walk dense query blocks, and Q or O through the
-             * copy engine, whose tensor maps are dense) is dropped, unless --config set it */
-            if (lr != 0 && shape_ragged(s)) {
-                const struct { int *v, off; uint64_t set; const char *name; } drop[] = { /* (SPLIT_KV: 0 when a row names none) */
-                    {&shape_cfg.split_kv, shape_cfg.split_kv > 1 ? 1 : shape_cfg.split_kv, CFG_SPLIT_KV, "SPLIT_KV=1"},
-                    {&shape_cfg.pack_gqa, 0, CFG_PACK_GQA, "PACK_GQA=0"},
-                    {&shape_cfg.wg_persist, 0, CFG_WG_PERSIST, "WG_PERSIST=0"},
-                    {&shape_cfg.wg_dynamic, 0, CFG_WG_DYNAMIC, "WG_DYNAMIC=0"},
-                    {&shape_cfg.wg_qprefetch, 0, CFG_WG_QPREFETCH, "WG_QPREFETCH=0"}, {&shape_cfg.grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"},
-                    {&shape_cfg.wg_qtma, 0, CFG_WG_QTMA, "WG_QTMA=0"}, {&shape_cfg.wg_otma, 0, CFG_WG_OTMA, "WG_OTMA=0"},
-                    {&shape_cfg.split_fuse, 0, CFG_SPLIT_FUSE, "SPLIT_FUSE=0"}};
-                char dropped[256] = "";
-                for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
-                    if (*drop[k].v != drop[k].off && !(cfg.set & drop[k].set)) {
-                        *drop[k].v = drop[k].off;
-                        size_t n = strlen(dropped);
-                        snprintf(dropped + n, sizeof dropped - n, "%s%s", n ? ", " : "", drop[k].name);
-                    }
-                if (dropped[0]) {
-                    size_t n = strlen(source);
-                    snprintf(source + n, sizeof source - n, " (ragged: %s)", dropped);
-                }
-            }
+        kconfig shape_cfg;
+        char source[300];
+        if (shape_config(tuned, tuning_path, &dev, &cfg, s, dt, &shape_cfg, source, sizeof source, err, sizeof err) != 0) {
+            fprintf(stderr, "fabench run: %s\n", err);
+            fatal = 2;
+            break;
         }
         attn_result res;
         if (attn_run(runner, s, dt, &shape_cfg, &ao, &res, err, sizeof err) != 0) {
