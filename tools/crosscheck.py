@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""crosscheck.py: fabench's times checked by paths that do not go through its timer.
+
+    crosscheck.py graph SHAPES.csv OUT.csv [--impl LIST] [--device N]
+        The PyTorch implementations on every shape, timed by CUDA-graph replay: the call
+        (built by the adapter, so the same call fabench times) captured n times in one
+        graph, the graph replayed between two events, time per call = elapsed / n; the
+        median of 15 replays. No gate, no Python between calls: the host cannot enter.
+    crosscheck.py ncu NCU.csv... --out OUT.csv
+        Per (shape, impl) kernel times from Nsight Compute's CSV (gpu__time_duration.sum,
+        --clock-control none, --cache-control none): the median of each kernel name's
+        launches, summed over the kernel names of one run (a split's forward and combine).
+        Each NCU.csv is named IMPL@SHAPE.ncu.csv by tools/crosscheck.sh.
+    crosscheck.py report PERF.csv --check OUT.csv [--check ...] --out CROSSCHECK.csv
+        Pairs every ok perf.csv row with the second path's time of the same (impl, shape):
+        ratio = perf median / check median, and whether they agree (within 5%, or 1 us
+        for short kernels). Prints a summary per implementation; exit 1 when fewer than
+        --need shapes agree for any implementation that has a check.
+"""
+import argparse
+import csv
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "vendors", "torch"))
+
+TORCH_IMPLS = ("torch-flash", "torch-efficient", "torch-cudnn", "flex", "flex-autotune")
+REL_TOL, ABS_TOL_US = 0.05, 1.0
+
+
+def read_shapes(path):
+    """Shape rows of a fabench shapes file as dicts of the adapter's request keys."""
+    import adapter  # noqa: F401  (its helpers build the calls)
+    out = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            r = {k: int(row[k]) for k in ("batch", "hq", "hkv", "sq", "skv", "d", "causal")}
+            r = {"name": row["name"], "b": r["batch"], "hq": r["hq"], "hkv": r["hkv"], "sq": r["sq"],
+                 "skv": r["skv"], "d": r["d"], "causal": r["causal"], "dtype": row.get("dtype") or "bf16",
+                 "page": int(row.get("page") or 0), "lens": row.get("lens") or "", "qlens": row.get("qlens") or ""}
+            r["cu_q"], r["cu_kv"] = cu_seqlens(r)
+            out.append(r)
+    return out
+
+
+def frac_len(frac, most):
+    """bench/util.c's frac_len: max(1, round(frac * most)), at most most."""
+    return min(most, max(1, int(frac * most + 0.5)))
+
+
+def cu_seqlens(r):
+    """bench/shapes.c's ragged lengths: lens (keys, and queries when qlens is empty) and
+    qlens as fractions of sq and skv, repeated over the batch; None for a dense row."""
+    if not r["lens"] and not r["qlens"]:
+        return None, None
+    lens = [float(x) for x in r["lens"].split(";")] if r["lens"] else [1.0]
+    qlens = [float(x) for x in r["qlens"].split(";")] if r["qlens"] else lens
+    cq, ck = [0], [0]
+    for b in range(r["b"]):
+        cq.append(cq[-1] + frac_len(qlens[b % len(qlens)], r["sq"]))
+        ck.append(ck[-1] + frac_len(lens[b % len(lens)], r["skv"]))
+    return cq, ck
+
+
+def graph_time(t, call, reps=15):
+    """Median time per call in us: the call captured n times in one CUDA graph (n so that a
+    replay lasts about 2 ms), each replay between two events."""
+    for _ in range(3):
+        call()
+    t.cuda.synchronize()
+    a, b = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+    a.record()
+    call()
+    b.record()
+    t.cuda.synchronize()
+    n = max(1, min(200, int(2000.0 / max(a.elapsed_time(b) * 1e3, 1.0))))
+    s = t.cuda.Stream()
+    s.wait_stream(t.cuda.current_stream())
+    with t.cuda.stream(s):  # capture from a side stream, after a warm-up on it
+        for _ in range(2):
+            call()
+    t.cuda.current_stream().wait_stream(s)
+    g = t.cuda.CUDAGraph()
+    with t.cuda.graph(g):
+        for _ in range(n):
+            call()
+    g.replay()
+    t.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a.record()
+        g.replay()
+        b.record()
+        t.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / n)
+    return statistics.median(times), n
+
+
+def cmd_graph(args):
+    import torch as t
+    import adapter
+    ad = adapter.Adapter(args.device)
+    impls = args.impl.split(",") if args.impl else list(TORCH_IMPLS)
+    rows = []
+    for r in read_shapes(args.shapes):
+        dt = {"bf16": t.bfloat16, "fp16": t.float16, "fp32": t.float32}[r["dtype"]]
+        if r["cu_q"] is not None:
+            qs, ks = (r["hq"], r["cu_q"][-1], r["d"]), (r["hkv"], r["cu_kv"][-1], r["d"])
+        else:
+            qs, ks = (r["b"], r["hq"], r["sq"], r["d"]), (r["b"], r["hkv"], r["skv"], r["d"])
+        g = t.Generator(device=ad.dev).manual_seed(1)
+        q, k, v = (t.randn(s, generator=g, device=ad.dev, dtype=t.float32).to(dt) for s in (qs, ks, ks))
+        for impl in impls:
+            req = dict(r, impl=impl)
+            status, us, n, why = "ok", "", "", ""
+            try:
+                call, _, _, _ = ad.make_call(req, q, k, v)
+                med, n = graph_time(t, call)
+                us = "%.3f" % med
+            except adapter.Unsupported as e:
+                status, why = "unsupported", str(e)
+            except Exception as e:  # a call that cannot be captured: said, not timed
+                status, why = "error", "%s: %s" % (type(e).__name__, " ".join(str(e).split())[:200])
+            rows.append({"impl": impl, "name": r["name"], "method": "cuda-graph", "median_us": us,
+                         "calls_per_replay": n, "status": status, "reason": why})
+            print("%-16s %-50s %s %s" % (impl, r["name"], us or status, why), file=sys.stderr)
+            t.cuda.empty_cache()
+    write_rows(args.out, rows)
+    return 0
+
+
+def ncu_times(path):
+    """Kernel name -> list of durations in us from one ncu --csv file."""
+    scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6}
+    out = {}
+    with open(path, newline="") as f:
+        lines = [ln for ln in f if ln.startswith('"')]  # ncu prints its own notes before the table
+    for row in csv.DictReader(lines):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        name = row["Kernel Name"]
+        if name.startswith("fb_gate"):
+            continue
+        value = float(row["Metric Value"].replace(",", ""))
+        out.setdefault(name, []).append(value * scale.get(row.get("Metric Unit", "nsecond"), 1e-3))
+    return out
+
+
+def cmd_ncu(args):
+    rows = []
+    for path in args.files:
+        base = os.path.basename(path)
+        if not base.endswith(".ncu.csv") or "@" not in base:
+            print("crosscheck: %s is not named IMPL@SHAPE.ncu.csv" % path, file=sys.stderr)
+            return 2
+        impl, name = base[:-len(".ncu.csv")].split("@", 1)
+        kernels = ncu_times(path)
+        if not kernels:
+            rows.append({"impl": impl, "name": name, "method": "ncu", "median_us": "", "calls_per_replay": "",
+                         "status": "error", "reason": "no kernel times in %s" % base})
+            continue
+        # the last half of each kernel's launches: the first ones are verification and warm-up
+        total = sum(statistics.median(v[len(v) // 2:]) for v in kernels.values())
+        rows.append({"impl": impl, "name": name, "method": "ncu", "median_us": "%.3f" % total,
+                     "calls_per_replay": "", "status": "ok", "reason": ";".join(sorted(k[:60] for k in kernels))})
+    write_rows(args.out, rows)
+    return 0
+
+
+def write_rows(path, rows):
+    cols = ["impl", "name", "method", "median_us", "calls_per_replay", "status", "reason"]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+
+def agree(a, b):
+    return abs(a - b) <= max(REL_TOL * b, ABS_TOL_US)
+
+
+def cmd_report(args):
+    perf = {}
+    for path in args.perf:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["status"] == "ok" and r["median_us"]:
+                    perf[(r["impl"], r["name"])] = r
+    out, per_impl = [], {}
+    for path in args.check:
+        with open(path, newline="") as f:
+            for c in csv.DictReader(f):
+                p = perf.get((c["impl"], c["name"]))
+                if c["status"] != "ok" or not p:
+                    continue
+                a, b = float(p["median_us"]), float(c["median_us"])
+                ok = agree(a, b)
+                per_impl.setdefault(c["impl"], []).append(ok)
+                out.append({"impl": c["impl"], "name": c["name"], "method": c["method"], "fabench_us": "%.3f" % a,
+                            "check_us": "%.3f" % b, "ratio": "%.4f" % (a / b), "agree": int(ok),
+                            "timer": p.get("timer", ""), "launch_us": p.get("launch_us", ""),
+                            "run_id": p.get("run_id", "")})
+    cols = ["impl", "name", "method", "fabench_us", "check_us", "ratio", "agree", "timer", "launch_us", "run_id"]
+    with open(args.out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in out:
+            w.writerow(r)
+    short = []
+    for impl in sorted(per_impl):
+        v = per_impl[impl]
+        ratios = [float(r["ratio"]) for r in out if r["impl"] == impl]
+        print("%-16s %2d of %2d shapes agree (within %d%% or %.0f us); fabench/check median %.3f, range %.3f-%.3f"
+              % (impl, sum(v), len(v), REL_TOL * 100, ABS_TOL_US, statistics.median(ratios), min(ratios), max(ratios)))
+        if sum(v) < args.need:
+            short.append(impl)
+    if short:
+        print("crosscheck: fewer than %d agreeing shapes for %s" % (args.need, ", ".join(short)))
+        return 1
+    return 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("graph")
+    g.add_argument("shapes")
+    g.add_argument("out")
+    g.add_argument("--impl", default="")
+    g.add_argument("--device", type=int, default=0)
+    n = sub.add_parser("ncu")
+    n.add_argument("files", nargs="+")
+    n.add_argument("--out", required=True)
+    r = sub.add_parser("report")
+    r.add_argument("perf", nargs="+")
+    r.add_argument("--check", action="append", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--need", type=int, default=20)
+    args = ap.parse_args(argv)
+    return {"graph": cmd_graph, "ncu": cmd_ncu, "report": cmd_report}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

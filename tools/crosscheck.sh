@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# crosscheck.sh DEVICE OUTDIR [SHAPES.csv]: fabench's times against second paths that do not
+# go through its timer. fabench measures ours (--tuned) and every vendor into OUTDIR/perf.csv
+# (one run id); then the PyTorch implementations are timed again by CUDA-graph replay
+# (tools/crosscheck.py graph), and, where Nsight Compute is on PATH, ours and cuDNN by ncu's
+# kernel durations (--clock-control none --cache-control none: the clocks and the warm caches
+# fabench's rows had). OUTDIR/crosscheck.csv pairs them; the summary says, per implementation,
+# on how many shapes the two agree within 5% (or 1 us). Shapes default to
+# tools/crosscheck/shapes.csv (the smallest shape of every suite and a spread of the rest).
+# Environment: IMPLS (the vendors' implementations, default all), NCU_SHAPES (profile the
+# first N shapes only), NEED (agreeing shapes required per implementation, default 20),
+# FABENCH_BIN (default build/fabench).
+set -u
+[ $# -ge 2 ] || { echo "usage: tools/crosscheck.sh DEVICE OUTDIR [SHAPES.csv]" >&2; exit 2; }
+dev=$1; out=$2; shapes=${3:-tools/crosscheck/shapes.csv}
+fab=${FABENCH_BIN:-build/fabench}
+[ -f "$shapes" ] || { echo "crosscheck: $shapes: no such file" >&2; exit 2; }
+mkdir -p "$out/ncu" || exit 2
+export FABENCH_RUN_ID=${FABENCH_RUN_ID:-crosscheck-$(date -u +%Y%m%dT%H%M%SZ)}
+log=$out/crosscheck.log
+say() { echo "crosscheck: $*" | tee -a "$log" >&2; }
+
+say "fabench: ours and the vendors on $(($(wc -l <"$shapes") - 1)) shapes ($FABENCH_RUN_ID)"
+"$fab" run --device "$dev" --shapes "$shapes" --tuned --out "$out/perf.csv" --manifest "$out/manifest.csv" --quiet >>"$log" 2>&1
+"$fab" vendors --device "$dev" --shapes "$shapes" --out "$out/perf.csv" --append --manifest "$out/manifest.csv" \
+    ${IMPLS:+--impl "$IMPLS"} --quiet >>"$log" 2>&1
+
+torch_impls=$(echo "${IMPLS:-torch-flash,torch-efficient,torch-cudnn,flex,flex-autotune}" | tr ',' '\n' |
+    grep -E '^(torch-|flex)' | paste -sd, -)
+checks=()
+if [ -n "$torch_impls" ]; then
+    say "CUDA-graph replay of $torch_impls"
+    python3 tools/crosscheck.py graph "$shapes" "$out/graph.csv" --impl "$torch_impls" --device "${dev#cuda:}" >>"$log" 2>&1 &&
+        checks+=(--check "$out/graph.csv")
+fi
+
+# ncu profiles one shape a process: the kernels of that shape alone, after their warm-up
+ncu_run() { # IMPL NAME KERNEL_FILTER COMMAND...
+    local impl=$1 name=$2 filter=$3
+    shift 3
+    FABENCH_NO_GATE=1 timeout 180 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+        --csv --print-units base ${filter:+-k "$filter"} --launch-count 60 "$@" >"$out/ncu/$impl@$name.ncu.csv" 2>>"$log"
+}
+if command -v ncu >/dev/null; then
+    say "ncu kernel durations of ours and cuDNN"
+    tail -n +2 "$shapes" | head -n "${NCU_SHAPES:-100000}" | while IFS= read -r line; do
+        name=${line%%,*}
+        one=$out/ncu/$name.shape.csv
+        { head -n 1 "$shapes"; echo "$line"; } >"$one"
+        ncu_run portable "$name" 'regex:^attn_' "$fab" run --device "$dev" --shapes "$one" --tuned \
+            --out "$out/ncu/scratch.csv" --budget 0.05 --quiet
+        case ",${IMPLS:-cudnn}," in *,cudnn,*)
+            ncu_run cudnn "$name" '' "$fab" vendors --impl cudnn --device "$dev" --shapes "$one" \
+                --out "$out/ncu/scratch.csv" --budget 0.05 --quiet ;;
+        esac
+        rm -f "$one" "$out/ncu/scratch.csv"
+    done
+    python3 tools/crosscheck.py ncu "$out"/ncu/*.ncu.csv --out "$out/ncu.csv" >>"$log" 2>&1 && checks+=(--check "$out/ncu.csv")
+else
+    say "no ncu on PATH: ours and cuDNN have no second path here"
+fi
+[ ${#checks[@]} -gt 0 ] || { say "no second path ran"; exit 1; }
+python3 tools/crosscheck.py report "$out/perf.csv" "${checks[@]}" --out "$out/crosscheck.csv" --need "${NEED:-20}" |
+    tee -a "$log"
+exit "${PIPESTATUS[0]}"
