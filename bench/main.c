@@ -1,11 +1,13 @@
 /* main.c: the fabench command line: dispatch to the subcommands (commands.h), `devices`, help. */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "common.h"
 #include "rt.h"
+#include "timing.h"
 
 static void usage_main(FILE *f)
 {
@@ -69,6 +71,10 @@ int main(int argc, char **argv)
     char err[FB_ERRLEN];
     if (fb_run_id_check(err, sizeof err) != 0) { /* rows would carry it: refused before any work */
         fprintf(stderr, "fabench: %s\n", err);
+        return FB_EXIT_BADINPUT;
+    }
+    if (timing_mode_wanted() == TIMER_INVALID) {
+        fprintf(stderr, "fabench: FABENCH_TIMER='%s': graph, gated or queue\n", getenv("FABENCH_TIMER"));
         return FB_EXIT_BADINPUT;
     }
     if (!strcmp(cmd, "devices")) return cmd_devices(argc - 1, argv + 1);

@@ -1,8 +1,10 @@
 /* timing.h: the one timing protocol for device work, ours and the vendors' alike: warm-up,
- * then batches of runs enqueued back to back behind a gate (so the host's cost of enqueuing
- * them never reaches the device's timeline) and timed by device events at the batch's ends,
- * until a time budget (and a minimum count) is met; a sample is a batch's time per run;
- * median/p20/p80/min over the samples, and the host's enqueue time per run on the side. */
+ * then batches of runs back to back, timed by device events at the batch's ends, until a
+ * time budget (and a minimum count) is met; a sample is a batch's time per run; median,
+ * p20, p80 and min over the samples, and the host's enqueue time per run on the side. The
+ * batch is a launch graph replayed by one call where the runtime has graphs (CUDA), else
+ * runs enqueued behind a gate that holds the queue until the whole batch is in it: either
+ * way the host's cost per launch never reaches the device's timeline. */
 #ifndef FABENCH_TIMING_H
 #define FABENCH_TIMING_H
 
@@ -28,12 +30,19 @@ typedef struct {
 
 #define TELEMETRY_PERIOD_MS 10 /* one sample of the GPU's clocks and power every 10 ms */
 
-/* How the samples were taken: perf.csv's launch_us, batch and timer columns. */
+/* How the batches are enqueued: a replayed launch graph (the default where the runtime has
+ * them), runs behind the timing gate, or runs as the host enqueues them (host gaps can enter:
+ * a runtime with neither). The L2 flush times each run between its own flushes and events,
+ * gated. FABENCH_TIMER=graph|gated|queue asks for one (falling back as the runtime allows). */
+typedef enum { TIMER_GRAPH, TIMER_GATED, TIMER_QUEUE, TIMER_INVALID } timing_mode;
+timing_mode timing_mode_wanted(void);   /* FABENCH_TIMER, default graph; TIMER_INVALID if unknown */
+const char *timing_mode_name(timing_mode m);
+
+/* How the samples were taken: perf.csv's launch_us, batch_runs and timer columns. */
 typedef struct {
-    double launch_us; /* the host's time to enqueue one run, median over the timed batches (NAN: not read) */
-    int batch;        /* runs enqueued back to back in one batch (0: not timed) */
-    char timer[16];   /* "gated": each batch held until wholly enqueued; "queue": no gate, so the
-                       * host's gaps between runs can enter the time (a runtime without one) */
+    double launch_us; /* the host's time to enqueue one run (median over the warm-up's runs; NAN: not read) */
+    int batch;        /* runs back to back in one sample (0: not timed) */
+    char timer[16];   /* timing_mode_name of the mode the samples were taken in */
     long late;        /* gated batches whose gate gave up before the host opened it (left out) */
 } timing_method;
 

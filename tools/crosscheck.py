@@ -7,14 +7,16 @@
         graph, the graph replayed between two events, time per call = elapsed / n; the
         median of 15 replays. No gate, no Python between calls: the host cannot enter.
     crosscheck.py ncu NCU.csv... --out OUT.csv
-        Per (shape, impl) kernel times from Nsight Compute's CSV (gpu__time_duration.sum,
-        --clock-control none, --cache-control none): the median of each kernel name's
-        launches, summed over the kernel names of one run (a split's forward and combine).
-        Each NCU.csv is named IMPL@SHAPE.ncu.csv by tools/crosscheck.sh.
+        Per (shape, impl) kernel times and SM cycles from Nsight Compute's CSV
+        (gpu__time_duration.sum, sm__cycles_elapsed.max; --clock-control none, --cache-control
+        none): the median of each kernel name's launches, summed over the kernel names of one
+        run (a split's forward and combine). Each NCU.csv is named IMPL@SHAPE.ncu.csv by
+        tools/crosscheck.sh.
     crosscheck.py report PERF.csv --check OUT.csv [--check ...] --out CROSSCHECK.csv
         Pairs every ok perf.csv row with the second path's time of the same (impl, shape):
-        ratio = perf median / check median, and whether they agree (within 5%, or 1 us
-        for short kernels). Prints a summary per implementation; exit 1 when fewer than
+        ratio = perf median / check median (in SM cycles where both clocks are known: a
+        kernel profiled alone runs at the clock of an idle board), and whether they agree
+        (within 5%, or 1 us for short kernels). Prints a summary per implementation; exit 1 when fewer than
         --need shapes agree for any implementation that has a check.
 """
 import argparse
@@ -64,9 +66,10 @@ def cu_seqlens(r):
     return cq, ck
 
 
-def graph_time(t, call, reps=15):
+def graph_time(t, call, reps=15, budget_s=0.35):
     """Median time per call in us: the call captured n times in one CUDA graph (n so that a
-    replay lasts about 2 ms), each replay between two events."""
+    replay lasts about 2 ms), each replay between two events, replayed for as long as
+    fabench's warm-up and timing last (so that the board's clock settles as it did there)."""
     for _ in range(3):
         call()
     t.cuda.synchronize()
@@ -89,7 +92,9 @@ def graph_time(t, call, reps=15):
     g.replay()
     t.cuda.synchronize()
     times = []
-    for _ in range(reps):
+    import time
+    t0 = time.monotonic()
+    while len(times) < reps or time.monotonic() - t0 < budget_s:
         a.record()
         g.replay()
         b.record()
@@ -123,7 +128,7 @@ def cmd_graph(args):
                 status, why = "unsupported", str(e)
             except Exception as e:  # a call that cannot be captured: said, not timed
                 status, why = "error", "%s: %s" % (type(e).__name__, " ".join(str(e).split())[:200])
-            rows.append({"impl": impl, "name": r["name"], "method": "cuda-graph", "median_us": us,
+            rows.append({"impl": impl, "name": r["name"], "method": "cuda-graph", "median_us": us, "cycles": "",
                          "calls_per_replay": n, "status": status, "reason": why})
             print("%-16s %-50s %s %s" % (impl, r["name"], us or status, why), file=sys.stderr)
             t.cuda.empty_cache()
@@ -132,19 +137,21 @@ def cmd_graph(args):
 
 
 def ncu_times(path):
-    """Kernel name -> list of durations in us from one ncu --csv file."""
+    """Kernel name -> (durations in us, SM cycles) of its launches, from one ncu --csv file."""
     scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6}
     out = {}
     with open(path, newline="") as f:
         lines = [ln for ln in f if ln.startswith('"')]  # ncu prints its own notes before the table
     for row in csv.DictReader(lines):
-        if row.get("Metric Name") != "gpu__time_duration.sum":
-            continue
-        name = row["Kernel Name"]
-        if name.startswith("fb_gate"):
+        name, metric = row["Kernel Name"], row.get("Metric Name")
+        if name.startswith("fb_gate") or metric not in ("gpu__time_duration.sum", "sm__cycles_elapsed.max"):
             continue
         value = float(row["Metric Value"].replace(",", ""))
-        out.setdefault(name, []).append(value * scale.get(row.get("Metric Unit", "nsecond"), 1e-3))
+        us, cycles = out.setdefault(name, ([], []))
+        if metric == "gpu__time_duration.sum":
+            us.append(value * scale.get(row.get("Metric Unit", "nsecond"), 1e-3))
+        else:
+            cycles.append(value)
     return out
 
 
@@ -158,19 +165,23 @@ def cmd_ncu(args):
         impl, name = base[:-len(".ncu.csv")].split("@", 1)
         kernels = ncu_times(path)
         if not kernels:
-            rows.append({"impl": impl, "name": name, "method": "ncu", "median_us": "", "calls_per_replay": "",
-                         "status": "error", "reason": "no kernel times in %s" % base})
+            rows.append({"impl": impl, "name": name, "method": "ncu", "median_us": "", "cycles": "",
+                         "calls_per_replay": "", "status": "error", "reason": "no kernel times in %s" % base})
             continue
         # the last half of each kernel's launches: the first ones are verification and warm-up
-        total = sum(statistics.median(v[len(v) // 2:]) for v in kernels.values())
+        def last_half(v):
+            return statistics.median(v[len(v) // 2:])
+        total = sum(last_half(us) for us, _ in kernels.values())
+        cycles = sum(last_half(c) for _, c in kernels.values()) if all(c for _, c in kernels.values()) else None
         rows.append({"impl": impl, "name": name, "method": "ncu", "median_us": "%.3f" % total,
-                     "calls_per_replay": "", "status": "ok", "reason": ";".join(sorted(k[:60] for k in kernels))})
+                     "cycles": "%.0f" % cycles if cycles else "", "calls_per_replay": "", "status": "ok",
+                     "reason": ";".join(sorted(k[:60] for k in kernels))})
     write_rows(args.out, rows)
     return 0
 
 
 def write_rows(path, rows):
-    cols = ["impl", "name", "method", "median_us", "calls_per_replay", "status", "reason"]
+    cols = ["impl", "name", "method", "median_us", "cycles", "calls_per_replay", "status", "reason"]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
@@ -178,8 +189,9 @@ def write_rows(path, rows):
             w.writerow(r)
 
 
-def agree(a, b):
-    return abs(a - b) <= max(REL_TOL * b, ABS_TOL_US)
+def agree(a, b, floor=ABS_TOL_US):
+    """Within REL_TOL of b, or within floor (1 us, in the measure's own unit) for short kernels."""
+    return abs(a - b) <= max(REL_TOL * b, floor)
 
 
 def cmd_report(args):
@@ -197,13 +209,23 @@ def cmd_report(args):
                 if c["status"] != "ok" or not p:
                     continue
                 a, b = float(p["median_us"]), float(c["median_us"])
-                ok = agree(a, b)
+                # a kernel profiled alone runs at the clock an idle board gives it; fabench's
+                # samples at the clock its sustained runs get (NVML's, sm_mhz): where both are
+                # known, the comparison is in SM cycles
+                mhz = float(p["sm_mhz"]) if p.get("sm_mhz") else None
+                cyc = float(c["cycles"]) if c.get("cycles") else None
+                if mhz and cyc:
+                    ok, ratio, basis = agree(a * mhz, cyc, ABS_TOL_US * mhz), a * mhz / cyc, "cycles"
+                else:
+                    ok, ratio, basis = agree(a, b), a / b, "time"
                 per_impl.setdefault(c["impl"], []).append(ok)
                 out.append({"impl": c["impl"], "name": c["name"], "method": c["method"], "fabench_us": "%.3f" % a,
-                            "check_us": "%.3f" % b, "ratio": "%.4f" % (a / b), "agree": int(ok),
-                            "timer": p.get("timer", ""), "launch_us": p.get("launch_us", ""),
-                            "run_id": p.get("run_id", "")})
-    cols = ["impl", "name", "method", "fabench_us", "check_us", "ratio", "agree", "timer", "launch_us", "run_id"]
+                            "check_us": "%.3f" % b, "time_ratio": "%.4f" % (a / b), "basis": basis,
+                            "ratio": "%.4f" % ratio, "agree": int(ok), "sm_mhz": p.get("sm_mhz", ""),
+                            "check_cycles": c.get("cycles", ""), "timer": p.get("timer", ""),
+                            "launch_us": p.get("launch_us", ""), "run_id": p.get("run_id", "")})
+    cols = ["impl", "name", "method", "fabench_us", "check_us", "time_ratio", "basis", "ratio", "agree", "sm_mhz",
+            "check_cycles", "timer", "launch_us", "run_id"]
     with open(args.out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()

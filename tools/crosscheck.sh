@@ -3,9 +3,11 @@
 # go through its timer. fabench measures ours (--tuned) and every vendor into OUTDIR/perf.csv
 # (one run id); then the PyTorch implementations are timed again by CUDA-graph replay
 # (tools/crosscheck.py graph), and, where Nsight Compute is on PATH, ours and cuDNN by ncu's
-# kernel durations (--clock-control none --cache-control none: the clocks and the warm caches
-# fabench's rows had). OUTDIR/crosscheck.csv pairs them; the summary says, per implementation,
-# on how many shapes the two agree within 5% (or 1 us). Shapes default to
+# kernel durations and SM cycles (--clock-control none --cache-control none: natural clocks
+# and warm caches, as fabench's rows; each kernel alone, so at the clock an idle board gives
+# it, which is why long kernels are compared in cycles, fabench's time times the SM clock
+# NVML read over its samples). OUTDIR/crosscheck.csv pairs them; the summary says, per
+# implementation, on how many shapes the two agree within 5% (or 1 us). Shapes default to
 # tools/crosscheck/shapes.csv (the smallest shape of every suite and a spread of the rest).
 # Environment: IMPLS (the vendors' implementations, default all), NCU_SHAPES (profile the
 # first N shapes only), NEED (agreeing shapes required per implementation, default 20),
@@ -34,11 +36,13 @@ if [ -n "$torch_impls" ]; then
         checks+=(--check "$out/graph.csv")
 fi
 
-# ncu profiles one shape a process: the kernels of that shape alone, after their warm-up
+# ncu profiles one shape a process: the kernels of that shape alone, after their warm-up;
+# it serializes launches, so the timer must not hold a gate (FABENCH_TIMER=queue)
 ncu_run() { # IMPL NAME KERNEL_FILTER COMMAND...
     local impl=$1 name=$2 filter=$3
     shift 3
-    FABENCH_NO_GATE=1 timeout 180 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+    FABENCH_TIMER=queue timeout 180 ncu --clock-control none --cache-control none \
+        --metrics gpu__time_duration.sum,sm__cycles_elapsed.max \
         --csv --print-units base ${filter:+-k "$filter"} --launch-count 60 "$@" >"$out/ncu/$impl@$name.ncu.csv" 2>>"$log"
 }
 if command -v ncu >/dev/null; then

@@ -27,6 +27,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 typedef int nvrtcResult;
 typedef struct _nvrtcProgram *nvrtcProgram;
 
@@ -103,6 +105,12 @@ typedef struct _nvrtcProgram *nvrtcProgram;
     X(cuEventDestroy, "cuEventDestroy_v2", CUresult, (CUevent), 1)                             \
     X(cuEventElapsedTime_v2, "cuEventElapsedTime_v2", CUresult, (float *, CUevent, CUevent), 0) \
     X(cuEventElapsedTime, "cuEventElapsedTime", CUresult, (float *, CUevent, CUevent), 0)    \
+    X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", CUresult, (CUstream, int), 0)            \
+    X(cuStreamEndCapture, "cuStreamEndCapture", CUresult, (CUstream, CUgraph *), 0)             \
+    X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", CUresult, (CUgraphExec *, CUgraph, unsigned long long), 0) \
+    X(cuGraphLaunch, "cuGraphLaunch", CUresult, (CUgraphExec, CUstream), 0)                    \
+    X(cuGraphExecDestroy, "cuGraphExecDestroy", CUresult, (CUgraphExec), 0)                    \
+    X(cuGraphDestroy, "cuGraphDestroy", CUresult, (CUgraph), 0)                                \
     X(cuMemHostAlloc, "cuMemHostAlloc", CUresult, (void **, size_t, unsigned int), 0)           \
     X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", CUresult, (CUdeviceptr *, void *, unsigned int), 0) \
     X(cuMemFreeHost, "cuMemFreeHost", CUresult, (void *), 0)                                   \
@@ -982,6 +990,58 @@ static long cu_gate_late(rt_ctx *c)
 
 static void *cu_native_queue(rt_ctx *c) { return c->stream; }
 
+/* ---- launch graphs ---- */
+
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2 /* other threads may keep calling the driver (compiles) */
+
+struct rt_graph { CUgraph graph; CUgraphExec exec; };
+
+static int graphs_loaded(void)
+{
+    return cu.cuStreamBeginCapture && cu.cuStreamEndCapture && cu.cuGraphInstantiateWithFlags && cu.cuGraphLaunch &&
+           cu.cuGraphExecDestroy && cu.cuGraphDestroy;
+}
+
+static int cu_capture_begin(rt_ctx *c, char *err, size_t errlen)
+{
+    if (!graphs_loaded()) FAIL("%s", "libcuda.so.1 lacks stream capture and graphs (CUDA before 11.4)");
+    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    CUresult r = cu.cuStreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuStreamBeginCapture", r, (void)0);
+    return 0;
+}
+
+static int cu_capture_end(rt_ctx *c, rt_graph **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    CUgraph g = NULL;
+    CUresult r = cu.cuStreamEndCapture(c->stream, &g);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuStreamEndCapture", r, if (g) cu.cuGraphDestroy(g));
+    rt_graph *rg = calloc(1, sizeof *rg);
+    if (!rg) FAIL("%s", "out of memory");
+    rg->graph = g;
+    r = cu.cuGraphInstantiateWithFlags(&rg->exec, g, 0);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuGraphInstantiateWithFlags", r, cu.cuGraphDestroy(g), free(rg));
+    *out = rg;
+    return 0;
+}
+
+static int cu_graph_launch(rt_ctx *c, rt_graph *g, char *err, size_t errlen)
+{
+    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    CUresult r = cu.cuGraphLaunch(g->exec, c->stream);
+    if (r != CUDA_SUCCESS) CU_FAIL("cuGraphLaunch", r, (void)0);
+    return 0;
+}
+
+static void cu_graph_free(rt_graph *g)
+{
+    if (!g) return;
+    cu.cuGraphExecDestroy(g->exec);
+    cu.cuGraphDestroy(g->graph);
+    free(g);
+}
+
 /* An event at this point of the stream: both ends of it are the one recorded event. */
 static int cu_mark(rt_ctx *c, rt_event **ev, char *err, size_t errlen)
 {
@@ -1127,4 +1187,8 @@ const rt_runtime rt_cuda = {
     .gate_late = cu_gate_late,
     .native_queue = cu_native_queue,
     .mark = cu_mark,
+    .capture_begin = cu_capture_begin,
+    .capture_end = cu_capture_end,
+    .graph_launch = cu_graph_launch,
+    .graph_free = cu_graph_free,
 };

@@ -12,6 +12,7 @@ typedef struct rt_buf rt_buf;       /* device memory */
 typedef struct rt_module rt_module; /* a compiled program */
 typedef struct rt_kernel rt_kernel; /* one entry point of a module */
 typedef struct rt_event rt_event;   /* marks one launch, for timing */
+typedef struct rt_graph rt_graph;   /* captured launches, replayed by one call */
 
 typedef struct {
     char name[256];          /* device name as the runtime reports it */
@@ -158,6 +159,17 @@ typedef struct rt_runtime {
      * either end of elapsed_ms. 0, or RT_ERR with err. */
     void *(*native_queue)(rt_ctx *ctx);
     int (*mark)(rt_ctx *ctx, rt_event **ev, char *err, size_t errlen);
+
+    /* Optional (NULL where the runtime has none): launch graphs, the timer's first choice
+     * (bench/timing.c). Between capture_begin and capture_end the context's queue records
+     * what is enqueued on it (launches without events; a vendor's own work) instead of running
+     * it; capture_end makes a graph of it that graph_launch enqueues as one call, so the
+     * host's cost per launch never reaches the device. capture_end also ends a capture that
+     * failed (then *out is NULL and err says why). 0, or RT_ERR with err. */
+    int (*capture_begin)(rt_ctx *ctx, char *err, size_t errlen);
+    int (*capture_end)(rt_ctx *ctx, rt_graph **out, char *err, size_t errlen);
+    int (*graph_launch)(rt_ctx *ctx, rt_graph *g, char *err, size_t errlen);
+    void (*graph_free)(rt_graph *g);
 } rt_runtime;
 
 /* ---- registry ---- */

@@ -38,13 +38,14 @@ implementation that returns it.
 Values never hold spaces except reason, which is always last. `quit` ends it.
 Tensors are raw little-endian arrays in [B, H, S, D] order, in the request's dtype.
 
-Timing is fabench's one protocol (bench/timing.c): after the warm-up, batches of calls are
-enqueued back to back behind a gate (kernels/gate.ptx, loaded through the driver with
-ctypes) that holds the stream until the whole batch is enqueued, so the host's per-call work
-(Python, dispatch) never reaches the device's timeline; a sample is a batch's device time
-over its calls (each call on its own between events when the L2 is flushed). launch_us is
-the host's time to enqueue one call, reported apart. Without the driver's gate (ROCm's
-torch, no libcuda) the batches run ungated (timer=queue).
+Timing is fabench's one protocol (bench/timing.c): after the warm-up, batches of calls run
+back to back, each batch a CUDA graph of n calls replayed by one call (timer=graph), or,
+where a call cannot be captured, n calls enqueued behind a gate (kernels/gate.ptx, loaded
+through the driver with ctypes) that holds the stream until the whole batch is enqueued
+(timer=gated), so the host's per-call work (Python, dispatch) never reaches the device's
+timeline; a sample is a batch's device time over its calls (each call on its own between
+events, gated, when the L2 is flushed). launch_us is the host's time to enqueue one call,
+reported apart. FABENCH_TIMER=graph|gated|queue asks for a mode, as for fabench itself.
 """
 import sys
 import time
@@ -587,10 +588,8 @@ class Adapter:
         return True
 
     def gate_for(self, stream):
-        """The timing gate on this stream, or None (timer=queue) where the driver's cannot load
-        or FABENCH_NO_GATE=1 asks for none (as bench/timing.c)."""
-        if os.environ.get("FABENCH_NO_GATE") == "1":
-            return None
+        """The timing gate on this stream, or None where the driver's cannot load (the batches
+        then run as enqueued: timer=queue)."""
         if self.gate is None:
             try:
                 self.gate = Gate(stream)
@@ -599,12 +598,37 @@ class Adapter:
                 sys.stderr.write("adapter: timing without a gate: %s\n" % self.gate_why)
         return self.gate or None
 
-    def time_calls(self, r, call):
-        """fabench's timing protocol (bench/timing.c): warm-up, then gated batches of calls
-        back to back; with flush=BYTES that much device memory is overwritten before every
-        call, outside the events, and each call is timed on its own. Returns (samples in us
-        per call, calls a batch, the host's enqueue time per call in us, timer)."""
+    def capture(self, call, n):
+        """n calls captured into one CUDA graph (warmed up on a side stream first, as
+        capture wants), or None with a note on stderr where the call cannot be captured."""
         t = self.torch
+        try:
+            side = t.cuda.Stream()
+            side.wait_stream(t.cuda.current_stream())
+            with t.cuda.stream(side):
+                call()
+            t.cuda.current_stream().wait_stream(side)
+            g = t.cuda.CUDAGraph()
+            with t.cuda.graph(g):
+                for _ in range(n):
+                    call()
+            g.replay()
+            t.cuda.synchronize()
+            return g
+        except Exception as e:
+            sys.stderr.write("adapter: timing with gated batches instead of a graph: %s: %s\n"
+                             % (type(e).__name__, " ".join(str(e).split())[:200]))
+            return None
+
+    def time_calls(self, r, call):
+        """fabench's timing protocol (bench/timing.c): warm-up, then batches of calls back to
+        back, each a replayed CUDA graph of n calls (FABENCH_TIMER=graph, the default), or
+        calls enqueued behind the gate (gated) or as they come (queue); with flush=BYTES that
+        much device memory is overwritten before every call, outside the events, and each
+        call is timed on its own, gated. Returns (samples in us per call, calls a sample, the
+        host's enqueue time per call in us, timer)."""
+        t = self.torch
+        mode = os.environ.get("FABENCH_TIMER") or "graph"
         flush = t.empty(r["flush"] // 4, dtype=t.int32, device=self.dev) if r["flush"] else None
         runs = [0]
 
@@ -615,30 +639,46 @@ class Adapter:
         if r["rest"] > 0:  # rest=S: the device idle before the warm-up, as fabench's own runs
             t.cuda.synchronize()
             time.sleep(r["rest"])
-        t0, run_us = time.monotonic(), 0.0
-        while True:  # warm-up; the last run's device time sizes the batches
+        t0, run_us, host = time.monotonic(), 0.0, []
+        while True:  # warm-up; its last run's device time sizes the batches, its runs the host's cost
             a, b = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
             flush_l2()
             a.record()
+            h0 = time.perf_counter()
             call()
+            host.append((time.perf_counter() - h0) * 1e6)
             b.record()
             t.cuda.synchronize()
             run_us = a.elapsed_time(b) * 1e3
             if time.monotonic() - t0 >= r["warmup"]:
                 break
-        gate = self.gate_for(t.cuda.current_stream().cuda_stream)
         each = flush is not None
         n = batch_size(run_us, r, each)
+        if each and mode == "graph":
+            mode = "gated"
+        graph = self.capture(call, n) if mode == "graph" else None
+        if mode == "graph" and graph is None:
+            mode = "gated"
+        gate = self.gate_for(t.cuda.current_stream().cuda_stream) if mode == "gated" else None
+        if mode == "gated" and gate is None:
+            mode = "queue"
         if r.get("marks") == "1":
             say("timing")
-        samples, host, late_run = [], [], 0
+        samples, late_run = [], 0
         t0 = time.monotonic()
         while len(samples) < r["max_reps"] and (len(samples) < r["min_reps"] or time.monotonic() - t0 < r["budget"]):
+            if graph is not None:
+                a, b = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+                a.record()
+                graph.replay()
+                b.record()
+                t.cuda.synchronize()
+                samples.append(a.elapsed_time(b) * 1e3 / n)
+                continue
             evs = [(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)) for _ in range(n if each else 1)]
             late0 = gate.late() if gate else 0
             if gate:
                 gate.hold(1.0 + 1e-3 * n)
-            h0 = time.perf_counter()
             for i in range(n):
                 flush_l2()
                 if each or i == 0:
@@ -646,7 +686,6 @@ class Adapter:
                 call()
                 if each or i == n - 1:
                     evs[i if each else 0][1].record()
-            h1 = time.perf_counter()
             if gate:
                 gate.open()
             t.cuda.synchronize()
@@ -654,13 +693,12 @@ class Adapter:
                 late_run += 1
                 if late_run >= 3:
                     sys.stderr.write("adapter: the timing gate gave up 3 times running; timing without it\n")
-                    gate, self.gate = None, False
+                    gate, mode = None, "queue"
                 continue
             late_run = 0
             samples += [a.elapsed_time(b) * 1e3 / (1 if each else n) for a, b in evs]
-            host.append((h1 - h0) * 1e6 / n)
-        del flush
-        return samples, n, median(host), "gated" if gate else "queue"
+        del flush, graph
+        return samples, n, median(host[1:] or host), mode
 
 
 def main(argv):

@@ -64,7 +64,7 @@ static int parse_method(const char *line, timing_method *how)
     if (*end || b < 1 || b > 1000000) return -1;
     double l = strtod(launch, &end);
     if (*end || !(l >= 0) || !isfinite(l)) return -1;
-    if (strcmp(timer, "gated") != 0 && strcmp(timer, "queue") != 0) return -1;
+    if (strcmp(timer, "graph") != 0 && strcmp(timer, "gated") != 0 && strcmp(timer, "queue") != 0) return -1;
     how->batch = (int)b;
     how->launch_us = l;
     snprintf(how->timer, sizeof how->timer, "%s", timer);
