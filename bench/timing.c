@@ -93,17 +93,18 @@ static void free_pair(const rt_runtime *rt, rt_event *first, rt_event *last)
     if (first) rt->event_free(first);
 }
 
-/* One warm-up run, waited for: *run_us its device time (0 when the events say nothing) and
- * *host_us the host's time to enqueue it. */
+/* One warm-up run, waited for: *host_us the host's time to enqueue it and, with run_us,
+ * *run_us its device time (0 when the events say nothing; without run_us no events are
+ * made, so that the host's time is the launch's alone). */
 static int warm_run(timer *t, double *run_us, double *host_us, char *err, size_t errlen)
 {
     rt_event *a = NULL, *b = NULL;
     const double h0 = fb_now();
-    int rc = enqueue_run(t, &a, &b, err, errlen);
+    int rc = enqueue_run(t, run_us ? &a : NULL, run_us ? &b : NULL, err, errlen);
     *host_us = (fb_now() - h0) * 1e6;
     if (rc == 0) rc = t->rt->finish(t->ctx, t->o->timeout_s, err, errlen);
     double ms = 0;
-    *run_us = rc == 0 && a && b && t->rt->elapsed_ms(t->ctx, a, b, &ms) == 0 ? ms * 1e3 : 0;
+    if (run_us) *run_us = rc == 0 && a && b && t->rt->elapsed_ms(t->ctx, a, b, &ms) == 0 ? ms * 1e3 : 0;
     free_pair(t->rt, a, b);
     return rc;
 }
@@ -247,12 +248,13 @@ int time_device(const rt_runtime *rt, rt_ctx *ctx, enqueue_fn fn, void *arg, con
     double *host = malloc(sizeof(double) * (size_t)(cap + 1));
     int n = 0, nhost = 0, batch = 1;
     if (!us || !host) { snprintf(err, errlen, "out of memory"); rc = RT_ERR; goto out; }
-    double t0 = fb_now(), run_us = 0;
+    double t0 = fb_now(), run_us = 0, h;
     do { /* warm-up: clocks up, caches and lazy module loading out of the way; the host's
           * enqueue time per run is read here, once the module is loaded */
-        if ((rc = warm_run(&t, &run_us, &host[nhost], err, errlen)) != 0) goto out;
+        if ((rc = warm_run(&t, NULL, &host[nhost], err, errlen)) != 0) goto out;
         if (nhost < cap) nhost++;
     } while (fb_now() - t0 < o->warmup_s);
+    if ((rc = warm_run(&t, &run_us, &h, err, errlen)) != 0) goto out; /* a warm run's device time */
     batch = timing_batch_size(run_us, t.flush != NULL);
     if (t.mode == TIMER_GRAPH && (rc = capture_batch(&t, batch, err, errlen)) != 0) goto out;
 
