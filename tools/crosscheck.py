@@ -137,7 +137,9 @@ def cmd_graph(args):
 
 
 def ncu_times(path):
-    """Kernel name -> (durations in us, SM cycles) of its launches, from one ncu --csv file."""
+    """Workload name -> (durations in us, SM cycles) of its launches, from one ncu --csv file,
+    in the order of their last launch (with --graph-profiling graph a replayed graph is one
+    workload; the runs outside graphs, verification and warm-up, are kernels of their own)."""
     scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "second": 1e6}
     out = {}
     with open(path, newline="") as f:
@@ -164,6 +166,10 @@ def cmd_ncu(args):
             return 2
         impl, name = base[:-len(".ncu.csv")].split("@", 1)
         kernels = ncu_times(path)
+        graphs = [k for k in kernels if not kernels[k][0] or "graph" in k.lower()]
+        if args.graphs:  # the timed graphs are the workloads launched last
+            last = list(kernels)[-1] if kernels else None
+            kernels = {last: kernels[last]} if last else {}
         if not kernels:
             rows.append({"impl": impl, "name": name, "method": "ncu", "median_us": "", "cycles": "",
                          "calls_per_replay": "", "status": "error", "reason": "no kernel times in %s" % base})
@@ -173,9 +179,10 @@ def cmd_ncu(args):
             return statistics.median(v[len(v) // 2:])
         total = sum(last_half(us) for us, _ in kernels.values())
         cycles = sum(last_half(c) for _, c in kernels.values()) if all(c for _, c in kernels.values()) else None
-        rows.append({"impl": impl, "name": name, "method": "ncu", "median_us": "%.3f" % total,
-                     "cycles": "%.0f" % cycles if cycles else "", "calls_per_replay": "", "status": "ok",
-                     "reason": ";".join(sorted(k[:60] for k in kernels))})
+        rows.append({"impl": impl, "name": name, "method": "ncu-graph" if args.graphs else "ncu",
+                     "median_us": "%.3f" % total, "cycles": "%.0f" % cycles if cycles else "", "calls_per_replay": "",
+                     "status": "ok", "reason": ";".join(sorted(k[:60] for k in kernels)) + (
+                         " (graph-like names: %s)" % ",".join(g[:30] for g in graphs) if graphs else "")})
     write_rows(args.out, rows)
     return 0
 
@@ -209,6 +216,12 @@ def cmd_report(args):
                 if c["status"] != "ok" or not p:
                     continue
                 a, b = float(p["median_us"]), float(c["median_us"])
+                if c["method"] == "ncu-graph":  # a whole replayed graph: batch_runs runs of it
+                    runs = int(p.get("batch_runs") or 0)
+                    if p.get("timer") != "graph" or runs < 1:
+                        continue
+                    b /= runs
+                    c = dict(c, cycles="%.0f" % (float(c["cycles"]) / runs) if c.get("cycles") else "")
                 # a kernel profiled alone runs at the clock an idle board gives it; fabench's
                 # samples at the clock its sustained runs get (NVML's, sm_mhz): where both are
                 # known, the comparison is in SM cycles
@@ -255,6 +268,7 @@ def main(argv):
     g.add_argument("--device", type=int, default=0)
     n = sub.add_parser("ncu")
     n.add_argument("files", nargs="+")
+    n.add_argument("--graphs", action="store_true", help="ncu ran with --graph-profiling graph")
     n.add_argument("--out", required=True)
     r = sub.add_parser("report")
     r.add_argument("perf", nargs="+")

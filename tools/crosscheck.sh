@@ -3,10 +3,10 @@
 # go through its timer. fabench measures ours (--tuned) and every vendor into OUTDIR/perf.csv
 # (one run id); then the PyTorch implementations are timed again by CUDA-graph replay
 # (tools/crosscheck.py graph), and, where Nsight Compute is on PATH, ours and cuDNN by ncu's
-# kernel durations and SM cycles (--clock-control none --cache-control none: natural clocks
-# and warm caches, as fabench's rows; each kernel alone, so at the clock an idle board gives
-# it, which is why long kernels are compared in cycles, fabench's time times the SM clock
-# NVML read over its samples). OUTDIR/crosscheck.csv pairs them; the summary says, per
+# durations and SM cycles of the same replayed graphs (--graph-profiling graph, --clock-control
+# none --cache-control none: natural clocks and warm caches, as fabench's rows; each graph
+# alone, so at the clock an idle board gives it, which is why they are compared in cycles,
+# fabench's time times the SM clock NVML read over its samples). OUTDIR/crosscheck.csv pairs them; the summary says, per
 # implementation, on how many shapes the two agree within 5% (or 1 us). Shapes default to
 # tools/crosscheck/shapes.csv (the smallest shape of every suite and a spread of the rest).
 # Environment: IMPLS (the vendors' implementations, default all), NCU_SHAPES (profile the
@@ -36,14 +36,15 @@ if [ -n "$torch_impls" ]; then
         checks+=(--check "$out/graph.csv")
 fi
 
-# ncu profiles one shape a process: the kernels of that shape alone, after their warm-up;
-# it serializes launches, so the timer must not hold a gate (FABENCH_TIMER=queue)
-ncu_run() { # IMPL NAME KERNEL_FILTER COMMAND...
-    local impl=$1 name=$2 filter=$3
-    shift 3
-    FABENCH_TIMER=queue timeout 180 ncu --clock-control none --cache-control none \
+# ncu profiles one shape a process: fabench's replayed graphs of that shape, each graph one
+# workload (--graph-profiling graph), after the warm-up's single kernels; a graph's time over
+# its runs (perf.csv's batch_runs) is the check
+ncu_run() { # IMPL NAME COMMAND...
+    local impl=$1 name=$2
+    shift 2
+    timeout 180 ncu --clock-control none --cache-control none --graph-profiling graph \
         --metrics gpu__time_duration.sum,sm__cycles_elapsed.max \
-        --csv --print-units base ${filter:+-k "$filter"} --launch-count 60 "$@" >"$out/ncu/$impl@$name.ncu.csv" 2>>"$log"
+        --csv --print-units base --launch-count 400 "$@" >"$out/ncu/$impl@$name.ncu.csv" 2>>"$log"
 }
 if command -v ncu >/dev/null; then
     say "ncu kernel durations of ours and cuDNN"
@@ -51,15 +52,15 @@ if command -v ncu >/dev/null; then
         name=${line%%,*}
         one=$out/ncu/$name.shape.csv
         { head -n 1 "$shapes"; echo "$line"; } >"$one"
-        ncu_run portable "$name" 'regex:^attn_' "$fab" run --device "$dev" --shapes "$one" --tuned \
+        ncu_run portable "$name" "$fab" run --device "$dev" --shapes "$one" --tuned \
             --out "$out/ncu/scratch.csv" --budget 0.05 --quiet
         case ",${IMPLS:-cudnn}," in *,cudnn,*)
-            ncu_run cudnn "$name" '' "$fab" vendors --impl cudnn --device "$dev" --shapes "$one" \
+            ncu_run cudnn "$name" "$fab" vendors --impl cudnn --device "$dev" --shapes "$one" \
                 --out "$out/ncu/scratch.csv" --budget 0.05 --quiet ;;
         esac
         rm -f "$one" "$out/ncu/scratch.csv"
     done
-    python3 tools/crosscheck.py ncu "$out"/ncu/*.ncu.csv --out "$out/ncu.csv" >>"$log" 2>&1 && checks+=(--check "$out/ncu.csv")
+    python3 tools/crosscheck.py ncu --graphs "$out"/ncu/*.ncu.csv --out "$out/ncu.csv" >>"$log" 2>&1 && checks+=(--check "$out/ncu.csv")
 else
     say "no ncu on PATH: ours and cuDNN have no second path here"
 fi
