@@ -37,7 +37,7 @@ $(BUILD)/tests/test_telemetry: | $(BUILD)/tests/libfake_nvml.so
 # Every tests/test_*.c is one cmocka program, tests/cli.sh checks the command line; all
 # of them run, and the summary line counts programs, so one failure hides no other.
 test: $(BUILD)/fabench $(TESTS)
-	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/adapter.sh tests/tools.sh tests/faults.sh tests/cudnn.sh tests/metrics.sh
+	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/timing.sh tests/adapter.sh tests/tools.sh tests/faults.sh tests/cudnn.sh tests/metrics.sh
 
 # PNG and SVG figures for every results/<gpu>/ with a perf.csv (needs gnuplot, python3)
 plots:
