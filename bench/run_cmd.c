@@ -64,7 +64,7 @@ static void usage_run(FILE *f)
             "  --rest S           seconds the device idles before each shape's warm-up (default 0):\n"
             "                     each measurement then starts rested, for a GPU whose power cap\n"
             "                     lowers its clock under sustained work (fabench vendors takes it too)\n"
-            "  --min-reps N       at least N timed repetitions (default 5)\n"
+            "  --min-reps N       at least N timed samples, each a batch of back-to-back runs (default 5)\n"
             "  --l2-flush         overwrite twice the device's L2 (at least 32 MiB) before every run,\n"
             "                     outside the timed interval: no input stays cached from the run\n"
             "                     before (perf.csv's l2_flush column says which rows were)\n"

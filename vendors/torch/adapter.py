@@ -378,13 +378,22 @@ class Adapter:
 
     def flex_lse(self, impl, *args, **kw):
         """FlexAttention's log-sum-exp for the same call (natural log; the newer API asks for
-        it with return_aux, the older with return_lse)."""
+        it with return_aux, the older with return_lse), compiled as timed, else eager where
+        the compiled form declines (torch.compile on the CPU has no log-sum-exp)."""
         import inspect
         from torch.nn.attention import flex_attention as fa
-        flex = self.compiled_flex(impl)
-        if "return_aux" in inspect.signature(fa.flex_attention).parameters and hasattr(fa, "AuxRequest"):
-            return flex(*args, return_aux=fa.AuxRequest(lse=True), **kw)[1].lse
-        return flex(*args, return_lse=True, **kw)[1]
+        aux = "return_aux" in inspect.signature(fa.flex_attention).parameters and hasattr(fa, "AuxRequest")
+
+        def lse_of(fn):
+            if aux:
+                return fn(*args, return_aux=fa.AuxRequest(lse=True), **kw)[1].lse
+            return fn(*args, return_lse=True, **kw)[1]
+        try:
+            return lse_of(self.compiled_flex(impl))
+        except Exception as e:
+            if "lse" not in str(e) and "logsumexp" not in str(e):
+                raise
+            return lse_of(fa.flex_attention)
 
     def sdpa_lse(self, r, q, k, v):
         """The log-sum-exp of SDPA's backend r["impl"] on a dense batch, from its aten entry
