@@ -1,6 +1,7 @@
 /* test_cudnn.c: the cuDNN vendor without a GPU: the attention graph's tensor and operation
  * descriptors built and finalized by the real libcudnn (skipped, saying why, without one),
- * the debug trace of backend calls, the operation graph, a variant pack; and
+ * the softmax statistics' layout, the debug trace of backend calls, the operation graph, a
+ * variant pack; and
  * `fabench vendors --configs-out` option handling. */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include "common.h"
 #include "cudnn/cudnn_graph.h"
 #include "cudnn/cudnn_pad.h"
+#include "refcheck.h"
 #include "rt.h"
 #include "vendor.h"
 
@@ -236,6 +239,81 @@ static void test_pad_round_trip(void **state)
     assert_int_equal(nonzero, filled); /* k holds no zero of its own: every other slot is a zero tail */
     fbdnn_pad_free(&p);
     free(q); free(k); free(v); free(o);
+}
+
+/* A descriptor of g by the start of its label ("tensor:stats"); NULL when there is none. */
+static fbdnn_desc desc_labelled(const fbdnn_graph *g, const char *prefix)
+{
+    for (int i = 0; i < g->ndesc; i++)
+        if (!strncmp(g->labels[i], prefix, strlen(prefix))) return g->descs[i];
+    return NULL;
+}
+
+/* The statistics the vendor hands the harness as its log-sum-exp: with stats_real a float
+ * output [b, hq, sq, 1], packed (strides hq*sq, sq, 1, 1), as fbdnn_unpad_lse reads it; for a
+ * padded batch too (sq is then the longest sequence); virtual otherwise. */
+static void test_stats_layout(void **state)
+{
+    (void)state;
+    if (!lib) skip();
+    for (int padded = 0; padded < 2; padded++)
+        for (int real = 0; real < 2; real++) {
+            fbdnn_sdpa p = problem(2, 4, 2, 33, 64, 64, 1, CUDNN_DATA_HALF, real);
+            p.padded = padded;
+            fbdnn_graph g;
+            char err[1024];
+            if (fbdnn_graph_build(lib, &p, &g, err, sizeof err) != 0) fail_msg("padded=%d real=%d: %s", padded, real, err);
+            fbdnn_desc t = desc_labelled(&g, "tensor:stats");
+            assert_non_null(t);
+            int64_t dim[4] = {0}, str[4] = {0}, n = 0, uid = 0;
+            int32_t type = -1;
+            bool virt = 0;
+            assert_int_equal(lib->cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, &n, dim), 0);
+            assert_int_equal(n, 4);
+            assert_true(dim[0] == 2 && dim[1] == 4 && dim[2] == 33 && dim[3] == 1);
+            assert_int_equal(lib->cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, &n, str), 0);
+            assert_true(str[0] == 4 * 33 && str[1] == 33 && str[2] == 1);
+            assert_int_equal(lib->cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &n, &type), 0);
+            assert_int_equal(type, CUDNN_DATA_FLOAT);
+            assert_int_equal(lib->cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &n, &virt), 0);
+            assert_int_equal(virt, !real);
+            assert_int_equal(lib->cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &n, &uid), 0);
+            assert_int_equal(uid == FBDNN_UID_STATS, real);
+            fbdnn_graph_free(&g);
+        }
+}
+
+/* cuDNN's dense statistics [b, hq, sq] to the harness's LSE: the same array for a dense
+ * batch, each sequence's real rows packed per head ([hq, total_q]) for a ragged one. */
+static void test_unpad_lse(void **state)
+{
+    (void)state;
+    shape_t s = {.batch = 3, .hq = 2, .hkv = 1, .sq = 8, .skv = 16, .d = 4, .nlens = 3, .nqlens = 3};
+    const double kl[3] = {1, 0.5, 0.25}, ql[3] = {0.5, 1, 0.125};
+    float stats[3 * 2 * 8], lse[3 * 2 * 8];
+    for (size_t i = 0; i < 48; i++) stats[i] = (float)i;
+    shape_t dense = s;
+    dense.nlens = dense.nqlens = 0;
+    fbdnn_unpad_lse(&dense, stats, lse);
+    assert_memory_equal(lse, stats, sizeof stats);
+
+    memcpy(s.lens, kl, sizeof kl);
+    memcpy(s.qlens, ql, sizeof ql);
+    int32_t cuq[4];
+    shape_cu_seqlens(&s, cuq, NULL);
+    const long long tq = shape_total_q(&s);
+    assert_int_equal(shape_out_rows(&s), (size_t)(2 * tq));
+    fb_poison_f32(lse, 48);
+    fbdnn_unpad_lse(&s, stats, lse);
+    for (int b = 0; b < 3; b++)
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < cuq[b + 1] - cuq[b]; i++) {
+                float want = stats[(b * 2 + h) * 8 + i], got = lse[h * tq + cuq[b] + i];
+                if (got != want) fail_msg("b=%d h=%d i=%d: %g, not %g", b, h, i, (double)got, (double)want);
+            }
+    uint32_t bits;
+    memcpy(&bits, &lse[2 * tq], sizeof bits); /* nothing past the packed rows */
+    assert_int_equal(bits, FB_POISON_F32);
 }
 
 static void test_graph_rejects(void **state)
@@ -463,6 +541,8 @@ int main(void)
         cmocka_unit_test(test_graph_descriptors),
         cmocka_unit_test(test_graph_padded),
         cmocka_unit_test(test_pad_round_trip),
+        cmocka_unit_test(test_stats_layout),
+        cmocka_unit_test(test_unpad_lse),
         cmocka_unit_test(test_graph_rejects),
         cmocka_unit_test(test_debug_trace),
         cmocka_unit_test(test_error_message),
