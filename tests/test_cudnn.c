@@ -1,8 +1,8 @@
 /* test_cudnn.c: the cuDNN vendor without a GPU: the attention graph's tensor and operation
  * descriptors built and finalized by the real libcudnn (skipped, saying why, without one),
  * the softmax statistics' layout, the debug trace of backend calls, the operation graph, a
- * variant pack; and
- * `fabench vendors --configs-out` option handling. */
+ * variant pack; the search among engine configs on fake callbacks; and `fabench vendors
+ * --configs-out` option handling. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +23,7 @@
 #include "common.h"
 #include "cudnn/cudnn_graph.h"
 #include "cudnn/cudnn_pad.h"
+#include "cudnn/cudnn_search.h"
 #include "refcheck.h"
 #include "rt.h"
 #include "vendor.h"
@@ -316,6 +317,219 @@ static void test_unpad_lse(void **state)
     assert_int_equal(bits, FB_POISON_F32);
 }
 
+/* ---- the search among engine configs, on fake callbacks ---- */
+
+enum { FAKE_MAX = 16 };
+/* What each fake candidate does: build 0/1, check 0..3, time 0/1 with its median. */
+typedef struct {
+    int build[FAKE_MAX], check[FAKE_MAX], time[FAKE_MAX];
+    double us[FAKE_MAX];
+    int stop_at;                  /* the build of this candidate returns -1 (stop); -1: never */
+    int built[FAKE_MAX], checked[FAKE_MAX], timed[FAKE_MAX];
+    double best_hint[FAKE_MAX];   /* the best_us each time call was given */
+} fake_cands;
+
+static double fake_clock;
+static double fake_now(void) { return fake_clock; }
+
+static int fake_build(void *arg, int i, char *why, size_t len)
+{
+    fake_cands *f = arg;
+    f->built[i]++;
+    fake_clock += 10; /* every step takes 10 fake seconds */
+    if (i == f->stop_at) { snprintf(why, len, "device unusable at %d", i); return -1; }
+    if (f->build[i]) snprintf(why, len, "refused %d", i);
+    return f->build[i];
+}
+
+static int fake_check(void *arg, int i, char *why, size_t len)
+{
+    fake_cands *f = arg;
+    f->checked[i]++;
+    fake_clock += 10;
+    if (f->check[i]) snprintf(why, len, "check %d says %d", i, f->check[i]);
+    return f->check[i];
+}
+
+static int fake_time(void *arg, int i, double best_us, double *us, char *why, size_t len)
+{
+    fake_cands *f = arg;
+    f->timed[i]++;
+    f->best_hint[i] = best_us;
+    fake_clock += 10;
+    if (f->time[i]) { snprintf(why, len, "timing %d failed", i); return 1; }
+    *us = f->us[i];
+    return 0;
+}
+
+static const fbdnn_search_ops fake_ops = {.build = fake_build, .check = fake_check, .time = fake_time, .now = fake_now};
+
+static fake_cands fakes(void)
+{
+    fake_cands f;
+    memset(&f, 0, sizeof f);
+    f.stop_at = -1;
+    for (int i = 0; i < FAKE_MAX; i++) f.us[i] = 100 + i;
+    return f;
+}
+
+/* The fastest verified candidate wins; a refused, failed or wrong one is never timed and
+ * cannot win however fast it would be; the counts say what happened. */
+static void test_search_fastest_verified(void **state)
+{
+    (void)state;
+    fake_cands f = fakes();
+    f.build[0] = 1;                  /* refused */
+    f.check[1] = 2; f.us[1] = 1;     /* wrong, and fastest */
+    f.us[2] = 30;
+    f.us[3] = 20;                    /* the winner */
+    f.check[4] = 1;                  /* failed to run */
+    f.us[5] = 25;
+    fbdnn_search_limits lim = {0};
+    fbdnn_search_result r;
+    fake_clock = 0;
+    assert_int_equal(fbdnn_search(6, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_OK);
+    assert_int_equal(r.best, 3);
+    assert_true(r.best_us == 20);
+    assert_true(r.offered == 6 && r.tried == 6 && r.ok == 4 && r.verified == 3 && r.timed == 3);
+    assert_int_equal(r.capped, FBDNN_CAP_NONE);
+    for (int i = 0; i < 6; i++) assert_int_equal(f.timed[i], i == 2 || i == 3 || i == 5);
+    assert_int_equal(f.checked[0], 0);
+    /* each time call knows the best so far (a hopeless candidate may stop early) */
+    assert_true(f.best_hint[2] == 0 && f.best_hint[3] == 30 && f.best_hint[5] == 20);
+    char sum[128];
+    fbdnn_search_summary(&r, &lim, sum, sizeof sum);
+    assert_string_equal(sum, "tried=6;ok=4;verified=3;timed=3");
+}
+
+/* One verified candidate is the winner without a timing; a timing that fails leaves the
+ * candidate out; none timed is a launch error naming the first failure. */
+static void test_search_timing(void **state)
+{
+    (void)state;
+    fake_cands f = fakes();
+    f.check[0] = 2;
+    fbdnn_search_limits lim = {0};
+    fbdnn_search_result r;
+    assert_int_equal(fbdnn_search(2, &fake_ops, &f, &lim, &r), 0);
+    assert_true(r.status == ST_OK && r.best == 1 && r.best_us == 0 && r.timed == 0);
+    assert_int_equal(f.timed[1], 0);
+
+    f = fakes();
+    f.time[0] = 1; f.us[0] = 1;
+    f.us[1] = 50;
+    assert_int_equal(fbdnn_search(2, &fake_ops, &f, &lim, &r), 0);
+    assert_true(r.status == ST_OK && r.best == 1 && r.timed == 1 && r.verified == 2);
+
+    f = fakes();
+    f.time[0] = f.time[1] = 1;
+    assert_int_equal(fbdnn_search(2, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_LAUNCH_ERROR);
+    assert_int_equal(r.best, -1);
+    assert_non_null(strstr(r.reason, "timing 0 failed"));
+}
+
+/* No winner: wrong results make the row wrong_result with the first one's reason, even
+ * beside runs that failed; nothing that ran is a launch error; nothing built (or nothing
+ * offered) is unsupported. */
+static void test_search_no_winner(void **state)
+{
+    (void)state;
+    fbdnn_search_limits lim = {0};
+    fbdnn_search_result r;
+    fake_cands f = fakes();
+    f.check[0] = 1;
+    f.check[1] = 2;
+    f.check[2] = 2;
+    assert_int_equal(fbdnn_search(3, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_WRONG_RESULT);
+    assert_non_null(strstr(r.reason, "check 1 says 2"));
+    assert_non_null(strstr(r.reason, "tried=3;ok=2;verified=0"));
+    assert_int_equal(f.timed[1] + f.timed[2], 0);
+
+    f = fakes();
+    f.build[0] = 1;
+    f.check[1] = 1;
+    assert_int_equal(fbdnn_search(2, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_LAUNCH_ERROR);
+    assert_non_null(strstr(r.reason, "check 1 says 1"));
+
+    f = fakes();
+    f.build[0] = f.build[1] = 1;
+    assert_int_equal(fbdnn_search(2, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_UNSUPPORTED);
+    assert_non_null(strstr(r.reason, "refused 0"));
+    assert_int_equal(f.checked[0] + f.checked[1], 0);
+
+    assert_int_equal(fbdnn_search(0, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_UNSUPPORTED);
+    assert_int_equal(r.offered, 0);
+}
+
+/* The caps: at most max_configs tried and no new step after max_s, but only once something
+ * is verified (until then every candidate is tried); the summary says which cap cut. */
+static void test_search_caps(void **state)
+{
+    (void)state;
+    fbdnn_search_limits lim = {.max_configs = 8};
+    fbdnn_search_result r;
+    char sum[128];
+    fake_cands f = fakes();
+    fake_clock = 0;
+    assert_int_equal(fbdnn_search(12, &fake_ops, &f, &lim, &r), 0);
+    assert_true(r.status == ST_OK && r.tried == 8 && r.verified == 8 && r.best == 0);
+    assert_int_equal(r.capped, FBDNN_CAP_CONFIGS);
+    assert_int_equal(f.built[8], 0);
+    fbdnn_search_summary(&r, &lim, sum, sizeof sum);
+    assert_string_equal(sum, "tried=8;ok=8;verified=8;timed=8;cap=configs:8");
+
+    f = fakes(); /* the first eight all fail: the ninth is still tried, and wins */
+    for (int i = 0; i < 8; i++) f.check[i] = 1;
+    assert_int_equal(fbdnn_search(12, &fake_ops, &f, &lim, &r), 0);
+    assert_true(r.status == ST_OK && r.best == 8 && r.tried == 9 && r.capped == FBDNN_CAP_CONFIGS);
+
+    lim = (fbdnn_search_limits){.max_s = 45}; /* each build and check takes 10 fake seconds */
+    f = fakes();
+    f.us[1] = 1;
+    fake_clock = 0;
+    assert_int_equal(fbdnn_search(12, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.capped, FBDNN_CAP_TIME);
+    assert_true(r.tried == 3 && r.verified == 3); /* 60 s in after three: no fourth */
+    assert_true(r.timed == 1 && r.best == 0);     /* one timed, then the clock is past the cap */
+    fbdnn_search_summary(&r, &lim, sum, sizeof sum);
+    assert_string_equal(sum, "tried=3;ok=3;verified=3;timed=1;cap=time:45s");
+
+    lim = (fbdnn_search_limits){.max_s = 1}; /* nothing verified yet: the cap waits */
+    f = fakes();
+    for (int i = 0; i < 4; i++) f.build[i] = 1;
+    fake_clock = 0;
+    assert_int_equal(fbdnn_search(6, &fake_ops, &f, &lim, &r), 0);
+    assert_true(r.status == ST_OK && r.best == 4 && r.tried == 5);
+}
+
+/* A check that cannot run stops the search without blaming the candidates; a callback that
+ * stops it (a hung or unusable device) makes the search return -1 with its reason. */
+static void test_search_stops(void **state)
+{
+    (void)state;
+    fbdnn_search_limits lim = {0};
+    fbdnn_search_result r;
+    fake_cands f = fakes();
+    f.check[1] = 3;
+    assert_int_equal(fbdnn_search(4, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_RESOURCE_LIMIT);
+    assert_non_null(strstr(r.reason, "check 1 says 3"));
+    assert_int_equal(f.built[2], 0);
+
+    f = fakes();
+    f.stop_at = 2;
+    assert_int_equal(fbdnn_search(4, &fake_ops, &f, &lim, &r), -1);
+    assert_string_equal(r.reason, "device unusable at 2");
+    assert_int_equal(f.built[3], 0);
+    assert_int_equal(f.timed[0] + f.timed[1], 0);
+}
+
 static void test_graph_rejects(void **state)
 {
     (void)state;
@@ -543,6 +757,11 @@ int main(void)
         cmocka_unit_test(test_pad_round_trip),
         cmocka_unit_test(test_stats_layout),
         cmocka_unit_test(test_unpad_lse),
+        cmocka_unit_test(test_search_fastest_verified),
+        cmocka_unit_test(test_search_timing),
+        cmocka_unit_test(test_search_no_winner),
+        cmocka_unit_test(test_search_caps),
+        cmocka_unit_test(test_search_stops),
         cmocka_unit_test(test_graph_rejects),
         cmocka_unit_test(test_debug_trace),
         cmocka_unit_test(test_error_message),
