@@ -1,8 +1,9 @@
 /* test_cudnn.c: the cuDNN vendor without a GPU: the attention graph's tensor and operation
  * descriptors built and finalized by the real libcudnn (skipped, saying why, without one),
- * the softmax statistics' layout, the debug trace of backend calls, the operation graph, a
- * variant pack; the search among engine configs on fake callbacks; and `fabench vendors
- * --configs-out` option handling. */
+ * the softmax statistics' layout, the debug trace of backend calls, the operation graph, the
+ * heuristics' engine configs and plans as far as the library goes without a device, a variant
+ * pack; the search among engine configs on fake callbacks; and `fabench vendors --configs-out`
+ * option handling. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
@@ -282,6 +283,68 @@ static void test_stats_layout(void **state)
             assert_int_equal(uid == FBDNN_UID_STATS, real);
             fbdnn_graph_free(&g);
         }
+}
+
+/* The heuristics' engine configs and a plan for each, as far as the library goes without a
+ * device: every config listed is a descriptor of the graph (announced ones cuDNN did not fill
+ * in are not kept), a plan that does not finalize leaves nothing behind, and a graph that is
+ * not finalized is refused before cuDNN is asked. */
+static void test_engine_configs(void **state)
+{
+    (void)state;
+    if (!lib) skip();
+    for (int real = 0; real < 2; real++) {
+        fbdnn_sdpa p = problem(1, 2, 2, 64, 64, 64, 1, CUDNN_DATA_BFLOAT16, real);
+        fbdnn_graph g;
+        char err[1024] = "";
+        fbdnn_desc *cfgs = (fbdnn_desc *)1;
+        int n = -1;
+        if (fbdnn_graph_build(lib, &p, &g, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_int_equal(fbdnn_heur_configs(&g, CUDNN_HEUR_MODE_A, &cfgs, &n, err, sizeof err), -1);
+        assert_non_null(strstr(err, "not finalized"));
+        assert_null(cfgs);
+        assert_int_equal(n, 0);
+        if (fbdnn_graph_finalize(&g, NULL, err, sizeof err) != 0) {
+            printf("# the operation graph needs a handle here (%s)\n", err);
+            fbdnn_graph_free(&g);
+            continue;
+        }
+        const int modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+        for (int m = 0; m < 2; m++) {
+            const int before = g.ndesc;
+            err[0] = 0;
+            int rc = fbdnn_heur_configs(&g, modes[m], &cfgs, &n, err, sizeof err);
+            if (rc != 0) {
+                assert_int_equal(rc, 1); /* cuDNN's "cannot", never a fault of ours */
+                assert_true(err[0] != 0);
+                assert_int_equal(n, 0);
+                printf("# stats %d mode %d: %s\n", real, modes[m], err);
+                continue;
+            }
+            assert_true(n >= 0);
+            assert_true((n == 0) == (cfgs == NULL));
+            assert_int_equal(g.ndesc, before + 1 + n); /* the heuristics descriptor and the configs */
+            printf("# stats %s, heuristics mode %s: %d engine configs without a GPU\n", real ? "real" : "virtual",
+                   m ? "fallback" : "a", n);
+            for (int i = 0; i < n; i++) {
+                const int have = g.ndesc;
+                fbdnn_plan pl;
+                int st = fbdnn_plan_make(&g, NULL, cfgs[i], m ? "fallback" : "a", i, &pl, err, sizeof err);
+                if (st == 0) { /* a library that builds plans without a device: dropped again */
+                    assert_non_null(pl.plan);
+                    fbdnn_plan_drop(&g, &pl);
+                    assert_null(pl.plan);
+                } else {
+                    assert_non_null(strstr(err, "cudnnBackend"));
+                    assert_null(pl.plan);
+                }
+                assert_int_equal(g.ndesc, have);
+            }
+            free(cfgs);
+        }
+        fbdnn_graph_free(&g);
+        assert_int_equal(g.ndesc, 0);
+    }
 }
 
 /* cuDNN's dense statistics [b, hq, sq] to the harness's LSE: the same array for a dense
@@ -756,6 +819,7 @@ int main(void)
         cmocka_unit_test(test_graph_padded),
         cmocka_unit_test(test_pad_round_trip),
         cmocka_unit_test(test_stats_layout),
+        cmocka_unit_test(test_engine_configs),
         cmocka_unit_test(test_unpad_lse),
         cmocka_unit_test(test_search_fastest_verified),
         cmocka_unit_test(test_search_timing),

@@ -135,6 +135,7 @@ typedef struct plan_entry {
     char why[512];
     fbdnn_graph g;
     fbdnn_plan pl;
+    int heur_configs, fallback_configs; /* offered by heuristics mode A, fallback (-1: not asked) */
     char config[384]; /* the plan's description: its longest form fits (knobs are cut at 120) */
     long configs;
     struct plan_entry *next;
@@ -291,6 +292,38 @@ static int stats_variants(int out[2])
     return 2;
 }
 
+/* The first engine config of heuristics mode A, then of fallback mode, that finalizes into a
+ * plan: 0 with pl; 1 when none does (why); -1 on other failures (why). *heur and *fallback get
+ * the counts offered (*fallback -1 when not asked). */
+static int plan_first(fbdnn_graph *g, fbdnn_handle h, fbdnn_plan *pl, int *heur, int *fallback, char *why, size_t wlen)
+{
+    static const int modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+    static const char *const names[2] = {"a", "fallback"};
+    char last[2][400] = {"", ""};
+    *heur = 0;
+    *fallback = -1;
+    for (int m = 0; m < 2; m++) {
+        fbdnn_desc *cfgs = NULL;
+        int n = 0;
+        int rc = fbdnn_heur_configs(g, modes[m], &cfgs, &n, last[m], sizeof last[m]);
+        if (rc < 0) {
+            snprintf(why, wlen, "%.399s", last[m]);
+            return -1;
+        }
+        if (m == 0) *heur = n;
+        else *fallback = n;
+        for (int i = 0; i < n; i++)
+            if (fbdnn_plan_make(g, h, cfgs[i], names[m], i, pl, last[m], sizeof last[m]) == 0) {
+                free(cfgs);
+                return 0;
+            }
+        free(cfgs);
+    }
+    snprintf(why, wlen, "no engine config finalized (heuristics mode A offered %d%s%.200s; fallback offered %d%s%.200s)",
+             *heur, last[0][0] ? ", last: " : "", last[0], *fallback, last[1][0] ? ", last: " : "", last[1]);
+    return 1;
+}
+
 /* The entry for (s, dt), built on first use: ST_OK with a plan, or the status and reason why not. */
 static plan_entry *plan_get(vendor_session *vs, const shape_t *s, dtype_t dt)
 {
@@ -331,15 +364,15 @@ static plan_entry *plan_get(vendor_session *vs, const shape_t *s, dtype_t dt)
             e->status = fbdnn_not_supported(st) ? ST_UNSUPPORTED : ST_LAUNCH_ERROR;
             continue;
         }
-        int rc = fbdnn_plan_pick(&e->g, vs->h, &e->pl, why, wl);
-        if (e->configs == 0 || rc == 0) e->configs = e->pl.heur_configs;
+        int rc = plan_first(&e->g, vs->h, &e->pl, &e->heur_configs, &e->fallback_configs, why, wl);
+        if (e->configs == 0 || rc == 0) e->configs = e->heur_configs;
         if (rc == 0) {
             e->status = ST_OK;
             char fb[32] = "";
-            if (e->pl.fallback_configs >= 0) snprintf(fb, sizeof fb, ";fallback_configs=%d", e->pl.fallback_configs);
+            if (e->fallback_configs >= 0) snprintf(fb, sizeof fb, ";fallback_configs=%d", e->fallback_configs);
             snprintf(e->config, sizeof e->config,
                      "engine=%" PRId64 ";knobs=%.120s;heur=%s;cfg_index=%d;heur_configs=%d%s;stats=%s;mask=%s%s;ws=%" PRId64,
-                     e->pl.engine, e->pl.knobs[0] ? e->pl.knobs : "none", e->pl.mode, e->pl.index, e->pl.heur_configs, fb,
+                     e->pl.engine, e->pl.knobs[0] ? e->pl.knobs : "none", e->pl.mode, e->pl.index, e->heur_configs, fb,
                      variants[i] ? "real" : "virtual", e->g.masked ? "bottom_right" : "none",
                      e->page ? ";layout=paged,seq_len" : e->padded ? ";layout=padded,seq_len" : "", e->pl.workspace);
             dbg(vs, "plan for %s: %s", s->name, e->config);
