@@ -383,7 +383,7 @@ static int stats_variants(int out[2])
     if (e && !strcmp(e, "real")) { out[0] = 1; return 1; }
     if (e && !strcmp(e, "virtual")) { out[0] = 0; return 1; }
     out[0] = 0; /* inference: the statistics stay inside the kernel, as in cudnn-frontend */
-    out[1] = 1; /* some engines want them written */
+    out[1] = 1; /* some engines want them written, and then the harness checks them too */
     return 2;
 }
 
@@ -535,7 +535,8 @@ typedef struct {
     const timing_opts *t;
     fbdnn_padded pad;          /* a ragged or paged batch in cuDNN's layouts */
     void *host_o;              /* where O is poisoned from and copied back to: o, or pad.o */
-    size_t nstats;             /* statistics per run, when a graph writes them */
+    float *stats_h;            /* the dense statistics on the host, when a graph writes them */
+    size_t nstats;
     CUdeviceptr buf[FBDNN_NDEV];
     size_t bytes[FBDNN_NDEV];
     fbdnn_desc vp[MAX_GRAPHS]; /* each graph's variant pack, made over the workspace vp_ws */
@@ -592,6 +593,7 @@ static void run_free(run_ctx *r)
             if (r->buf[i]) drv.cuMemFree(r->buf[i]);
     }
     fbdnn_pad_free(&r->pad);
+    free(r->stats_h);
 }
 
 /* The inputs on the device (padded or paged where the graph wants that), O's and the
@@ -625,6 +627,11 @@ static int run_setup(run_ctx *r, vendor_result *res)
         r->host_o = r->pad.o;
     }
     r->nstats = stats ? (size_t)s->batch * s->hq * s->sq : 0;
+    if (stats && !(r->stats_h = malloc(r->nstats * sizeof(float)))) {
+        res->status = ST_RESOURCE_LIMIT;
+        snprintf(res->reason, sizeof res->reason, "host memory for the softmax statistics exhausted");
+        return 1;
+    }
     const size_t kvb = e->padded ? r->pad.kv_bytes : nkv * es;
     const size_t bytes[FBDNN_NDEV] = {nq * es, kvb, kvb, nq * es, r->nstats * sizeof(float),
                                       e->padded ? (size_t)s->batch * sizeof(int32_t) : 0,
@@ -688,20 +695,27 @@ static int pack_for(run_ctx *r, int k, fbdnn_desc *vp, char *why, size_t len)
     return 0;
 }
 
-/* Runs candidate c once from a poisoned O, so that what cuDNN leaves unwritten cannot pass
- * for stale memory that matches, and copies the output back into the caller's o. 0; 1 it
- * failed (why); -1 stopped. */
-static int run_once(run_ctx *r, candidate *c, char *why, size_t len)
+/* Runs candidate c once from a poisoned O (and statistics), so that what cuDNN leaves
+ * unwritten cannot pass for stale memory that matches, and copies the output back into the
+ * caller's o and, when c's graph writes them, the statistics into in->lse (*has_lse).
+ * 0; 1 it failed (why); -1 stopped. */
+static int run_once(run_ctx *r, candidate *c, int *has_lse, char *why, size_t len)
 {
     vendor_session *vs = r->vs;
     graph_slot *gs = &r->e->gs[c->slot];
     const size_t nq = (size_t)r->s->batch * r->s->hq * r->s->sq * r->s->d;
+    const int stats = gs->stats_real && r->nstats;
     fbdnn_desc vp;
     int rc;
+    *has_lse = 0;
     if ((rc = ensure_ws(r, c->pl.workspace, why, len)) != 0) return rc;
     if (pack_for(r, c->slot, &vp, why, len) != 0) return 1;
     fb_poison(r->host_o, nq, r->dt);
     CUresult cr = DRV(vs, cuMemcpyHtoDAsync, r->buf[FBDNN_DEV_O], r->host_o, r->bytes[FBDNN_DEV_O], vs->stream);
+    if (cr == CUDA_SUCCESS && stats) {
+        fb_poison_f32(r->stats_h, r->nstats);
+        cr = DRV(vs, cuMemcpyHtoDAsync, r->buf[FBDNN_DEV_STATS], r->stats_h, r->bytes[FBDNN_DEV_STATS], vs->stream);
+    }
     if (cr != CUDA_SUCCESS) return cu_failed(r, cr, "poisoning O", why, len);
     if (fbdnn_execute(&gs->g, vs->h, &c->pl, vp, why, len) != 0) return settle(r) < 0 ? -1 : 1;
     char e[512] = "";
@@ -711,9 +725,17 @@ static int run_once(run_ctx *r, candidate *c, char *why, size_t len)
         return 1;
     }
     cr = DRV(vs, cuMemcpyDtoHAsync, r->host_o, r->buf[FBDNN_DEV_O], r->bytes[FBDNN_DEV_O], vs->stream);
+    if (cr == CUDA_SUCCESS && stats)
+        cr = DRV(vs, cuMemcpyDtoHAsync, r->stats_h, r->buf[FBDNN_DEV_STATS], r->bytes[FBDNN_DEV_STATS], vs->stream);
     if (cr == CUDA_SUCCESS) cr = DRV(vs, cuStreamSynchronize, vs->stream);
     if (cr != CUDA_SUCCESS) return cu_failed(r, cr, "copying O back", why, len);
     if (r->e->padded) fbdnn_unpad_output(r->s, dtype_size(r->dt), &r->pad, r->o);
+    /* cuDNN's statistics are the natural-log log-sum-exp of the scaled, masked scores, [b, hq,
+     * sq, 1] float: the harness's LSE once the padded rows are dropped */
+    if (stats && r->in->lse) {
+        fbdnn_unpad_lse(r->s, r->stats_h, r->in->lse);
+        *has_lse = 1;
+    }
     return 0;
 }
 
@@ -800,8 +822,9 @@ static int op_check(void *arg, int i, char *why, size_t len)
     run_ctx *r = arg;
     candidate *c = &r->e->cand[i];
     char name[160], m[400];
+    int has_lse = 0;
     cand_name(r->e, c, name, sizeof name);
-    int rc = run_once(r, c, m, sizeof m);
+    int rc = run_once(r, c, &has_lse, m, sizeof m);
     if (rc < 0) {
         snprintf(why, len, "%s", r->err);
         return -1;
@@ -813,9 +836,9 @@ static int op_check(void *arg, int i, char *why, size_t len)
     }
     if (!r->in->check) return 0;
     m[0] = 0;
-    int v = r->in->check(r->in->check_arg, r->o, NULL, m, sizeof m);
-    dbg(r->vs, "%s: candidate %d/%d %s: %s%s", r->s->name, i + 1, r->e->ncand, name,
-        v == 0 ? "verified" : v > 0 ? "wrong result: " : "not checked: ", m);
+    int v = r->in->check(r->in->check_arg, r->o, has_lse ? r->in->lse : NULL, m, sizeof m);
+    dbg(r->vs, "%s: candidate %d/%d %s: %s%s%s", r->s->name, i + 1, r->e->ncand, name,
+        v == 0 ? "verified" : v > 0 ? "wrong result: " : "not checked: ", m, has_lse && v == 0 ? " (with its LSE)" : "");
     if (v == 0) return 0;
     snprintf(why, len, "%.120s: %.270s", name, m);
     return v > 0 ? 2 : 3;
@@ -1021,9 +1044,10 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
     snprintf(res->config, sizeof res->config, "%s", e->config);
     /* the row: the winner's output from one run for the harness to verify, then its timing */
     candidate *w = &e->cand[e->chosen];
+    int has_lse = 0;
     char m[512];
     res->status = ST_LAUNCH_ERROR;
-    if ((rc = run_once(&r, w, m, sizeof m)) != 0) {
+    if ((rc = run_once(&r, w, &has_lse, m, sizeof m)) != 0) {
         if (rc < 0) { rc = stopped_row(&r, res, err, errlen); goto out; }
         snprintf(res->reason, sizeof res->reason, "%s", m);
         rc = 0;
@@ -1036,6 +1060,7 @@ static int cudnn_run(vendor_session *vs, const char *impl, const shape_t *s, dty
         goto out;
     }
     res->has_stats = 1;
+    res->has_lse = has_lse;
     res->status = ST_OK;
 out:
     res->configs = e->offered;
