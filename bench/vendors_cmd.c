@@ -54,6 +54,26 @@ static int write_raw(const char *path, const void *data, size_t n)
     return (fclose(f) == 0 && ok) ? 0 : -1;
 }
 
+/* vendor_inputs.check: a candidate output a vendor chooses among goes through the verification
+ * every row goes through, on the shape's reference cache. */
+typedef struct {
+    const attn_problem *prob;
+    const void *q, *k, *v;
+    size_t rows;
+    uint64_t seed;
+    fb_refcache *ref;
+} vendor_check_arg;
+
+static int vendor_check(void *arg, const void *o, const float *lse, char *why, size_t len)
+{
+    const vendor_check_arg *a = arg;
+    verify_result ver = {0};
+    const int rc = fb_verify_cached(a->prob, a->q, a->k, a->v, o, lse, a->rows, a->seed, a->ref, &ver);
+    if (rc == 0 && ver.pass) return 0;
+    snprintf(why, len, "%s", ver.reason);
+    return rc < 0 ? -1 : 1;
+}
+
 static int wanted(const char *impl, const char *list)
 {
     if (!list) return 1;
@@ -278,6 +298,9 @@ int cmd_vendors(int argc, char **argv)
                             .lse = lse, .lsepath = lp};
         attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
         fb_refcache ref = {0}; /* the reference rows, computed once for all the vendors of the shape */
+        vendor_check_arg check = {.prob = &prob, .q = q, .k = k, .v = v, .rows = verify_rows, .seed = seed, .ref = &ref};
+        in.check = vendor_check;
+        in.check_arg = &check;
         for (size_t vi = 0; vi < NVENDORS && !fatal && !interrupted; vi++) {
             if (!vs[vi]) continue;
             for (const char *const *im = all_vendors[vi]->impls(vs[vi]); *im && !interrupted; im++) {
@@ -304,6 +327,7 @@ int cmd_vendors(int argc, char **argv)
                 if (status == ST_OK) {
                     fb_verify_cached(&prob, q, k, v, o, vr.has_lse ? lse : NULL, verify_rows, seed, &ref, &ver);
                     if (!ver.pass) { status = ST_WRONG_RESULT; reason = ver.reason; }
+                    else if (vr.has_stats) st = vr.stats; /* timed here by time_device */
                     else if (stats_compute_times(vr.samples_us, vr.nsamples, &st) != 0) { status = ST_LAUNCH_ERROR; reason = "no valid timing samples"; }
                 }
                 perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = *im, .config = vr.config,

@@ -1,7 +1,9 @@
 /* test_cudnn.c: the cuDNN vendor without a GPU: the attention graph's tensor and operation
  * descriptors built and finalized by the real libcudnn (skipped, saying why, without one),
- * the debug trace of backend calls, the operation graph, a variant pack; and
- * `fabench vendors --configs-out` option handling. */
+ * the softmax statistics' layout, the debug trace of backend calls, the operation graph, the
+ * heuristics' engine configs and plans as far as the library goes without a device, a variant
+ * pack; the search among engine configs on fake callbacks; and `fabench vendors --configs-out`
+ * option handling. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,8 @@
 #include "common.h"
 #include "cudnn/cudnn_graph.h"
 #include "cudnn/cudnn_pad.h"
+#include "cudnn/cudnn_search.h"
+#include "refcheck.h"
 #include "rt.h"
 #include "vendor.h"
 
@@ -236,6 +241,356 @@ static void test_pad_round_trip(void **state)
     assert_int_equal(nonzero, filled); /* k holds no zero of its own: every other slot is a zero tail */
     fbdnn_pad_free(&p);
     free(q); free(k); free(v); free(o);
+}
+
+/* A descriptor of g by the start of its label ("tensor:stats"); NULL when there is none. */
+static fbdnn_desc desc_labelled(const fbdnn_graph *g, const char *prefix)
+{
+    for (int i = 0; i < g->ndesc; i++)
+        if (!strncmp(g->labels[i], prefix, strlen(prefix))) return g->descs[i];
+    return NULL;
+}
+
+/* The statistics the vendor hands the harness as its log-sum-exp: with stats_real a float
+ * output [b, hq, sq, 1], packed (strides hq*sq, sq, 1, 1), as fbdnn_unpad_lse reads it; for a
+ * padded batch too (sq is then the longest sequence); virtual otherwise. */
+static void test_stats_layout(void **state)
+{
+    (void)state;
+    if (!lib) skip();
+    for (int padded = 0; padded < 2; padded++)
+        for (int real = 0; real < 2; real++) {
+            fbdnn_sdpa p = problem(2, 4, 2, 33, 64, 64, 1, CUDNN_DATA_HALF, real);
+            p.padded = padded;
+            fbdnn_graph g;
+            char err[1024];
+            if (fbdnn_graph_build(lib, &p, &g, err, sizeof err) != 0) fail_msg("padded=%d real=%d: %s", padded, real, err);
+            fbdnn_desc t = desc_labelled(&g, "tensor:stats");
+            assert_non_null(t);
+            int64_t dim[4] = {0}, str[4] = {0}, n = 0, uid = 0;
+            int32_t type = -1;
+            bool virt = 0;
+            assert_int_equal(lib->cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, &n, dim), 0);
+            assert_int_equal(n, 4);
+            assert_true(dim[0] == 2 && dim[1] == 4 && dim[2] == 33 && dim[3] == 1);
+            assert_int_equal(lib->cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, &n, str), 0);
+            assert_true(str[0] == 4 * 33 && str[1] == 33 && str[2] == 1);
+            assert_int_equal(lib->cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &n, &type), 0);
+            assert_int_equal(type, CUDNN_DATA_FLOAT);
+            assert_int_equal(lib->cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &n, &virt), 0);
+            assert_int_equal(virt, !real);
+            assert_int_equal(lib->cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &n, &uid), 0);
+            assert_int_equal(uid == FBDNN_UID_STATS, real);
+            fbdnn_graph_free(&g);
+        }
+}
+
+/* The heuristics' engine configs and a plan for each, as far as the library goes without a
+ * device: every config listed is a descriptor of the graph (announced ones cuDNN did not fill
+ * in are not kept), a plan that does not finalize leaves nothing behind, and a graph that is
+ * not finalized is refused before cuDNN is asked. */
+static void test_engine_configs(void **state)
+{
+    (void)state;
+    if (!lib) skip();
+    for (int real = 0; real < 2; real++) {
+        fbdnn_sdpa p = problem(1, 2, 2, 64, 64, 64, 1, CUDNN_DATA_BFLOAT16, real);
+        fbdnn_graph g;
+        char err[1024] = "";
+        fbdnn_desc *cfgs = (fbdnn_desc *)1;
+        int n = -1;
+        if (fbdnn_graph_build(lib, &p, &g, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_int_equal(fbdnn_heur_configs(&g, CUDNN_HEUR_MODE_A, &cfgs, &n, err, sizeof err), -1);
+        assert_non_null(strstr(err, "not finalized"));
+        assert_null(cfgs);
+        assert_int_equal(n, 0);
+        if (fbdnn_graph_finalize(&g, NULL, err, sizeof err) != 0) {
+            printf("# the operation graph needs a handle here (%s)\n", err);
+            fbdnn_graph_free(&g);
+            continue;
+        }
+        const int modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
+        for (int m = 0; m < 2; m++) {
+            const int before = g.ndesc;
+            err[0] = 0;
+            int rc = fbdnn_heur_configs(&g, modes[m], &cfgs, &n, err, sizeof err);
+            if (rc != 0) {
+                assert_int_equal(rc, 1); /* cuDNN's "cannot", never a fault of ours */
+                assert_true(err[0] != 0);
+                assert_int_equal(n, 0);
+                printf("# stats %d mode %d: %s\n", real, modes[m], err);
+                continue;
+            }
+            assert_true(n >= 0);
+            assert_true((n == 0) == (cfgs == NULL));
+            assert_int_equal(g.ndesc, before + 1 + n); /* the heuristics descriptor and the configs */
+            printf("# stats %s, heuristics mode %s: %d engine configs without a GPU\n", real ? "real" : "virtual",
+                   m ? "fallback" : "a", n);
+            for (int i = 0; i < n; i++) {
+                const int have = g.ndesc;
+                fbdnn_plan pl;
+                int st = fbdnn_plan_make(&g, NULL, cfgs[i], m ? "fallback" : "a", i, &pl, err, sizeof err);
+                if (st == 0) { /* a library that builds plans without a device: dropped again */
+                    assert_non_null(pl.plan);
+                    fbdnn_plan_drop(&g, &pl);
+                    assert_null(pl.plan);
+                } else {
+                    assert_non_null(strstr(err, "cudnnBackend"));
+                    assert_null(pl.plan);
+                }
+                assert_int_equal(g.ndesc, have);
+            }
+            free(cfgs);
+        }
+        fbdnn_graph_free(&g);
+        assert_int_equal(g.ndesc, 0);
+    }
+}
+
+/* cuDNN's dense statistics [b, hq, sq] to the harness's LSE: the same array for a dense
+ * batch, each sequence's real rows packed per head ([hq, total_q]) for a ragged one. */
+static void test_unpad_lse(void **state)
+{
+    (void)state;
+    shape_t s = {.batch = 3, .hq = 2, .hkv = 1, .sq = 8, .skv = 16, .d = 4, .nlens = 3, .nqlens = 3};
+    const double kl[3] = {1, 0.5, 0.25}, ql[3] = {0.5, 1, 0.125};
+    float stats[3 * 2 * 8], lse[3 * 2 * 8];
+    for (size_t i = 0; i < 48; i++) stats[i] = (float)i;
+    shape_t dense = s;
+    dense.nlens = dense.nqlens = 0;
+    fbdnn_unpad_lse(&dense, stats, lse);
+    assert_memory_equal(lse, stats, sizeof stats);
+
+    memcpy(s.lens, kl, sizeof kl);
+    memcpy(s.qlens, ql, sizeof ql);
+    int32_t cuq[4];
+    shape_cu_seqlens(&s, cuq, NULL);
+    const long long tq = shape_total_q(&s);
+    assert_int_equal(shape_out_rows(&s), (size_t)(2 * tq));
+    fb_poison_f32(lse, 48);
+    fbdnn_unpad_lse(&s, stats, lse);
+    for (int b = 0; b < 3; b++)
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < cuq[b + 1] - cuq[b]; i++) {
+                float want = stats[(b * 2 + h) * 8 + i], got = lse[h * tq + cuq[b] + i];
+                if (got != want) fail_msg("b=%d h=%d i=%d: %g, not %g", b, h, i, (double)got, (double)want);
+            }
+    uint32_t bits;
+    memcpy(&bits, &lse[2 * tq], sizeof bits); /* nothing past the packed rows */
+    assert_int_equal(bits, FB_POISON_F32);
+}
+
+/* ---- the search among engine configs, on fake callbacks ---- */
+
+enum { FAKE_MAX = 16 };
+/* What each fake candidate does: build 0/1, check 0..3, time 0/1 with its median. */
+typedef struct {
+    int build[FAKE_MAX], check[FAKE_MAX], time[FAKE_MAX];
+    double us[FAKE_MAX];
+    int stop_at;                  /* the build of this candidate returns -1 (stop); -1: never */
+    int built[FAKE_MAX], checked[FAKE_MAX], timed[FAKE_MAX];
+    double best_hint[FAKE_MAX];   /* the best_us each time call was given */
+} fake_cands;
+
+static double fake_clock;
+static double fake_now(void) { return fake_clock; }
+
+static int fake_build(void *arg, int i, char *why, size_t len)
+{
+    fake_cands *f = arg;
+    f->built[i]++;
+    fake_clock += 10; /* every step takes 10 fake seconds */
+    if (i == f->stop_at) { snprintf(why, len, "device unusable at %d", i); return -1; }
+    if (f->build[i]) snprintf(why, len, "refused %d", i);
+    return f->build[i];
+}
+
+static int fake_check(void *arg, int i, char *why, size_t len)
+{
+    fake_cands *f = arg;
+    f->checked[i]++;
+    fake_clock += 10;
+    if (f->check[i]) snprintf(why, len, "check %d says %d", i, f->check[i]);
+    return f->check[i];
+}
+
+static int fake_time(void *arg, int i, double best_us, double *us, char *why, size_t len)
+{
+    fake_cands *f = arg;
+    f->timed[i]++;
+    f->best_hint[i] = best_us;
+    fake_clock += 10;
+    if (f->time[i]) { snprintf(why, len, "timing %d failed", i); return 1; }
+    *us = f->us[i];
+    return 0;
+}
+
+static const fbdnn_search_ops fake_ops = {.build = fake_build, .check = fake_check, .time = fake_time, .now = fake_now};
+
+static fake_cands fakes(void)
+{
+    fake_cands f;
+    memset(&f, 0, sizeof f);
+    f.stop_at = -1;
+    for (int i = 0; i < FAKE_MAX; i++) f.us[i] = 100 + i;
+    return f;
+}
+
+/* The fastest verified candidate wins; a refused, failed or wrong one is never timed and
+ * cannot win however fast it would be; the counts say what happened. */
+static void test_search_fastest_verified(void **state)
+{
+    (void)state;
+    fake_cands f = fakes();
+    f.build[0] = 1;                  /* refused */
+    f.check[1] = 2; f.us[1] = 1;     /* wrong, and fastest */
+    f.us[2] = 30;
+    f.us[3] = 20;                    /* the winner */
+    f.check[4] = 1;                  /* failed to run */
+    f.us[5] = 25;
+    fbdnn_search_limits lim = {0};
+    fbdnn_search_result r;
+    fake_clock = 0;
+    assert_int_equal(fbdnn_search(6, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_OK);
+    assert_int_equal(r.best, 3);
+    assert_true(r.best_us == 20);
+    assert_true(r.offered == 6 && r.tried == 6 && r.ok == 4 && r.verified == 3 && r.timed == 3);
+    assert_int_equal(r.capped, FBDNN_CAP_NONE);
+    for (int i = 0; i < 6; i++) assert_int_equal(f.timed[i], i == 2 || i == 3 || i == 5);
+    assert_int_equal(f.checked[0], 0);
+    /* each time call knows the best so far (a hopeless candidate may stop early) */
+    assert_true(f.best_hint[2] == 0 && f.best_hint[3] == 30 && f.best_hint[5] == 20);
+    char sum[128];
+    fbdnn_search_summary(&r, &lim, sum, sizeof sum);
+    assert_string_equal(sum, "tried=6;ok=4;verified=3;timed=3");
+}
+
+/* One verified candidate is the winner without a timing; a timing that fails leaves the
+ * candidate out; none timed is a launch error naming the first failure. */
+static void test_search_timing(void **state)
+{
+    (void)state;
+    fake_cands f = fakes();
+    f.check[0] = 2;
+    fbdnn_search_limits lim = {0};
+    fbdnn_search_result r;
+    assert_int_equal(fbdnn_search(2, &fake_ops, &f, &lim, &r), 0);
+    assert_true(r.status == ST_OK && r.best == 1 && r.best_us == 0 && r.timed == 0);
+    assert_int_equal(f.timed[1], 0);
+
+    f = fakes();
+    f.time[0] = 1; f.us[0] = 1;
+    f.us[1] = 50;
+    assert_int_equal(fbdnn_search(2, &fake_ops, &f, &lim, &r), 0);
+    assert_true(r.status == ST_OK && r.best == 1 && r.timed == 1 && r.verified == 2);
+
+    f = fakes();
+    f.time[0] = f.time[1] = 1;
+    assert_int_equal(fbdnn_search(2, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_LAUNCH_ERROR);
+    assert_int_equal(r.best, -1);
+    assert_non_null(strstr(r.reason, "timing 0 failed"));
+}
+
+/* No winner: wrong results make the row wrong_result with the first one's reason, even
+ * beside runs that failed; nothing that ran is a launch error; nothing built (or nothing
+ * offered) is unsupported. */
+static void test_search_no_winner(void **state)
+{
+    (void)state;
+    fbdnn_search_limits lim = {0};
+    fbdnn_search_result r;
+    fake_cands f = fakes();
+    f.check[0] = 1;
+    f.check[1] = 2;
+    f.check[2] = 2;
+    assert_int_equal(fbdnn_search(3, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_WRONG_RESULT);
+    assert_non_null(strstr(r.reason, "check 1 says 2"));
+    assert_non_null(strstr(r.reason, "tried=3;ok=2;verified=0"));
+    assert_int_equal(f.timed[1] + f.timed[2], 0);
+
+    f = fakes();
+    f.build[0] = 1;
+    f.check[1] = 1;
+    assert_int_equal(fbdnn_search(2, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_LAUNCH_ERROR);
+    assert_non_null(strstr(r.reason, "check 1 says 1"));
+
+    f = fakes();
+    f.build[0] = f.build[1] = 1;
+    assert_int_equal(fbdnn_search(2, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_UNSUPPORTED);
+    assert_non_null(strstr(r.reason, "refused 0"));
+    assert_int_equal(f.checked[0] + f.checked[1], 0);
+
+    assert_int_equal(fbdnn_search(0, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_UNSUPPORTED);
+    assert_int_equal(r.offered, 0);
+}
+
+/* The caps: at most max_configs tried and no new step after max_s, but only once something
+ * is verified (until then every candidate is tried); the summary says which cap cut. */
+static void test_search_caps(void **state)
+{
+    (void)state;
+    fbdnn_search_limits lim = {.max_configs = 8};
+    fbdnn_search_result r;
+    char sum[128];
+    fake_cands f = fakes();
+    fake_clock = 0;
+    assert_int_equal(fbdnn_search(12, &fake_ops, &f, &lim, &r), 0);
+    assert_true(r.status == ST_OK && r.tried == 8 && r.verified == 8 && r.best == 0);
+    assert_int_equal(r.capped, FBDNN_CAP_CONFIGS);
+    assert_int_equal(f.built[8], 0);
+    fbdnn_search_summary(&r, &lim, sum, sizeof sum);
+    assert_string_equal(sum, "tried=8;ok=8;verified=8;timed=8;cap=configs:8");
+
+    f = fakes(); /* the first eight all fail: the ninth is still tried, and wins */
+    for (int i = 0; i < 8; i++) f.check[i] = 1;
+    assert_int_equal(fbdnn_search(12, &fake_ops, &f, &lim, &r), 0);
+    assert_true(r.status == ST_OK && r.best == 8 && r.tried == 9 && r.capped == FBDNN_CAP_CONFIGS);
+
+    lim = (fbdnn_search_limits){.max_s = 45}; /* each build and check takes 10 fake seconds */
+    f = fakes();
+    f.us[1] = 1;
+    fake_clock = 0;
+    assert_int_equal(fbdnn_search(12, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.capped, FBDNN_CAP_TIME);
+    assert_true(r.tried == 3 && r.verified == 3); /* 60 s in after three: no fourth */
+    assert_true(r.timed == 1 && r.best == 0);     /* one timed, then the clock is past the cap */
+    fbdnn_search_summary(&r, &lim, sum, sizeof sum);
+    assert_string_equal(sum, "tried=3;ok=3;verified=3;timed=1;cap=time:45s");
+
+    lim = (fbdnn_search_limits){.max_s = 1}; /* nothing verified yet: the cap waits */
+    f = fakes();
+    for (int i = 0; i < 4; i++) f.build[i] = 1;
+    fake_clock = 0;
+    assert_int_equal(fbdnn_search(6, &fake_ops, &f, &lim, &r), 0);
+    assert_true(r.status == ST_OK && r.best == 4 && r.tried == 5);
+}
+
+/* A check that cannot run stops the search without blaming the candidates; a callback that
+ * stops it (a hung or unusable device) makes the search return -1 with its reason. */
+static void test_search_stops(void **state)
+{
+    (void)state;
+    fbdnn_search_limits lim = {0};
+    fbdnn_search_result r;
+    fake_cands f = fakes();
+    f.check[1] = 3;
+    assert_int_equal(fbdnn_search(4, &fake_ops, &f, &lim, &r), 0);
+    assert_int_equal(r.status, ST_RESOURCE_LIMIT);
+    assert_non_null(strstr(r.reason, "check 1 says 3"));
+    assert_int_equal(f.built[2], 0);
+
+    f = fakes();
+    f.stop_at = 2;
+    assert_int_equal(fbdnn_search(4, &fake_ops, &f, &lim, &r), -1);
+    assert_string_equal(r.reason, "device unusable at 2");
+    assert_int_equal(f.built[3], 0);
+    assert_int_equal(f.timed[0] + f.timed[1], 0);
 }
 
 static void test_graph_rejects(void **state)
@@ -463,6 +818,14 @@ int main(void)
         cmocka_unit_test(test_graph_descriptors),
         cmocka_unit_test(test_graph_padded),
         cmocka_unit_test(test_pad_round_trip),
+        cmocka_unit_test(test_stats_layout),
+        cmocka_unit_test(test_engine_configs),
+        cmocka_unit_test(test_unpad_lse),
+        cmocka_unit_test(test_search_fastest_verified),
+        cmocka_unit_test(test_search_timing),
+        cmocka_unit_test(test_search_no_winner),
+        cmocka_unit_test(test_search_caps),
+        cmocka_unit_test(test_search_stops),
         cmocka_unit_test(test_graph_rejects),
         cmocka_unit_test(test_debug_trace),
         cmocka_unit_test(test_error_message),

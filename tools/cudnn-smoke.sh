@@ -58,9 +58,9 @@ smoke() {
 report() {
     echo "--- progress lines"
     grep -E '^\[[0-9]+/[0-9]+\]|fabench vendors:' "$out/smoke-debug.log" | cut -c1-400
-    echo "--- chosen engines and plans"
-    grep -E 'chosen engine config|^\[cudnn\] plan for|no plan for|engines for this operation graph' "$out/smoke-debug.log" |
-        sort | uniq -c | cut -c1-400 | head -n 40
+    echo "--- engine configs tried, chosen engines and plans"
+    grep -E 'chosen engine config|^\[cudnn\] plan for|no plan for|engines for this operation graph|: candidate [0-9]+/[0-9]+|heuristics mode .* offered' \
+        "$out/smoke-debug.log" | sort | uniq -c | cut -c1-400 | head -n 80
     echo "--- failed backend and driver calls (first 40)"
     grep -E '^\[cudnn\] .* -> ' "$out/smoke-debug.log" | grep -vE -- '-> (CUDNN_STATUS_SUCCESS|CUDA_SUCCESS)$' |
         cut -c1-600 | head -n 40

@@ -644,11 +644,6 @@ static void describe_config(fbdnn_graph *g, fbdnn_desc cfg, fbdnn_plan *pl)
     }
     for (int i = 0; i < nk; i++) fbdnn_destroy(g, knobs[i]);
     g->log_calls = log;
-    if (g->L->debug && log)
-        fprintf(stderr, "[cudnn] chosen engine config: heuristics mode %s, config %d of %d (%d refused before it), "
-                        "engine %" PRId64 ", knobs {%s}, workspace %" PRId64 " bytes\n",
-                pl->mode, pl->index, pl->mode[0] == 'a' ? pl->heur_configs : pl->fallback_configs, pl->tried,
-                pl->engine, pl->knobs, pl->workspace);
 }
 
 /* Prints the plan's JSON (engine name, knobs) in debug mode. */
@@ -666,12 +661,15 @@ static void debug_plan_json(fbdnn_graph *g, fbdnn_desc plan)
     free(json);
 }
 
-/* Tries the configs of one heuristics mode. 0 with pl->plan set; 1 none finalized (last holds
- * the last refusal); -1 the heuristics themselves failed (why). *offered gets the count. */
-static int try_mode(fbdnn_graph *g, fbdnn_handle h, int mode, const char *mname, fbdnn_plan *pl, int *offered,
-                    char *last, size_t lastlen, char *why, size_t wlen)
+int fbdnn_heur_configs(fbdnn_graph *g, int mode, fbdnn_desc **cfgs, int *n, char *why, size_t wlen)
 {
-    *offered = 0;
+    *cfgs = NULL;
+    *n = 0;
+    if (!g->opgraph) {
+        snprintf(why, wlen, "the operation graph is not finalized");
+        return -1;
+    }
+    const char *mname = mode == CUDNN_HEUR_MODE_A ? "a" : mode == CUDNN_HEUR_MODE_FALLBACK ? "fallback" : "other";
     char lab[48];
     snprintf(lab, sizeof lab, "heur:%s", mname);
     fbdnn_desc heur = create(g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, lab, why, wlen);
@@ -682,79 +680,74 @@ static int try_mode(fbdnn_graph *g, fbdnn_handle h, int mode, const char *mname,
                   wlen)) ||
         (st = set(g, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &m, why, wlen)) ||
         (st = finalize(g, heur, why, wlen)))
-        return fbdnn_not_supported(st) ? (snprintf(last, lastlen, "%s", why), 1) : -1;
-    int64_t n = 0;
-    if ((st = get(g, heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n, NULL, why, wlen)))
-        return fbdnn_not_supported(st) ? (snprintf(last, lastlen, "%s", why), 1) : -1;
-    if (n <= 0) {
-        snprintf(last, lastlen, "heuristics mode %s offered no engine config", mname);
-        return 1;
-    }
-    if (n > 4096) n = 4096;
-    fbdnn_desc *cfgs = calloc((size_t)n, sizeof *cfgs);
-    if (!cfgs) { snprintf(why, wlen, "out of memory"); return -1; }
-    for (int64_t i = 0; i < n; i++) {
+        return fbdnn_not_supported(st) ? 1 : -1;
+    int64_t count = 0;
+    if ((st = get(g, heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL, why, wlen)))
+        return fbdnn_not_supported(st) ? 1 : -1;
+    if (count <= 0) return 0;
+    if (count > 4096) count = 4096;
+    fbdnn_desc *v = calloc((size_t)count, sizeof *v);
+    if (!v) { snprintf(why, wlen, "out of memory"); return -1; }
+    for (int64_t i = 0; i < count; i++) {
         snprintf(lab, sizeof lab, "cfg:%s[%" PRId64 "]", mname, i);
-        if (!(cfgs[i] = create(g, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, lab, why, wlen))) { free(cfgs); return -1; }
+        if (!(v[i] = create(g, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, lab, why, wlen))) {
+            for (int64_t j = 0; j < i; j++) fbdnn_destroy(g, v[j]);
+            free(v);
+            return -1;
+        }
     }
     int64_t got = 0;
-    if ((st = get(g, heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got, cfgs, why, wlen))) {
-        free(cfgs);
-        return -1;
+    if ((st = get(g, heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, v, why, wlen))) {
+        for (int64_t j = 0; j < count; j++) fbdnn_destroy(g, v[j]);
+        free(v);
+        return fbdnn_not_supported(st) ? 1 : -1;
     }
-    if (got > n) got = n;
-    *offered = (int)got;
-    int rc = 1;
-    for (int64_t i = 0; i < got; i++) {
-        snprintf(lab, sizeof lab, "plan:%s[%" PRId64 "]", mname, i);
-        fbdnn_desc plan = create(g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, lab, why, wlen);
-        if (!plan) { rc = -1; break; }
-        char e[512];
-        if ((st = set(g, plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h, e, sizeof e)) ||
-            (st = set(g, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[i], e,
-                      sizeof e)) ||
-            (st = finalize(g, plan, e, sizeof e))) {
-            snprintf(last, lastlen, "%.300s", e);
-            fbdnn_destroy(g, plan);
-            pl->tried++;
-            continue;
-        }
-        int64_t ws = 0, cnt = 0;
-        if (get(g, plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &cnt, &ws, why, wlen)) {
-            rc = -1;
-            break;
-        }
-        pl->plan = plan;
-        pl->workspace = ws;
-        pl->index = (int)i;
-        pl->mode = mname;
-        describe_config(g, cfgs[i], pl);
-        debug_plan_json(g, plan);
-        rc = 0;
-        break;
-    }
-    free(cfgs); /* the descriptors stay with g until it is freed */
-    return rc;
+    if (got < 0) got = 0;
+    if (got > count) got = count;
+    for (int64_t j = got; j < count; j++) fbdnn_destroy(g, v[j]); /* announced but not filled in */
+    if (g->L->debug && g->log_calls)
+        fprintf(stderr, "[cudnn] heuristics mode %s offered %" PRId64 " engine configs\n", mname, got);
+    if (got == 0) { free(v); return 0; }
+    *cfgs = v;
+    *n = (int)got;
+    return 0;
 }
 
-int fbdnn_plan_pick(fbdnn_graph *g, fbdnn_handle h, fbdnn_plan *pl, char *why, size_t wlen)
+int fbdnn_plan_make(fbdnn_graph *g, fbdnn_handle h, fbdnn_desc cfg, const char *mode, int index, fbdnn_plan *pl,
+                    char *why, size_t wlen)
 {
     memset(pl, 0, sizeof *pl);
     pl->engine = -1;
-    pl->fallback_configs = -1;
-    if (!g->opgraph) {
-        snprintf(why, wlen, "the operation graph is not finalized");
-        return -1;
+    pl->mode = mode;
+    pl->index = index;
+    char lab[48];
+    snprintf(lab, sizeof lab, "plan:%s[%d]", mode, index);
+    fbdnn_desc plan = create(g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, lab, why, wlen);
+    if (!plan) return CUDNN_STATUS_INTERNAL_ERROR;
+    int st;
+    int64_t ws = 0, cnt = 0;
+    if ((st = set(g, plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h, why, wlen)) ||
+        (st = set(g, plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg, why, wlen)) ||
+        (st = finalize(g, plan, why, wlen)) ||
+        (st = get(g, plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &cnt, &ws, why, wlen))) {
+        fbdnn_destroy(g, plan);
+        return st;
     }
-    char last_a[400] = "", last_f[400] = "";
-    int rc = try_mode(g, h, CUDNN_HEUR_MODE_A, "a", pl, &pl->heur_configs, last_a, sizeof last_a, why, wlen);
-    if (rc != 1) return rc;
-    rc = try_mode(g, h, CUDNN_HEUR_MODE_FALLBACK, "fallback", pl, &pl->fallback_configs, last_f, sizeof last_f, why, wlen);
-    if (rc != 1) return rc;
-    snprintf(why, wlen, "no engine config finalized (heuristics mode A offered %d%s%.200s; fallback offered %d%s%.200s)",
-             pl->heur_configs, last_a[0] ? ", last: " : "", last_a, pl->fallback_configs, last_f[0] ? ", last: " : "",
-             last_f);
-    return 1;
+    pl->plan = plan;
+    pl->workspace = ws;
+    describe_config(g, cfg, pl);
+    if (g->L->debug && g->log_calls) {
+        fprintf(stderr, "[cudnn] plan %s: engine %" PRId64 ", knobs {%s}, workspace %" PRId64 " bytes\n", lab,
+                pl->engine, pl->knobs, pl->workspace);
+        debug_plan_json(g, plan);
+    }
+    return 0;
+}
+
+void fbdnn_plan_drop(fbdnn_graph *g, fbdnn_plan *pl)
+{
+    if (pl->plan) fbdnn_destroy(g, pl->plan);
+    pl->plan = NULL;
 }
 
 int fbdnn_variant_pack(fbdnn_graph *g, void *const dev[FBDNN_NDEV], void *workspace, fbdnn_desc *out, char *err,

@@ -1,7 +1,7 @@
 /* cudnn_graph.h: cuDNN's fused flash-attention forward through the backend API: loading
- * libcudnn (dlopen), the operation graph, engine configs from the heuristics, execution plans
- * and variant packs. Every backend call goes through one wrapper, which prints the call, its
- * attribute and values and cuDNN's status on stderr when FABENCH_CUDNN_DEBUG=1. */
+ * libcudnn (dlopen), the operation graph, engine configs from the heuristics, an execution
+ * plan for each, and variant packs. Every backend call goes through one wrapper, which prints
+ * the call, its attribute and values and cuDNN's status on stderr when FABENCH_CUDNN_DEBUG=1. */
 #ifndef FBDNN_GRAPH_H
 #define FBDNN_GRAPH_H
 
@@ -77,23 +77,28 @@ int fbdnn_graph_build(const fbdnn_lib *L, const fbdnn_sdpa *p, fbdnn_graph *g, c
 int fbdnn_graph_finalize(fbdnn_graph *g, fbdnn_handle h, char *err, size_t errlen);
 void fbdnn_graph_free(fbdnn_graph *g);
 
-/* The chosen execution plan and how it was found. */
+/* One engine config's execution plan. */
 typedef struct {
-    fbdnn_desc plan;
+    fbdnn_desc plan;        /* NULL until fbdnn_plan_make succeeded */
     int64_t workspace;      /* bytes */
     int64_t engine;         /* the engine's global index; -1 when cuDNN would not say */
-    char knobs[200];        /* "TYPE=VALUE,..." of the engine config's knob choices */
-    int heur_configs;       /* engine configs heuristics mode A offered for this graph */
-    int fallback_configs;   /* engine configs fallback mode offered; -1 when not asked */
-    int index;              /* position of the chosen config in its list */
-    int tried;              /* configs that failed to finalize before it */
-    const char *mode;       /* "a" or "fallback" */
+    char knobs[200];        /* "kTYPE=VALUE,..." of the engine config's knob choices */
+    const char *mode;       /* the heuristics mode that offered it: "a" or "fallback" */
+    int index;              /* its position in that mode's list */
 } fbdnn_plan;
 
-/* Asks heuristics mode A, then fallback mode, for engine configs of the finalized graph and
- * takes the first that finalizes into an execution plan. 0 and pl; 1 when cuDNN cannot run
- * the graph (why has cuDNN's reason, pl's counts are filled); -1 on other failures (why). */
-int fbdnn_plan_pick(fbdnn_graph *g, fbdnn_handle h, fbdnn_plan *pl, char *why, size_t wlen);
+/* The engine configs heuristics mode `mode` (CUDNN_HEUR_MODE_A or CUDNN_HEUR_MODE_FALLBACK)
+ * offer for the finalized graph, best first: 0 with *n of them in *cfgs (a malloc'd array the
+ * caller frees; the descriptors belong to g), *n may be 0; 1 when cuDNN says it cannot (why);
+ * -1 on other failures (why). */
+int fbdnn_heur_configs(fbdnn_graph *g, int mode, fbdnn_desc **cfgs, int *n, char *why, size_t wlen);
+/* Finalizes engine config cfg (offered by heuristics `mode` at `index`) into an execution plan
+ * for handle h: 0 with pl filled (engine, knobs, workspace), or cuDNN's status with why (no
+ * plan descriptor is left behind). */
+int fbdnn_plan_make(fbdnn_graph *g, fbdnn_handle h, fbdnn_desc cfg, const char *mode, int index, fbdnn_plan *pl,
+                    char *why, size_t wlen);
+/* Destroys pl's plan descriptor (a candidate that lost); pl->plan becomes NULL. */
+void fbdnn_plan_drop(fbdnn_graph *g, fbdnn_plan *pl);
 
 /* A finalized variant pack: dev holds the device addresses of Q, K, V, O, the statistics
  * (when they are real) and the sequence lengths (when padded), indexed by FBDNN_DEV_*.

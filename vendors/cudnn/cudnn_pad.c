@@ -19,12 +19,11 @@ static size_t host_row(const shape_t *s, int heads, int smax, long long total, i
     return shape_ragged(s) ? (size_t)((long long)h * total + c0) : ((size_t)b * heads + (size_t)h) * (size_t)smax;
 }
 
-/* n rows of every head of sequence b between the harness's layout and dense [b, heads,
- * smax, d] (to_dense 0: back). */
+/* n rows of `row` bytes of every head of sequence b between the harness's layout and dense
+ * [b, heads, smax, ...] (to_dense 0: back). */
 static void copy_rows(const shape_t *s, char *dense, char *host, int to_dense, int heads, int smax, long long total,
-                      size_t es, int b, long long c0, int n)
+                      size_t row, int b, long long c0, int n)
 {
-    const size_t row = (size_t)s->d * es;
     for (int h = 0; h < heads; h++) {
         char *dp = dense + (((size_t)b * heads + (size_t)h) * (size_t)smax) * row;
         char *hp = host + host_row(s, heads, smax, total, b, h, c0) * row;
@@ -50,16 +49,17 @@ int fbdnn_pad_inputs(const shape_t *s, size_t es, const vendor_inputs *in, uint6
     if (paged) p->bt = malloc(sizeof(int32_t) * npages);
     if (!p->q || !p->o || !p->k || !p->v || !p->seq_q || !p->seq_kv || (paged && !p->bt)) { fbdnn_pad_free(p); return -1; }
     const long long tq = shape_total_q(s), tkv = shape_total_kv(s);
+    const size_t row = (size_t)s->d * es;
     long long q0 = 0, k0 = 0;
     for (int b = 0; b < s->batch; b++) {
         int lq, lk;
         shape_seq_lens(s, b, &lq, &lk);
         p->seq_q[b] = lq;
         p->seq_kv[b] = lk;
-        copy_rows(s, p->q, (char *)in->q, 1, s->hq, s->sq, tq, es, b, q0, lq);
+        copy_rows(s, p->q, (char *)in->q, 1, s->hq, s->sq, tq, row, b, q0, lq);
         if (!paged) {
-            copy_rows(s, p->k, (char *)in->k, 1, s->hkv, s->skv, tkv, es, b, k0, lk);
-            copy_rows(s, p->v, (char *)in->v, 1, s->hkv, s->skv, tkv, es, b, k0, lk);
+            copy_rows(s, p->k, (char *)in->k, 1, s->hkv, s->skv, tkv, row, b, k0, lk);
+            copy_rows(s, p->v, (char *)in->v, 1, s->hkv, s->skv, tkv, row, b, k0, lk);
         }
         q0 += lq;
         k0 += lk;
@@ -77,7 +77,19 @@ void fbdnn_unpad_output(const shape_t *s, size_t es, const fbdnn_padded *p, void
     long long q0 = 0;
     const long long tq = shape_total_q(s);
     for (int b = 0; b < s->batch; b++) {
-        copy_rows(s, p->o, o, 0, s->hq, s->sq, tq, es, b, q0, p->seq_q[b]);
+        copy_rows(s, p->o, o, 0, s->hq, s->sq, tq, (size_t)s->d * es, b, q0, p->seq_q[b]);
         q0 += p->seq_q[b];
+    }
+}
+
+void fbdnn_unpad_lse(const shape_t *s, const float *stats, float *lse)
+{
+    long long q0 = 0;
+    const long long tq = shape_total_q(s);
+    for (int b = 0; b < s->batch; b++) {
+        int lq, lk;
+        shape_seq_lens(s, b, &lq, &lk);
+        copy_rows(s, (char *)stats, (char *)lse, 0, s->hq, s->sq, tq, sizeof(float), b, q0, lq);
+        q0 += lq;
     }
 }

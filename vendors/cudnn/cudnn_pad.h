@@ -1,8 +1,8 @@
 /* cudnn_pad.h: the harness's inputs in the layouts cuDNN's padded and paged graphs read: a
  * ragged batch (packed per head: Q, O [hq, total_q, d], K, V [hkv, total_kv, d];
  * bench/common.h) padded with zeros to dense [b, h, s, d], each sequence's lengths, K and V
- * scattered into shuffled pages with a block table for a paged cache, and the output
- * unpadded again. */
+ * scattered into shuffled pages with a block table for a paged cache, and the output and
+ * the softmax statistics unpadded again. */
 #ifndef FBDNN_PAD_H
 #define FBDNN_PAD_H
 
@@ -25,6 +25,10 @@ typedef struct {
 int fbdnn_pad_inputs(const shape_t *s, size_t es, const vendor_inputs *in, uint64_t seed, fbdnn_padded *p);
 /* The real rows of the padded output p->o into o, in the harness's layout for s. */
 void fbdnn_unpad_output(const shape_t *s, size_t es, const fbdnn_padded *p, void *o);
+/* The real rows of cuDNN's softmax statistics stats (float [b, hq, sq], dense, padded rows
+ * included) into lse, the harness's log-sum-exp layout for s ([b, hq, sq], or packed [hq,
+ * total_q] when ragged). */
+void fbdnn_unpad_lse(const shape_t *s, const float *stats, float *lse);
 void fbdnn_pad_free(fbdnn_padded *p);
 
 #endif
