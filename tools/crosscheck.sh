@@ -10,8 +10,9 @@
 # implementation, on how many shapes the two agree within 5% (or 1 us). Shapes default to
 # tools/crosscheck/shapes.csv (the smallest shape of every suite and a spread of the rest).
 # Environment: IMPLS (the vendors' implementations, default all), NCU_SHAPES (profile the
-# first N shapes only), NEED (agreeing shapes required per implementation, default 20),
-# FABENCH_BIN (default build/fabench).
+# first N shapes only), NCU_IMPLS (whose runs ncu profiles: portable,cudnn), NCU_UNTIL
+# (start no ncu process after this many seconds of the script), NEED (agreeing shapes
+# required per implementation, default 20), FABENCH_BIN (default build/fabench).
 set -u
 [ $# -ge 2 ] || { echo "usage: tools/crosscheck.sh DEVICE OUTDIR [SHAPES.csv]" >&2; exit 2; }
 dev=$1; out=$2; shapes=${3:-tools/crosscheck/shapes.csv}
@@ -48,14 +49,16 @@ ncu_run() { # IMPL NAME COMMAND...
 }
 if command -v ncu >/dev/null; then
     say "ncu kernel durations of ours and cuDNN"
+    wanted() { case ",${NCU_IMPLS:-portable,cudnn}," in *,"$1",*) return 0 ;; esac; return 1; }
     tail -n +2 "$shapes" | head -n "${NCU_SHAPES:-100000}" | while IFS= read -r line; do
+        [ -n "${NCU_UNTIL:-}" ] && [ "$SECONDS" -ge "$NCU_UNTIL" ] && { say "ncu: out of time at $SECONDS s"; break; }
         name=${line%%,*}
         one=$out/ncu/$name.shape.csv
         { head -n 1 "$shapes"; echo "$line"; } >"$one"
-        ncu_run portable "$name" "$fab" run --device "$dev" --shapes "$one" --tuned \
+        wanted portable && ncu_run portable "$name" "$fab" run --device "$dev" --shapes "$one" --tuned \
             --out "$out/ncu/scratch.csv" --budget 0.05 --quiet
         case ",${IMPLS:-cudnn}," in *,cudnn,*)
-            ncu_run cudnn "$name" "$fab" vendors --impl cudnn --device "$dev" --shapes "$one" \
+            wanted cudnn && ncu_run cudnn "$name" "$fab" vendors --impl cudnn --device "$dev" --shapes "$one" \
                 --out "$out/ncu/scratch.csv" --budget 0.05 --quiet ;;
         esac
         rm -f "$one" "$out/ncu/scratch.csv"
