@@ -258,6 +258,19 @@ def cmd_report(args):
     return 0
 
 
+def cmd_pin(args):
+    """The environment that makes the cuDNN vendor run a perf.csv row's engine config alone:
+    FABENCH_CUDNN_STATS and FABENCH_CUDNN_ONLY from its config column; nothing when the row
+    is missing or not ok."""
+    with open(args.perf, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["impl"] == args.impl and r["name"] == args.name and r["status"] == "ok":
+                kv = dict(x.split("=", 1) for x in r["config"].split(";") if "=" in x)
+                if "stats" in kv and "cfg_index" in kv:
+                    print("FABENCH_CUDNN_STATS=%s FABENCH_CUDNN_ONLY=%s" % (kv["stats"], kv["cfg_index"]))
+    return 0
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -270,13 +283,17 @@ def main(argv):
     n.add_argument("files", nargs="+")
     n.add_argument("--graphs", action="store_true", help="ncu ran with --graph-profiling graph")
     n.add_argument("--out", required=True)
+    pn = sub.add_parser("pin")
+    pn.add_argument("perf")
+    pn.add_argument("impl")
+    pn.add_argument("name")
     r = sub.add_parser("report")
     r.add_argument("perf", nargs="+")
     r.add_argument("--check", action="append", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--need", type=int, default=20)
     args = ap.parse_args(argv)
-    return {"graph": cmd_graph, "ncu": cmd_ncu, "report": cmd_report}[args.cmd](args)
+    return {"graph": cmd_graph, "ncu": cmd_ncu, "report": cmd_report, "pin": cmd_pin}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -57,9 +57,11 @@ if command -v ncu >/dev/null; then
         { head -n 1 "$shapes"; echo "$line"; } >"$one"
         wanted portable && ncu_run portable "$name" "$fab" run --device "$dev" --shapes "$one" --tuned \
             --out "$out/ncu/scratch.csv" --budget 0.05 --quiet
+        # cuDNN: the engine config the row chose, alone (its search would time every candidate)
+        pin=$(python3 tools/crosscheck.py pin "$out/perf.csv" cudnn "$name")
         case ",${IMPLS:-cudnn}," in *,cudnn,*)
-            wanted cudnn && ncu_run cudnn "$name" "$fab" vendors --impl cudnn --device "$dev" --shapes "$one" \
-                --out "$out/ncu/scratch.csv" --budget 0.05 --quiet ;;
+            [ -n "$pin" ] && wanted cudnn && (export $pin; ncu_run cudnn "$name" "$fab" vendors --impl cudnn \
+                --device "$dev" --shapes "$one" --out "$out/ncu/scratch.csv" --budget 0.05 --quiet) ;;
         esac
         rm -f "$one" "$out/ncu/scratch.csv"
     done

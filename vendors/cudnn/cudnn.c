@@ -8,7 +8,9 @@
  * API (libcuda.so.1, dlopen'd like bench/rt/cuda.c).
  * FABENCH_CUDNN_DEBUG=1 prints every cuDNN backend call, driver call and candidate on stderr;
  * FABENCH_CUDNN_MAX_CONFIGS (default 8) and FABENCH_CUDNN_SEARCH_S (default 30) bound a
- * shape's search; FABENCH_CUDNN_STATS=virtual|real keeps one graph only. */
+ * shape's search; FABENCH_CUDNN_STATS=virtual|real keeps one graph only, and
+ * FABENCH_CUDNN_ONLY=I the heuristics' config I alone (with STATS, one row's engine again:
+ * tools/crosscheck.sh profiles that one). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -167,6 +169,7 @@ struct vendor_session {
     CUdeviceptr ws;
     size_t ws_bytes;
     fbdnn_search_limits lim;
+    int only;                  /* >= 0: the heuristics' config of this index alone (FABENCH_CUDNN_ONLY) */
     plan_entry *plans;
     const char *impls[2];
 };
@@ -326,7 +329,13 @@ static int cudnn_open(const rt_device *dev, vendor_session **out, char *versions
     vs->rt = dev->rt;
     vs->debug = L->debug;
     vs->impls[0] = "cudnn";
-    if (search_limits(&vs->lim, why, wlen) != 0) { free(vs); return -1; }
+    double only;
+    if (search_limits(&vs->lim, why, wlen) != 0 ||
+        env_number("FABENCH_CUDNN_ONLY", -1, -1, 4096, 1, &only, why, wlen) != 0) {
+        free(vs);
+        return -1;
+    }
+    vs->only = (int)only;
     char d[256], e[512];
     CUresult r;
     dbg(vs, "libcudnn %s, cudnnGetVersion %zu, device %s (%s:%d); search at most %d configs, %g s", L->path,
@@ -469,8 +478,11 @@ static int candidates_make(vendor_session *vs, plan_entry *e, int m, const shape
     }
     for (int r = 0; r < most; r++)
         for (int k = 0; k < e->ngs; k++)
-            if (r < e->gs[k].ncfgs[m]) e->cand[e->ncand++] = (candidate){.slot = k, .mode = m, .index = r};
-    return total;
+            if (r < e->gs[k].ncfgs[m] && (vs->only < 0 || r == vs->only))
+                e->cand[e->ncand++] = (candidate){.slot = k, .mode = m, .index = r};
+    if (e->ncand == 0) snprintf(why, wlen, "FABENCH_CUDNN_ONLY=%d: heuristics mode %s offered fewer configs", vs->only,
+                                mode_name[m]);
+    return e->ncand;
 }
 
 /* The entry for (s, dt), its graphs and candidates made on first use: ST_OK with candidates,
