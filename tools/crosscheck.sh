@@ -12,7 +12,9 @@
 # Environment: IMPLS (the vendors' implementations, default all), NCU_SHAPES (profile the
 # first N shapes only), NCU_IMPLS (whose runs ncu profiles: portable,cudnn), NCU_UNTIL
 # (start no ncu process after this many seconds of the script), NEED (agreeing shapes
-# required per implementation, default 20), FABENCH_BIN (default build/fabench).
+# required per implementation, default 20), FABENCH_BIN (default build/fabench),
+# RESUME=1 (keep what OUTDIR already has: perf.csv, graph.csv, profiled shapes; a device
+# call too short for all of it is followed by another).
 set -u
 [ $# -ge 2 ] || { echo "usage: tools/crosscheck.sh DEVICE OUTDIR [SHAPES.csv]" >&2; exit 2; }
 dev=$1; out=$2; shapes=${3:-tools/crosscheck/shapes.csv}
@@ -23,15 +25,23 @@ export FABENCH_RUN_ID=${FABENCH_RUN_ID:-crosscheck-$(date -u +%Y%m%dT%H%M%SZ)}
 log=$out/crosscheck.log
 say() { echo "crosscheck: $*" | tee -a "$log" >&2; }
 
-say "fabench: ours and the vendors on $(($(wc -l <"$shapes") - 1)) shapes ($FABENCH_RUN_ID)"
-"$fab" run --device "$dev" --shapes "$shapes" --tuned --out "$out/perf.csv" --manifest "$out/manifest.csv" --quiet >>"$log" 2>&1
-"$fab" vendors --device "$dev" --shapes "$shapes" --out "$out/perf.csv" --append --manifest "$out/manifest.csv" \
-    ${IMPLS:+--impl "$IMPLS"} --quiet >>"$log" 2>&1
+kept() { [ "${RESUME:-0}" = 1 ] && [ -s "$1" ]; }
+if kept "$out/perf.csv"; then
+    say "fabench: keeping $out/perf.csv"
+else
+    say "fabench: ours and the vendors on $(($(wc -l <"$shapes") - 1)) shapes ($FABENCH_RUN_ID)"
+    "$fab" run --device "$dev" --shapes "$shapes" --tuned --out "$out/perf.csv" --manifest "$out/manifest.csv" \
+        --quiet >>"$log" 2>&1
+    "$fab" vendors --device "$dev" --shapes "$shapes" --out "$out/perf.csv" --append --manifest "$out/manifest.csv" \
+        ${IMPLS:+--impl "$IMPLS"} --quiet >>"$log" 2>&1
+fi
 
 torch_impls=$(echo "${IMPLS:-torch-flash,torch-efficient,torch-cudnn,flex,flex-autotune}" | tr ',' '\n' |
     grep -E '^(torch-|flex)' | paste -sd, -)
 checks=()
-if [ -n "$torch_impls" ]; then
+if kept "$out/graph.csv"; then
+    checks+=(--check "$out/graph.csv")
+elif [ -n "$torch_impls" ]; then
     say "CUDA-graph replay of $torch_impls"
     python3 tools/crosscheck.py graph "$shapes" "$out/graph.csv" --impl "$torch_impls" --device "${dev#cuda:}" >>"$log" 2>&1 &&
         checks+=(--check "$out/graph.csv")
@@ -55,12 +65,14 @@ if command -v ncu >/dev/null; then
         name=${line%%,*}
         one=$out/ncu/$name.shape.csv
         { head -n 1 "$shapes"; echo "$line"; } >"$one"
-        wanted portable && ncu_run portable "$name" "$fab" run --device "$dev" --shapes "$one" --tuned \
+        wanted portable && ! kept "$out/ncu/portable@$name.ncu.csv" && ncu_run portable "$name" "$fab" run \
+            --device "$dev" --shapes "$one" --tuned \
             --out "$out/ncu/scratch.csv" --budget 0.05 --quiet
         # cuDNN: the engine config the row chose, alone (its search would time every candidate)
         pin=$(python3 tools/crosscheck.py pin "$out/perf.csv" cudnn "$name")
         case ",${IMPLS:-cudnn}," in *,cudnn,*)
-            [ -n "$pin" ] && wanted cudnn && (export $pin; ncu_run cudnn "$name" "$fab" vendors --impl cudnn \
+            [ -n "$pin" ] && wanted cudnn && ! kept "$out/ncu/cudnn@$name.ncu.csv" &&
+                (export $pin; ncu_run cudnn "$name" "$fab" vendors --impl cudnn \
                 --device "$dev" --shapes "$one" --out "$out/ncu/scratch.csv" --budget 0.05 --quiet) ;;
         esac
         rm -f "$one" "$out/ncu/scratch.csv"
