@@ -73,6 +73,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "fabench: %s\n", err);
         return FB_EXIT_BADINPUT;
     }
+    if (timing_batch_forced() < 0) {
+        fprintf(stderr, "fabench: FABENCH_TIMING_BATCH='%s': a whole number of runs from 1 to %d\n",
+                getenv("FABENCH_TIMING_BATCH"), TIMING_MAX_BATCH);
+        return FB_EXIT_BADINPUT;
+    }
     if (timing_mode_wanted() == TIMER_INVALID) {
         fprintf(stderr, "fabench: FABENCH_TIMER='%s': graph, gated or queue\n", getenv("FABENCH_TIMER"));
         return FB_EXIT_BADINPUT;

@@ -30,9 +30,20 @@ size_t timing_flush_bytes(const rt_device_info *info)
     return n / 4 * 4;
 }
 
+int timing_batch_forced(void)
+{
+    const char *v = getenv("FABENCH_TIMING_BATCH");
+    if (!v || !*v) return 0;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return *end || n < 1 || n > TIMING_MAX_BATCH ? -1 : (int)n;
+}
+
 int timing_batch_size(double run_us, int flushed)
 {
     const int most = flushed ? TIMING_MAX_FLUSHED : TIMING_MAX_BATCH;
+    const int forced = timing_batch_forced();
+    if (forced > 0) return forced < most ? forced : most;
     if (!(run_us > 0)) return 1; /* unknown: one run, as slow as it may be */
     double n = floor(TIMING_BATCH_US / run_us);
     return n < 1 ? 1 : n > most ? most : (int)n;

@@ -55,6 +55,10 @@ typedef struct {
 #define TIMING_MAX_BATCH 128
 #define TIMING_MAX_FLUSHED 32
 int timing_batch_size(double run_us, int flushed);
+/* FABENCH_TIMING_BATCH=N fixes the runs a batch holds (1..TIMING_MAX_BATCH): a profiler that
+ * slows the warm-up would otherwise size it to one (tools/crosscheck.sh gives it a row's
+ * batch_runs). 0 when unset, -1 when not such a number. */
+int timing_batch_forced(void);
 
 void timing_defaults(timing_opts *o);
 /* How much to overwrite to flush the device's cache: twice its size, at least 32 MiB (64 MiB

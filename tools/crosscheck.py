@@ -259,15 +259,21 @@ def cmd_report(args):
 
 
 def cmd_pin(args):
-    """The environment that makes the cuDNN vendor run a perf.csv row's engine config alone:
-    FABENCH_CUDNN_STATS and FABENCH_CUDNN_ONLY from its config column; nothing when the row
-    is missing or not ok."""
+    """The environment that makes fabench time a perf.csv row's work again as the row did:
+    its batch of runs (FABENCH_TIMING_BATCH; under a profiler the warm-up would size it to
+    one) and, for cuDNN, the engine config the row chose, alone (FABENCH_CUDNN_STATS and
+    FABENCH_CUDNN_ONLY from its config column). Nothing when the row is missing or not ok."""
     with open(args.perf, newline="") as f:
         for r in csv.DictReader(f):
-            if r["impl"] == args.impl and r["name"] == args.name and r["status"] == "ok":
+            if r["impl"] != args.impl or r["name"] != args.name or r["status"] != "ok" or not r.get("batch_runs"):
+                continue
+            env = ["FABENCH_TIMING_BATCH=%s" % r["batch_runs"]]
+            if args.impl == "cudnn":
                 kv = dict(x.split("=", 1) for x in r["config"].split(";") if "=" in x)
-                if "stats" in kv and "cfg_index" in kv:
-                    print("FABENCH_CUDNN_STATS=%s FABENCH_CUDNN_ONLY=%s" % (kv["stats"], kv["cfg_index"]))
+                if "stats" not in kv or "cfg_index" not in kv:
+                    continue
+                env += ["FABENCH_CUDNN_STATS=%s" % kv["stats"], "FABENCH_CUDNN_ONLY=%s" % kv["cfg_index"]]
+            print(" ".join(env))
     return 0
 
 

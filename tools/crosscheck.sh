@@ -65,10 +65,12 @@ if command -v ncu >/dev/null; then
         name=${line%%,*}
         one=$out/ncu/$name.shape.csv
         { head -n 1 "$shapes"; echo "$line"; } >"$one"
-        wanted portable && ! kept "$out/ncu/portable@$name.ncu.csv" && ncu_run portable "$name" "$fab" run \
-            --device "$dev" --shapes "$one" --tuned \
-            --out "$out/ncu/scratch.csv" --budget 0.05 --quiet
-        # cuDNN: the engine config the row chose, alone (its search would time every candidate)
+        # each with the row's batch of runs; cuDNN with the engine config the row chose, alone
+        # (its search would time every candidate)
+        pin=$(python3 tools/crosscheck.py pin "$out/perf.csv" portable "$name")
+        [ -n "$pin" ] && wanted portable && ! kept "$out/ncu/portable@$name.ncu.csv" &&
+            (export $pin; ncu_run portable "$name" "$fab" run --device "$dev" --shapes "$one" --tuned \
+                --out "$out/ncu/scratch.csv" --budget 0.05 --quiet)
         pin=$(python3 tools/crosscheck.py pin "$out/perf.csv" cudnn "$name")
         case ",${IMPLS:-cudnn}," in *,cudnn,*)
             [ -n "$pin" ] && wanted cudnn && ! kept "$out/ncu/cudnn@$name.ncu.csv" &&
