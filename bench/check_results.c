@@ -182,7 +182,7 @@ static const char *check_value(const col_spec *cs, const char *v, char *buf, siz
         kconfig c = {0};
         char err[FB_ERRLEN];
         if (kconfig_parse(v, &c, err, sizeof err) == 0) return NULL;
-        snprintf(buf, len, "%.300s", err);
+        snprintf(buf, len, "%.500s", err);
         return buf;
     }
     case V_CLASS:

@@ -136,7 +136,15 @@ absent "unknown suite leaves --out uncreated" "$T/bad.out.csv"
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --config NOSUCHKEY=1
 check "--config unknown key exits 2 naming the key" 2 err "NOSUCHKEY"
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --config BLOCK_M=3
-check "--config bad value exits 2 naming key and value" 2 err "BLOCK_M" err "'3'"
+check "--config bad value exits 2 naming key, value and the values allowed" 2 \
+    err "bad value '3' for BLOCK_M (allowed: a power of two or a multiple of 16, 1 to 1024)" !err "config: config:"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --config NUM_WARPS=0
+check "--config NUM_WARPS=0 names the values allowed" 2 err "bad value '0' for NUM_WARPS (allowed: 1 to 32)"
+# a table's bad configuration: named once, with its file and line (it said 'config: config:')
+printf 'gpu,backend,shape_class,config\nx,opencl,bf16-d64-c1-g1-q64-k64,BLOCK_M=7\n' >"$T/bad-bm.csv"
+run portability --device opencl:0 --suite smoke --from "$T/bad-bm.csv" --out "$T/port.csv"
+check "a tuning table's BLOCK_M=7 names the file, line, key, value and the values allowed" 2 \
+    err "$T/bad-bm.csv:2: config: bad value '7' for BLOCK_M (allowed: a power of two" !err "config: config:"
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --config BLOCK_M
 check "--config without =VALUE exits 2" 2 err "BLOCK_M"
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --dtype fp8
