@@ -162,6 +162,16 @@ printf 'name,batch,hq,hkv,sq,skv,d,causal\nfx-decode,1,1,1,1,1,64,0\n' >"$T/vs/o
 run versus --shapes "$T/vs/one.csv" "$T/vs"
 expect "versus --shapes: only the named shapes" 0 "the best vendor per shape: 0.500 over 1 shape; the portable kernel fastest on 0"
 run versus --shapes "$T/notperf.csv" "$T/vs"; expect "versus --shapes with a file without a name column exits 2 naming FILE:1" 2 "$T/notperf.csv:1: name: required column missing"
+# wide shapes and long names are printed whole (the shape column cut 'c1' to 'c')
+mkdir -p "$T/vsw"
+rewrite_perf "$T/vs/perf.csv" "$T/vsw/perf.csv" <<'PY'
+for r in rows:
+    emit(dict(r, name=r["name"] + "-llama3-70b-instruct-b128-s16384", batch="128", hq="64", hkv="8", sq="4096", skv="16384"))
+PY
+run versus "$T/vsw"
+expect "versus: a wide shape and a long name are not cut" 0 "fx-decode-llama3-70b-instruct-b128-s16384 " "bf16 b128 h64/8 q4096 k16384 d64 c1 "
+run compare "$T/vsw" "$T/vsw"
+expect "compare: a wide shape and a long name are not cut" 0 "fx-decode-llama3-70b-instruct-b128-s16384 " "bf16 b128 h64/8 q4096 k16384 d64 c1 "
 run versus "$T/none.csv";                expect "versus with a missing file exits 2 naming it" 2 "$T/none.csv"
 run versus;                              expect "versus without results exits 2" 2 "needs a results folder"
 
