@@ -69,7 +69,14 @@ broken manifest-bad-commit  manifest.csv 's/^git_commit,.*/git_commit,12345/'   
 broken manifest-wrong-gpu   perf.csv     '2s/^pthread-haswell-AMD EPYC,/another gpu,/' "@D@/perf.csv:2: gpu: 'another gpu' is not this folder's GPU"
 broken csv-malformed        perf.csv     '2s/^/"/'                                  "@D@/perf.csv:" "csv:"
 d="$T/no-manifest/pthread-haswell-amd-epyc"; mkdir -p "$T/no-manifest"; cp -r "$GOOD" "$d"; rm "$d/manifest.csv"
-run check-results "$d";                  expect "check-results: a folder without its manifest" 1 "$d/manifest.csv: manifest: missing"
+run check-results "$d";                  expect "check-results: a folder without its manifest, saying how to write one" 1 \
+    "$d/manifest.csv: manifest: missing" "fabench run --manifest DIR/manifest.csv"
+# a user's own run (fabench run --out /tmp/nu/perf.csv --manifest ...) may be named anything;
+# under results/ a folder is named by its GPU's slug, and the message says so
+mkdir -p "$T/own" "$T/results"; cp -r "$GOOD" "$T/own/nu"; cp -r "$GOOD" "$T/results/nu"
+run check-results "$T/own/nu";           expect "check-results: a folder outside results/ with any name is clean" 0 "0 problems"
+run check-results "$T/results/nu";       expect "check-results: under results/, a folder not named by its slug says how to name it" 1 \
+    "gpu_slug: 'pthread-haswell-amd-epyc' does not name the folder 'nu'" "results/pthread-haswell-amd-epyc/"
 
 # ---------- compare ----------
 run compare "$GOOD" "$GOOD/perf.csv";    expect "compare: a folder with itself: all same within noise, geomean 1" 0 \
