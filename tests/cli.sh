@@ -287,6 +287,24 @@ for path, want in ((sys.argv[1], "1"), (sys.argv[2], "0")):
             if r.get(c, None) != "": print("%s: %s is %r, expected empty (no NVML for a CPU)" % (path, c, r.get(c)))
 ' "$T/fl.csv" "$T/p.csv"
 
+# ---------- compiler warnings: their text, or nothing ----------
+# compiled afresh (empty kernel caches): the fused split-KV merge once made PoCL's clang print
+# a bare "1 warning generated." for every configuration, its text lost in the build log
+printf '%s\n%s\n' "$HDR" "fuse,1,4,1,1,64,64,1" >"$T/fuse.csv"
+FABENCH_CACHE="$T/wc1" POCL_CACHE_DIR="$T/wp1" "$FB" run --device opencl:0 --shapes "$T/fuse.csv" --out "$T/fuse.out.csv" \
+    --config MMA=fma,BLOCK_M=16,BLOCK_N=16,NUM_WARPS=1,SPLIT_KV=2,SPLIT_FUSE=1 "${TINY[@]}" >/dev/null 2>"$T/werr"; RC=$?
+OUT=""; ERR=$(cat "$T/werr")
+check "a fresh compile of the fused split-KV kernel warns of nothing" 0 !err "warning"
+# a kernel source with a warning of its own (a copy of the tree): its text, once for two shapes
+mkdir -p "$T/wroot/bench"; cp -r kernels "$T/wroot/"; cp -r bench/suites "$T/wroot/bench/"
+printf '#warning "a test warning"\n' >>"$T/wroot/kernels/attn_fwd.k"
+FABENCH_ROOT="$T/wroot" FABENCH_CACHE="$T/wc2" POCL_CACHE_DIR="$T/wp2" "$FB" run --device opencl:0 --shapes "$T/two.csv" \
+    --out "$T/w2.out.csv" "${TINY[@]}" >/dev/null 2>"$T/werr"; RC=$?
+OUT=""; ERR=$(cat "$T/werr")
+check "a compiler warning is shown with its text" 0 err "fabench: opencl compiler: " err "a test warning"
+n=$(grep -c "a test warning" "$T/werr")
+if [ "$n" -eq 1 ]; then ok "a compiler warning is shown once however many compiles give it"; else bad "a compiler warning is shown once" "shown $n times" "$ERR"; fi
+
 # ---------- --verify-only ----------
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/v.csv" --verify-only --quiet
 check "--verify-only exits 0" 0
