@@ -55,6 +55,21 @@ elif grep -q "NVRTC" "$T/log"; then
 else
     check "compile --target sm_90 runs" "false"; cat "$T/log"
 fi
+# test_nvrtc without a disassembler on PATH: no HGMMA count where no SASS was read (it
+# printed '-1 HGMMA'); one wgmma case, through the program's test name filter
+nv=build/tests/test_nvrtc
+nodis=$(printf '%s' "$PATH" | tr ':' '\n' | while read -r p; do [ -e "$p/nvdisasm" ] || [ -e "$p/cuobjdump" ] || printf '%s:' "$p"; done)
+if [ -x "$nv" ]; then
+    PATH="${nodis%:}" FABENCH_TEST_WCASES='NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=2' "$nv" test_kernel_wgmma >"$T/nv.log" 2>&1
+    if grep -q "skipped:" "$T/nv.log"; then
+        echo "skip - test_nvrtc without a disassembler: $(grep -m1 'skipped:' "$T/nv.log")"
+    else
+        check "test_nvrtc without a disassembler: no HGMMA count printed (no '-1 HGMMA')" \
+              "grep -q 'bytes cubin' '$T/nv.log' && ! grep -q -- '-1 HGMMA' '$T/nv.log'"
+    fi
+else
+    echo "skip - test_nvrtc without a disassembler: $nv is not built (make test builds it)"
+fi
 # run.sh --update: a second quick run measures the suite again into the same folder, rows
 # replaced where they stand, nothing archived, the manifest noting the update
 if ./run.sh --quick --results "$T/rs" >"$T/rs.log" 2>&1; then
