@@ -852,8 +852,9 @@ static void cross_check_tuning(checker *ck, const char *dir)
         /* tune times an earlier run's best again beside its own and keeps what was faster
          * in that run: an explored row from another run may show a faster time (a note) */
         if (found && parse_num(w[tu], &us) == 0 && isfinite(best) && us > best * 1.000001 + 1e-3)
-            note(ck, pt, "line %d: median_us %s, and %s has a faster ok row for %s (%.3f us; another run's time, "
-                 "a winner decided when both were timed again)", t->row_line[r], w[tu], pe, w[tc], best);
+            note(ck, pt, "line %d: median_us %s, and %s has a faster ok row for %s (%.3f us: a search's short timing "
+                 "or another run's; the winner was decided when the contenders were timed again)", t->row_line[r], w[tu],
+                 pe, w[tc], best);
     }
     csvt_free(t);
     csvt_free(e);

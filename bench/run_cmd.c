@@ -111,27 +111,9 @@ static int shape_config(int tuned, const char *tuning_path, const rt_device *dev
             size_t n = strlen(source);
             snprintf(source + n, slen - n, " + --config");
         }
-        /* a ragged batch may take a dense class's row (the nearest): what ragged batches do
-         * not support yet (split-KV and its fused merge, GQA packing, persistent work-groups
-         * and the longest-first order, which walk dense query blocks, and Q or O through the
-         * copy engine, whose tensor maps are dense) is dropped, unless --config set it */
-        if (lr != 0 && shape_ragged(s)) {
-            const struct { int *v, off; uint64_t set; const char *name; } drop[] = { /* (SPLIT_KV: 0 when a row names none) */
-                {&shape_cfg.split_kv, shape_cfg.split_kv > 1 ? 1 : shape_cfg.split_kv, CFG_SPLIT_KV, "SPLIT_KV=1"},
-                {&shape_cfg.pack_gqa, 0, CFG_PACK_GQA, "PACK_GQA=0"},
-                {&shape_cfg.wg_persist, 0, CFG_WG_PERSIST, "WG_PERSIST=0"},
-                {&shape_cfg.wg_dynamic, 0, CFG_WG_DYNAMIC, "WG_DYNAMIC=0"},
-                {&shape_cfg.wg_qprefetch, 0, CFG_WG_QPREFETCH, "WG_QPREFETCH=0"}, {&shape_cfg.grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"},
-                {&shape_cfg.wg_qtma, 0, CFG_WG_QTMA, "WG_QTMA=0"}, {&shape_cfg.wg_otma, 0, CFG_WG_OTMA, "WG_OTMA=0"},
-                {&shape_cfg.split_fuse, 0, CFG_SPLIT_FUSE, "SPLIT_FUSE=0"}};
-            char dropped[256] = "";
-            for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
-                if (*drop[k].v != drop[k].off && !(cfg.set & drop[k].set)) {
-                    *drop[k].v = drop[k].off;
-                    size_t n = strlen(dropped);
-                    snprintf(dropped + n, sizeof dropped - n, "%s%s", n ? ", " : "", drop[k].name);
-                }
-            if (dropped[0]) {
+        if (lr != 0 && shape_ragged(s)) { /* what ragged batches do not support goes (tune_ragged_drop) */
+            char dropped[256];
+            if (tune_ragged_drop(&shape_cfg, cfg.set, dropped, sizeof dropped)) {
                 size_t n = strlen(source);
                 snprintf(source + n, slen - n, " (ragged: %s)", dropped);
             }
@@ -165,6 +147,25 @@ static void precompile_run(attn_runner *runner, const shape_list_t *shapes, int 
     free(sv);
     free(dv);
     free(cv);
+}
+
+/* One line on stderr: the tuning table the run reads, or that it reads none. */
+static void say_tuning_table(const char *path, const rt_device *dev, int config_given)
+{
+    const char *over = config_given ? ", with --config over them" : "";
+    if (!path) {
+        fprintf(stderr, "fabench run: no tuning table (no --tuned): the runtime's default configurations%s\n", over);
+        return;
+    }
+    const long n = tune_table_classes(path, dev);
+    if (n < 0)
+        fprintf(stderr, "fabench run: no tuning table at %s: the runtime's default configurations%s\n", path, over);
+    else if (n == 0)
+        fprintf(stderr, "fabench run: tuning table %s has no class of this GPU and runtime: the runtime's default "
+                        "configurations%s\n", path, over);
+    else
+        fprintf(stderr, "fabench run: tuning table %s, %ld class%s of this GPU and runtime (a shape takes its class's "
+                        "row, else the nearest class's, else the default)%s\n", path, n, n == 1 ? "" : "es", over);
 }
 
 int cmd_run(int argc, char **argv)
@@ -351,7 +352,10 @@ int cmd_run(int argc, char **argv)
         shapes_free(&shapes);
         return 1;
     }
-    if (!quiet) fprintf(stderr, "fabench run: %zu shapes on %s:%d (%s)\n", shapes.n, dev.rt->name, dev.index, dev.info.name);
+    if (!quiet) {
+        fprintf(stderr, "fabench run: %zu shapes on %s:%d (%s)\n", shapes.n, dev.rt->name, dev.index, dev.info.name);
+        say_tuning_table(tuned ? tuning_path : NULL, &dev, cfg.set != 0);
+    }
     precompile_run(runner, &shapes, have_dtype, dtype, tuned, tuning_path, &dev, &cfg, ao.write_lse);
     signal(SIGINT, on_sigint);
     int failures = 0, fatal = 0;
