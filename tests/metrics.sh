@@ -209,6 +209,19 @@ if command -v gnuplot >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; the
         bad "render.sh on the good folder" "$(cat "$T/render.log")"
     fi
     if grep -q "skip speedup.{png,svg}: no vendor rows with status ok" "$T/render.log"; then ok "render.sh skips speedup without vendor rows"; else bad "render.sh skips speedup without vendor rows" "$(cat "$T/render.log")"; fi
+    # convergence with two panels (two runtimes' explored rows): no gnuplot warning (one
+    # placeholder file per curve and other panel made 454 of a quick run's 577 lines)
+    mkdir -p "$T/conv2"; cp "$GOOD/manifest.csv" "$GOOD/perf.csv" "$T/conv2/"
+    { cat "$GOOD/explored.csv"; sed -n '2,$p' "$GOOD/explored.csv" | sed 's/,opencl,/,cuda,/'; } >"$T/conv2/explored.csv"
+    if bash plots/render.sh "$T/conv2" >"$T/render6.log" 2>&1 && [ -s "$T/conv2/plots/convergence.png" ] &&
+        ! grep -q "warning" "$T/render6.log"; then
+        ok "render.sh draws a two-panel convergence figure without a gnuplot warning"
+    else bad "render.sh draws a two-panel convergence figure without a gnuplot warning" "$(head -c 600 "$T/render6.log")"; fi
+    # --brief (run.sh): one line per folder, the figures drawn and how many had no data
+    if bash plots/render.sh --brief "$T/conv2" >"$T/render7.log" 2>&1 && [ "$(wc -l <"$T/render7.log")" -eq 1 ] &&
+        grep -q "^figures: $T/conv2/plots/: perf_prefill, .*convergence (.png, .svg; [0-9]* more without data" "$T/render7.log"; then
+        ok "render.sh --brief: one line naming the figures drawn"
+    else bad "render.sh --brief: one line naming the figures drawn" "$(cat "$T/render7.log")"; fi
     # a vendor row per shape, twice the portable kernel's time: speedup drawn
     mkdir -p "$T/vend"; cp "$GOOD/manifest.csv" "$T/vend/"
     python3 - "$GOOD/perf.csv" "$T/vend/perf.csv" <<'PY'
