@@ -59,6 +59,8 @@ static void usage_run(FILE *f)
             "  --dtype T          fp32, fp16 or bf16: overrides the shapes' dtype (default bf16)\n"
             "  --manifest FILE    also write the run's manifest.csv (device, versions, commit)\n"
             "  --verify-only      check correctness, do not time\n"
+            "  --dry-run          check every input (shapes, device, tuning table, manifest, that --out\n"
+            "                     and --manifest can be written) and exit: nothing is written or run\n"
             "  --budget S         seconds of timed repetitions per shape (default 0.3)\n"
             "  --warmup S         seconds of warm-up per shape (default 0.05)\n"
             "  --rest S           seconds the device idles before each shape's warm-up (default 0):\n"
@@ -171,7 +173,7 @@ static void say_tuning_table(const char *path, const rt_device *dev, int config_
 int cmd_run(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SHAPES, O_SUITE, O_OUT, O_APPEND, O_CONFIG, O_DTYPE, O_MANIFEST, O_VERIFY_ONLY,
-           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME, O_UPDATE, O_FLUSH, O_REST };
+           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME, O_UPDATE, O_FLUSH, O_REST, O_DRYRUN };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"shapes", required_argument, 0, O_SHAPES},
         {"suite", required_argument, 0, O_SUITE}, {"out", required_argument, 0, O_OUT},
@@ -184,10 +186,10 @@ int cmd_run(int argc, char **argv)
         {"tuned", no_argument, 0, O_TUNED}, {"tuning", required_argument, 0, O_TUNING},
         {"help", no_argument, 0, O_HELP}, {"resume", no_argument, 0, O_RESUME},
         {"update", no_argument, 0, O_UPDATE}, {"l2-flush", no_argument, 0, O_FLUSH},
-        {"rest", required_argument, 0, O_REST}, {0, 0, 0, 0}};
+        {"rest", required_argument, 0, O_REST}, {"dry-run", no_argument, 0, O_DRYRUN}, {0, 0, 0, 0}};
     const char *device = NULL, *shapes_file = NULL, *suite = NULL, *out = NULL, *manifest_path = NULL;
     const char *tuning_path = NULL;
-    int append = 0, quiet = 0, have_dtype = 0, tuned = 0, resume = 0, update = 0, l2_flush = 0;
+    int append = 0, quiet = 0, have_dtype = 0, tuned = 0, resume = 0, update = 0, l2_flush = 0, dry_run = 0;
     dtype_t dtype = DT_BF16;
     kconfig cfg = {0};
     attn_opts ao;
@@ -221,6 +223,7 @@ int cmd_run(int argc, char **argv)
             have_dtype = 1;
             break;
         case O_VERIFY_ONLY: ao.verify_only = 1; break;
+        case O_DRYRUN: dry_run = 1; break;
         case O_FLUSH: l2_flush = 1; break;
         case O_BUDGET: if (parse_double("--budget", optarg, 0, &ao.timing.budget_s)) return FB_EXIT_BADINPUT; break;
         case O_WARMUP: if (parse_double("--warmup", optarg, 0, &ao.timing.warmup_s)) return FB_EXIT_BADINPUT; break;
@@ -330,6 +333,13 @@ int cmd_run(int argc, char **argv)
     if (!rc && manifest_path && (rc = fb_check_writable(manifest_path, err, sizeof err)) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);
         rc = FB_EXIT_BADINPUT;
+    }
+    if (!rc && dry_run) { /* every input checked; nothing touched */
+        if (!quiet) fprintf(stderr, "fabench run: --dry-run: %zu shapes on %s:%d, every input checked\n", shapes.n,
+                            dev.rt->name, dev.index);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return 0;
     }
     /* nothing half-written: prove the output can be written before any work */
     if (!rc && csvt_write_atomic(table, out, err, sizeof err) != 0) {

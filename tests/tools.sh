@@ -90,6 +90,45 @@ else
 fi
 ./run.sh --resume --update >"$T/ru.log" 2>&1; rc=$?
 check "run.sh --resume --update exits 2 saying why" "[ $rc -eq 2 ] && grep -q 'one of them' '$T/ru.log'"
+# run.sh checks every input before it touches a result file: an unknown suite or a malformed
+# tuning table exits 2 with the earlier run's files where they were (an unknown suite moved
+# perf.csv and manifest.csv into archive/, then said 'some rows did not pass' and exited 1)
+if [ -n "${d:-}" ] && [ -f "$d/perf.csv" ]; then
+    tree() { find "$1" -printf '%P %s %T@\n' | sort; }
+    tree "$d" >"$T/tree0"
+    ./run.sh --suite nosuch --results "$T/rs" >"$T/rb.log" 2>&1; rc=$?
+    tree "$d" >"$T/tree1"
+    check "run.sh --suite nosuch exits 2 naming the suite; nothing moved or written" \
+          "[ $rc -eq 2 ] && grep -q \"unknown suite 'nosuch'\" '$T/rb.log' && ! grep -q 'did not pass' '$T/rb.log' && cmp -s '$T/tree0' '$T/tree1'"
+    cp "$d/tuning.csv" "$T/tuning.keep" 2>/dev/null ||
+        echo "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" >"$T/tuning.keep"
+    { cat "$T/tuning.keep"; echo "x,opencl,bf16-d64-c1-g1-q64-k64,BLOCK_M=7,1.0,1.0,1,1,x,random,2026-01-01T00:00:00Z"; } >"$d/tuning.csv"
+    tree "$d" >"$T/tree0"
+    ./run.sh --quick --results "$T/rs" >"$T/rb.log" 2>&1; rc=$?
+    tree "$d" >"$T/tree1"
+    check "run.sh with a malformed tuning.csv exits 2 naming its line; nothing moved or written" \
+          "[ $rc -eq 2 ] && grep -q 'tuning.csv:[0-9]*: field .config.: bad value .7. for BLOCK_M' '$T/rb.log' && cmp -s '$T/tree0' '$T/tree1'"
+    mv "$T/tuning.keep" "$d/tuning.csv"
+fi
+# a fresh copy of the tree (its files, no build/, empty kernel caches), as a newcomer runs it:
+# ./run.sh --quick prints fewer than 40 lines, no warning, and ends with its summary (the
+# figures' line, then check-results'); the committed folders' figures are not drawn again
+if git ls-files --error-unmatch run.sh >/dev/null 2>&1; then
+    fresh=$T/fresh
+    mkdir -p "$fresh"
+    git ls-files -z | xargs -0 cp --parents -t "$fresh" 2>/dev/null
+    (cd "$fresh" && FABENCH_CACHE="$T/fresh-cache" POCL_CACHE_DIR="$T/fresh-pocl" ./run.sh --quick) >"$T/fresh.log" 2>&1; rc=$?
+    n=$(wc -l <"$T/fresh.log")
+    check "fresh ./run.sh --quick exits 0 in fewer than 40 lines ($n)" "[ $rc -eq 0 ] && [ $n -lt 40 ]"
+    check "fresh ./run.sh --quick ends with its summary: figures, then check-results with 0 problems" \
+          "tail -n 2 '$T/fresh.log' | head -n 1 | grep -q '^figures: ' && tail -n 1 '$T/fresh.log' | grep -q '^check-results: .* 0 problems'"
+    check "fresh ./run.sh --quick prints no warning" "! grep -qi 'warning' '$T/fresh.log'"
+    check "fresh ./run.sh --quick draws its own folder's figures only" \
+          "[ \$(grep -c '^figures: ' '$T/fresh.log') -eq 1 ] && cmp -s results/nvidia-h200/plots/convergence.png '$fresh/results/nvidia-h200/plots/convergence.png'"
+    [ $rc -eq 0 ] && [ "$n" -lt 40 ] || sed 's/^/#   /' "$T/fresh.log" | head -60
+else
+    echo "skip - fresh ./run.sh --quick: not a git checkout (git ls-files lists nothing)"
+fi
 # tools/refine.sh: a few free parameters tried around a class's tuned winner, the others held
 # (one candidate tuned first: with more, the head-to-head may rightly pick another earlier row)
 dev=$($fab devices --list 2>/dev/null | head -1 | cut -f1)
