@@ -1089,7 +1089,9 @@ int cmd_tune(int argc, char **argv)
     snprintf(p_tuning, sizeof p_tuning, "%s/tuning.csv", dir);
     snprintf(p_manifest, sizeof p_manifest, "%s/manifest.csv", dir);
     csv_table *explored = NULL, *tuning = NULL;
-    if (csvt_open_append_from(p_explored, explored_header, EXPLORED_NCOLS, EXPLORED_OLDEST_NCOLS, &explored, err, sizeof err) != 0 ||
+    /* every input read (another GPU's manifest is bad input too) before anything is written */
+    if (manifest_check_path(p_manifest, &dev, err, sizeof err) != 0 ||
+        csvt_open_append_from(p_explored, explored_header, EXPLORED_NCOLS, EXPLORED_OLDEST_NCOLS, &explored, err, sizeof err) != 0 ||
         csvt_open_append(p_tuning, tuning_header, TUNING_NCOLS, &tuning, err, sizeof err) != 0 ||
         csvt_write_atomic(explored, p_explored, err, sizeof err) != 0 ||
         manifest_update(p_manifest, &dev, argc + 1, argv - 1, merge, err, sizeof err) != 0) {

@@ -459,9 +459,17 @@ for cmd in run vendors; do
 done
 run tune --device opencl:0 --shapes "$T/first.csv" --results "$T/other" --budget 1
 check "tune: a results folder of another GPU exits 2" 2 err "$T/other/manifest.csv:$gline" err "Some Other GPU"
-if cmp -s "$T/other/manifest.csv" "$T/other/m.orig" && cmp -s "$T/other/perf.csv" "$T/other/p.orig" && [ ! -s "$T/other/tuning.csv" ]
-then ok "another GPU's folder: manifest and perf.csv untouched, no tuning rows"
-else bad "another GPU's folder: manifest and perf.csv untouched, no tuning rows" "$(ls -l "$T/other")"; fi
+if cmp -s "$T/other/manifest.csv" "$T/other/m.orig" && cmp -s "$T/other/perf.csv" "$T/other/p.orig" && [ ! -s "$T/other/tuning.csv" ] &&
+    [ ! -e "$T/other/explored.csv" ]
+then ok "another GPU's folder: manifest and perf.csv untouched, no tuning rows, no explored.csv written"
+else bad "another GPU's folder: manifest and perf.csv untouched, no tuning rows, no explored.csv written" "$(ls -l "$T/other")"; fi
+# vendors --append with a malformed --configs-out: perf.csv not written again either
+printf 'impl,scope\nx\n' >"$T/badcfg.csv"
+ino=$(stat -c %i "$T/u.csv")
+run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --append --configs-out "$T/badcfg.csv"
+check "vendors --append: a malformed --configs-out exits 2 naming it" 2 err "--configs-out: " err "$T/badcfg.csv"
+if [ "$(stat -c %i "$T/u.csv")" = "$ino" ]; then ok "vendors: perf.csv not written when --configs-out is bad input"
+else bad "vendors: perf.csv not written when --configs-out is bad input"; fi
 # bad input is found before any output is touched: a malformed tuning table, a tuning
 # table named but missing, a manifest in a missing folder, an output that is an input
 cp "$T/u.csv" "$T/keep.csv"
