@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "test_skip.h"
+
 #include "attn.h"
 #include "codegen.h"
 #include "shapes.h"
@@ -48,8 +50,7 @@ static void need_nvrtc(void)
     if (rc == RT_ERR && strstr(err, "NVRTC")) {
         /* FABENCH_REQUIRE_NVRTC=1 (a machine with the toolkit) makes this a failure */
         if (getenv("FABENCH_REQUIRE_NVRTC")) fail_msg("NVRTC is required but unusable: %s", err);
-        printf("skipped: NVRTC cannot be loaded: %s\n", err);
-        skip();
+        SKIP_BECAUSE("NVRTC cannot be loaded: %s", err);
     }
 }
 
@@ -379,7 +380,7 @@ static void test_wgmma_skip_sass(void **state)
     (void)state;
     need_nvrtc();
     char tool[1024];
-    if (!sass_tool(tool, sizeof tool)) skip();
+    if (!sass_tool(tool, sizeof tool)) SKIP_BECAUSE("no nvdisasm or cuobjdump on PATH to read the SASS");
     const rt_runtime *rt = cuda();
     char *src = NULL, err[FB_ERRLEN] = "";
     assert_int_equal(attn_source("cuda", &src, err, sizeof err), 0);

@@ -70,6 +70,33 @@ if [ -x "$nv" ]; then
 else
     echo "skip - test_nvrtc without a disassembler: $nv is not built (make test builds it)"
 fi
+# tests/run-all.sh (make test, ./test.sh): its last line counts tests, passed, failed and
+# skipped, over cmocka's, the scripts' and unittest's output, and each skip is listed with its
+# reason (it counted programs, so a program whose tests all skipped counted as passed)
+mkdir -p "$T/ra"
+cat >"$T/ra/fake_cmocka.sh" <<'FAKE'
+printf '[==========] Running 3 test(s).\n[ RUN      ] t_a\n[       OK ] t_a\n[ RUN      ] t_b\nskipped: no widget here\n'
+printf '[  SKIPPED ] t_b\n[ RUN      ] t_c\n[  SKIPPED ] t_c\n[==========] 3 test(s) run.\n[  PASSED  ] 1 test(s).\n'
+printf '[  SKIPPED ] 2 test(s), listed below:\n[  SKIPPED ] t_b\n[  SKIPPED ] t_c\n\n 2 SKIPPED TEST(S)\n'
+FAKE
+printf 'echo "ok - x"; echo "FAIL - y"; echo "skip - z: no gizmo"; echo "1 passed, 1 failed"; exit 1\n' >"$T/ra/fake_script.sh"
+printf 'echo "test_q (m.C.test_q) ... ok"; echo "test_r (m.C.test_r) ... skipped '"'"'no torch'"'"'"; exit 0\n' >"$T/ra/fake_unittest.sh"
+printf 'exit 139\n' >"$T/ra/fake_crash.sh"
+bash tests/run-all.sh "$T"/ra/fake_cmocka.sh "$T"/ra/fake_script.sh "$T"/ra/fake_unittest.sh "$T"/ra/fake_crash.sh >"$T/ra.log" 2>&1; rc=$?
+check "run-all.sh: the last line counts tests: passed, failed, skipped" \
+      "[ $rc -eq 1 ] && [ \"\$(tail -n 1 '$T/ra.log')\" = '3 passed, 2 failed, 4 skipped (tests, in 4 programs)' ]"
+check "run-all.sh: every skip listed with its reason, or that it gave none" \
+      "grep -qx '  fake_cmocka.sh t_b: no widget here' '$T/ra.log' && grep -qx '  fake_cmocka.sh t_c: (no reason given)' '$T/ra.log' &&
+       grep -qx '  fake_script.sh: z: no gizmo' '$T/ra.log' && grep -qx '  fake_unittest.sh: no torch' '$T/ra.log'"
+if [ -x build/tests/test_wgmma_probe ] && [ -x build/tests/test_csvio ]; then
+    bash tests/run-all.sh build/tests/test_wgmma_probe build/tests/test_csvio >"$T/ra2.log" 2>&1
+    last=$(tail -n 1 "$T/ra2.log")
+    check "run-all.sh on test_wgmma_probe and test_csvio: every test counted ($last)" \
+          "[[ '$last' =~ ^[0-9]+\ passed,\ 0\ failed,\ [0-9]+\ skipped\ \(tests,\ in\ 2\ programs\)$ ]] && ! [[ '$last' =~ ^[0-9]+\ passed,\ 0\ failed,\ 0\ skipped ]]"
+    check "run-all.sh: no C test skips without saying why" "! grep -q '(no reason given)' '$T/ra2.log'"
+else
+    echo "skip - run-all.sh on the C tests: build/tests/test_wgmma_probe or test_csvio is not built (make test builds them)"
+fi
 # run.sh --update: a second quick run measures the suite again into the same folder, rows
 # replaced where they stand, nothing archived, the manifest noting the update
 if ./run.sh --quick --results "$T/rs" >"$T/rs.log" 2>&1; then
