@@ -7,6 +7,7 @@
 #   perf_decode   effective GB/s against KV length, one panel per model family  (perf.csv)
 #   ref           bars for the ref-* shapes (TFLOP/s prefill, GB/s decode)      (perf.csv)
 #   batches       bars for ragged, mixed and paged batches (lens, qlens, page)  (perf.csv)
+#   perf_other    bars for the shapes no figure above draws (Sq != Skv prefill)  (perf.csv)
 #   speedup       per shape, the best vendor's median time / the portable kernel's, one
 #                 panel per backend, with the speedup over FlashAttention-2 (perf.csv)
 #   configs       configurations explored, ours by status against the vendors'
@@ -120,7 +121,7 @@ for d in "${dirs[@]}"; do
             continue
         fi
     else
-        printf 'skip %s no perf.csv\n' perf_prefill perf_paper perf_decode ref batches speedup >"$work/figures"
+        printf 'skip %s no perf.csv\n' perf_prefill perf_paper perf_decode ref batches perf_other speedup >"$work/figures"
     fi
     if ! python3 "$here/metrics.py" "$d" "$out" "$work" >>"$work/figures"; then
         echo "render.sh: $d: its CSV files could not be read" >&2

@@ -209,6 +209,45 @@ if command -v gnuplot >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; the
         bad "render.sh on the good folder" "$(cat "$T/render.log")"
     fi
     if grep -q "skip speedup.{png,svg}: no vendor rows with status ok" "$T/render.log"; then ok "render.sh skips speedup without vendor rows"; else bad "render.sh skips speedup without vendor rows" "$(cat "$T/render.log")"; fi
+    # a CPU's smoke run: the y tick labels given and the left margin wide enough for them
+    # (0.0015 was cut to '.0015'), the decode panel named by its shape (it was 'smoke'), and
+    # every shape in some figure (the two prefill shapes with Sq != Skv were in none)
+    mkdir -p "$T/smk"; cp "$GOOD/manifest.csv" "$T/smk/"
+    rewrite_perf "$GOOD/perf.csv" "$T/smk/perf.csv" <<'PY'
+shapes = (("smoke-mha-s64-d64-causal", 1, 2, 2, 64, 64, 64, 1), ("smoke-mha-s129-d128", 1, 2, 2, 129, 129, 128, 0),
+          ("smoke-gqa4to1-sq33-skv129-d64-causal", 2, 4, 1, 33, 129, 64, 1),
+          ("smoke-gqa4to2-sq129-skv33-d96", 1, 4, 2, 129, 33, 96, 0),
+          ("smoke-gqa4to2-sq7-skv200-d80-causal", 1, 4, 2, 7, 200, 80, 1),
+          ("smoke-decode-gqa4to1-skv257-d128", 2, 4, 1, 1, 257, 128, 1), ("smoke-mha-s7-d80", 1, 1, 1, 7, 7, 80, 0))
+for i, (n, b, hq, hkv, sq, skv, d, c) in enumerate(shapes):
+    emit(dict(rows[0], name=n, batch=b, hq=hq, hkv=hkv, sq=sq, skv=skv, d=d, causal=c, median_us=600 + i,
+              p20_us=580, p80_us=700, tflops="%.4f" % (0.0019 + 0.0001 * i), gbps="%.2f" % (0.05 + 0.02 * i)))
+PY
+    if python3 plots/prep.py "$T/smk/perf.csv" "$T/smk/manifest.csv" "$T/smk/plots" "$T/smk/work" >"$T/smk/figures"; then
+        why=$(python3 - "$T/smk/work" <<'PY'
+import re, sys
+w = sys.argv[1]
+def var(fig, name):  # a variable's or array's value as vars.gp sets it (quotes unescaped)
+    m = re.search(r"^(?:array )?%s(?:\[\d+\])? = (.*)$" % name, open("%s/%s/vars.gp" % (w, fig)).read(), re.M)
+    return m.group(1).replace('\\"', '"') if m else ""
+for fig in ("perf_prefill", "perf_decode"):
+    labels = re.findall(r'"([^"]*)" [0-9.e-]+', var(fig, "ytics_cmd"))
+    if not labels or float(var(fig, "lmarg") or 0) < max(len(x) for x in labels) + 4:
+        print("%s: y tick labels %s, left margin %s" % (fig, labels, var(fig, "lmarg")))
+titles = var("perf_decode", "P_title")
+if "smoke-decode-gqa4to1-skv257-d128" not in titles or "{/:Bold smoke}" in titles:
+    print("decode panels: %s" % titles)
+tics = open("%s/perf_other/tics1.dat" % w).read()
+if "Sq=33 Skv=129" not in tics or "Sq=129 Skv=33" not in tics:
+    print("perf_other's shapes: %s" % tics)
+PY
+)
+    else why="prep.py failed"; fi
+    if [ -z "$why" ]; then ok "figures of a CPU's run: y labels that fit, panels named by shape, every shape drawn"
+    else bad "figures of a CPU's run: y labels that fit, panels named by shape, every shape drawn" "$why"; fi
+    if bash plots/render.sh "$T/smk" >"$T/render8.log" 2>&1 && [ -s "$T/smk/plots/perf_other.png" ] && ! grep -q warning "$T/render8.log"
+    then ok "render.sh draws perf_other for the shapes no other figure has"
+    else bad "render.sh draws perf_other for the shapes no other figure has" "$(cat "$T/render8.log")"; fi
     # convergence with two panels (two runtimes' explored rows): no gnuplot warning (one
     # placeholder file per curve and other panel made 454 of a quick run's 577 lines)
     mkdir -p "$T/conv2"; cp "$GOOD/manifest.csv" "$GOOD/perf.csv" "$T/conv2/"
