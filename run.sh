@@ -179,9 +179,7 @@ for i in "${!sels[@]}"; do
 
     # the summary: the table (ours against the vendors where they ran, else the run's own
     # lines), check-results' line, where the figures are
-    if versus=$($fab versus "$dir" 2>/dev/null); then table=$(printf '%s\n' "$versus" | tail -n +3)
-    else table=$(grep '^\[[0-9]*/[0-9]*\]' "$log" || true)
-    fi
+    table=$($fab versus "$dir" 2>&1) || table=$(grep '^\[[0-9]*/[0-9]*\]' "$log" || true)
     checked=$($fab check-results --quiet "$dir" 2>&1) || checked+=$'\n'"run.sh: $dir: check-results found problems (above)"
     summary+=("== $dir: $sel ($name), suite $s" "$table" "$figs" "$checked" "$note")
 done
