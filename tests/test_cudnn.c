@@ -259,7 +259,7 @@ static fbdnn_desc desc_labelled(const fbdnn_graph *g, const char *prefix)
 static void test_stats_layout(void **state)
 {
     (void)state;
-    if (!lib) skip();
+    if (!lib) SKIP_BECAUSE("libcudnn is absent: %s", lib_why);
     for (int padded = 0; padded < 2; padded++)
         for (int real = 0; real < 2; real++) {
             fbdnn_sdpa p = problem(2, 4, 2, 33, 64, 64, 1, CUDNN_DATA_HALF, real);
@@ -294,7 +294,7 @@ static void test_stats_layout(void **state)
 static void test_engine_configs(void **state)
 {
     (void)state;
-    if (!lib) skip();
+    if (!lib) SKIP_BECAUSE("libcudnn is absent: %s", lib_why);
     for (int real = 0; real < 2; real++) {
         fbdnn_sdpa p = problem(1, 2, 2, 64, 64, 64, 1, CUDNN_DATA_BFLOAT16, real);
         fbdnn_graph g;
