@@ -35,7 +35,8 @@ $(BUILD)/tests/libfake_nvml.so: tests/fake_nvml.c
 $(BUILD)/tests/test_telemetry: | $(BUILD)/tests/libfake_nvml.so
 
 # Every tests/test_*.c is one cmocka program, tests/cli.sh checks the command line; all
-# of them run, and the summary line counts programs, so one failure hides no other.
+# of them run, so one failure hides no other; the last line counts their tests: passed,
+# failed and skipped (each skip listed above it with its reason).
 test: $(BUILD)/fabench $(TESTS)
 	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/timing.sh tests/adapter.sh tests/tools.sh tests/faults.sh tests/cudnn.sh tests/metrics.sh
 

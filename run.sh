@@ -4,10 +4,13 @@
 # the portable kernel on a suite (with --tune: tuned first; else a tuning table already
 # there is used), then the vendors' kernels (absent ones are reported as absent), then the
 # code metrics (compile of the tuned winners for NVIDIA targets, codegen-summary), checks the
-# folder (check-results) and draws the figures (make plots), writing results/<gpu-slug>/.
-# An earlier run's files (perf.csv, manifest.csv, code metrics, portability.csv) are moved
-# to results/<gpu-slug>/archive/<time>/, never overwritten; explored.csv and tuning.csv are
-# the tuner's resumable records and stay where they are.
+# folder (check-results) and draws its figures, writing results/<gpu-slug>/; its summary
+# (each folder's table, check-results' line, where the figures are) is the last thing it
+# prints. Every input (options, suite, device, tuning table, manifest) is checked first: bad
+# input exits 2 before any result file is touched. An earlier run's files (perf.csv,
+# manifest.csv, code metrics, portability.csv, figures) are moved to
+# results/<gpu-slug>/archive/<time>/, never overwritten; explored.csv and tuning.csv are the
+# tuner's resumable records and stay where they are.
 set -eu
 cd "$(dirname "$0")"
 
@@ -35,15 +38,17 @@ USAGE
 }
 
 devices=(); suite=""; quick=0; results=results; tune=0; budget=0.5; resume=0; update=0
+# value OPTION VALUE...: OPTION's value, or exit 2 when there is none
+value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "run.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
     case "$1" in
-        --device) devices+=("$2"); shift 2 ;;
-        --suite) suite=$2; shift 2 ;;
+        --device) value "$@"; devices+=("$2"); shift 2 ;;
+        --suite) value "$@"; suite=$2; shift 2 ;;
         --quick) quick=1; shift ;;
         --resume) resume=1; shift ;;
         --update) update=1; shift ;;
         --tune) if [[ ${2:-} =~ ^[0-9]+$ ]]; then tune=$2; shift 2; else tune=60; shift; fi ;;
-        --results) results=$2; shift 2 ;;
+        --results) value "$@"; results=$2; shift 2 ;;
         --budget) [[ ${2:-} =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --budget needs seconds, got '${2:-}'" >&2; exit 2; }
                   budget=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
@@ -74,29 +79,55 @@ else
 fi
 [ -n "$sel_lines" ] || { echo "run.sh: no OpenCL device at all (see build/fabench devices)" >&2; exit 1; }
 
-stamp=$(date -u +%Y%m%dT%H%M%SZ)
-declare -A archived=()
-done_dirs=()
-status=0
+# Each device's folder, suite and options, and its run's options (for the check and the run)
+sels=(); kinds=(); names=(); dirs=(); suites=()
 while IFS=$'\t' read -r sel kind name; do
     [ -n "$sel" ] || continue
     slug=$(printf '%s' "$name" | tr 'A-Z' 'a-z' | sed -E 's/[^a-z0-9]+/-/g; s/^-+//; s/-+$//')
-    dir=$results/$slug
+    s=$suite
+    [ -n "$s" ] || { [ "$kind" = gpu ] && s=llm || s=smoke; }
+    [ $quick -eq 0 ] || s=smoke
+    sels+=("$sel"); kinds+=("$kind"); names+=("$name"); dirs+=("$results/$slug"); suites+=("$s")
+done <<< "$sel_lines"
+args=(--budget "$budget")
+[ $quick -eq 0 ] || args=(--budget 0.05 --warmup 0.01)
+more=(--append); [ $resume -eq 0 ] || more=(--resume); [ $update -eq 0 ] || more=(--update)
+
+# every input checked before any result file is touched: fabench run --dry-run reads the
+# suite, the device, the folder's tuning table and manifest, and that both outputs can be
+# written, as the run will (a folder not made yet is checked as an empty one)
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/fabench-run.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+for i in "${!sels[@]}"; do
+    d=${dirs[$i]}
+    [ -d "$d" ] || d=$scratch/new
+    mkdir -p "$d"
+    check=(--append); [ $resume -eq 0 ] && [ $update -eq 0 ] && check=() # (archived before the run)
+    tuned=(); [ -f "$d/tuning.csv" ] && tuned=(--tuned --tuning "$d/tuning.csv")
+    rc=0
+    $fab run --dry-run --quiet --device "${sels[$i]}" --suite "${suites[$i]}" --out "$d/perf.csv" "${check[@]}" \
+        --manifest "$d/manifest.csv" "${args[@]}" "${tuned[@]}" || rc=$?
+    [ $rc -eq 0 ] || { echo "run.sh: bad input (above); nothing was run, moved or written" >&2; exit 2; }
+done
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+declare -A archived=()
+status=0
+summary=() # per folder: its heading, table, figures' line, check-results' line (printed last)
+for i in "${!sels[@]}"; do
+    sel=${sels[$i]}; kind=${kinds[$i]}; name=${names[$i]}; dir=${dirs[$i]}; s=${suites[$i]}
+    slug=${dir##*/}
     mkdir -p "$dir"
     if [ -z "${archived[$slug]:-}" ] && [ $resume -eq 0 ] && [ $update -eq 0 ]; then
         archived[$slug]=1
-        old=$(ls "$dir"/perf.csv "$dir"/manifest.csv "$dir"/codegen.csv "$dir"/compiled.csv "$dir"/codegen_summary.csv \
-                 "$dir"/codegen_distance.csv "$dir"/portability.csv 2>/dev/null || true)
+        old=$(ls -d "$dir"/perf.csv "$dir"/manifest.csv "$dir"/codegen.csv "$dir"/compiled.csv "$dir"/codegen_summary.csv \
+                 "$dir"/codegen_distance.csv "$dir"/portability.csv "$dir"/plots 2>/dev/null || true)
         if [ -n "$old" ]; then
             mkdir -p "$dir/archive/$stamp"
             mv $old "$dir/archive/$stamp/"
             echo "run.sh: earlier results of $slug moved to $dir/archive/$stamp/"
         fi
     fi
-    s=$suite
-    [ -n "$s" ] || { [ "$kind" = gpu ] && s=llm || s=smoke; }
-    args=(--budget "$budget")
-    [ $quick -eq 0 ] || { s=smoke; args=(--budget 0.05 --warmup 0.01); }
     tuned=()
     if [ $tune -gt 0 ] && [ $quick -eq 0 ]; then
         echo "run.sh: $sel ($name): tuning suite $s, $tune candidates per shape class"
@@ -109,11 +140,14 @@ while IFS=$'\t' read -r sel kind name; do
     fi
     [ -f "$dir/tuning.csv" ] && tuned=(--tuned --tuning "$dir/tuning.csv")
     echo "run.sh: $sel ($name): suite $s -> $dir/perf.csv"
-    rc=0
-    more=(--append); [ $resume -eq 0 ] || more=(--resume); [ $update -eq 0 ] || more=(--update)
-    $fab run --device "$sel" --suite "$s" --out "$dir/perf.csv" "${more[@]}" \
-        --manifest "$dir/manifest.csv" "${args[@]}" "${tuned[@]}" || rc=$?
-    [ $rc -eq 0 ] || { echo "run.sh: $sel: some rows did not pass (exit $rc); see the status column" >&2; status=1; }
+    log=$scratch/run-$i.log # its progress lines, kept for the summary's table
+    { $fab run --device "$sel" --suite "$s" --out "$dir/perf.csv" "${more[@]}" --manifest "$dir/manifest.csv" \
+          "${args[@]}" "${tuned[@]}" 2>&1 >&3 3>&- | tee "$log" >&2 3>&-; rc=${PIPESTATUS[0]}; } 3>&1
+    note=""
+    if [ $rc -eq 2 ]; then note="run.sh: $sel: bad input (exit 2, above)"; status=2
+    elif [ $rc -ne 0 ]; then note="run.sh: $sel: some rows did not pass (exit $rc); see the status column"; [ $status -ne 0 ] || status=1
+    fi
+    [ -z "$note" ] || echo "$note" >&2
 
     # the vendors' kernels on the same shapes, into the same perf.csv (absent ones: no rows)
     if [ "$kind" = gpu ]; then
@@ -135,14 +169,21 @@ while IFS=$'\t' read -r sel kind name; do
     if [ $update -eq 0 ] && { [ -f "$dir/compiled.csv" ] || [ -f "$dir/explored.csv" ]; }; then
         $fab codegen-summary "$dir" || echo "run.sh: $sel: codegen-summary exited $?" >&2
     fi
-    $fab check-results --quiet "$dir" || echo "run.sh: $dir: check-results found problems (above)" >&2
-    done_dirs+=("$dir")
-done <<< "$sel_lines"
 
-if command -v gnuplot >/dev/null 2>&1; then
-    if [ "$results" = results ]; then plot_args=(); else plot_args=("${done_dirs[@]}"); fi
-    bash plots/render.sh "${plot_args[@]}" || echo "run.sh: some figures failed (above)" >&2
-else
-    echo "run.sh: gnuplot is missing: no figures (apt-get install gnuplot-nox, then make plots)" >&2
-fi
+    # the folder's figures (make plots draws every folder's)
+    if command -v gnuplot >/dev/null 2>&1; then
+        figs=$(bash plots/render.sh --brief "$dir") || echo "run.sh: $dir: some figures failed (above)" >&2
+    else
+        figs="figures: none (gnuplot is missing: apt-get install gnuplot-nox, then make plots)"
+    fi
+
+    # the summary: the table (ours against the vendors where they ran, else the run's own
+    # lines), check-results' line, where the figures are
+    table=$($fab versus "$dir" 2>&1) || table=$(grep '^\[[0-9]*/[0-9]*\]' "$log" || true)
+    checked=$($fab check-results --quiet "$dir" 2>&1) || checked+=$'\n'"run.sh: $dir: check-results found problems (above)"
+    summary+=("== $dir: $sel ($name), suite $s" "$table" "$figs" "$checked" "$note")
+done
+
+echo "run.sh: summary"
+for line in "${summary[@]}"; do [ -z "$line" ] || printf '%s\n' "$line"; done
 exit $status

@@ -40,6 +40,10 @@ typedef struct {
     fb_refcache ref; /* the reference rows on these inputs, from the first check */
 } input_cache;
 
+/* PoCL's clang prints only "N warning(s) generated." on stderr, the warnings' text goes to
+ * the build log: each distinct warning line of a log is shown once, the first few of them. */
+#define WARN_SHOWN_MAX 8
+
 struct attn_runner {
     rt_device dev;
     input_cache in;
@@ -52,9 +56,45 @@ struct attn_runner {
                             * 2: a kernel fault left the context unusable (CUDA's, HIP's sticky errors) */
     char broken_why[256];
     telemetry *tm;         /* the GPU's clocks and power while timing (NULL: no NVML, not a GPU) */
+    /* the compilers' warnings shown so far (compiles run on several threads) */
+    pthread_mutex_t warn_lock;
+    char *warned[WARN_SHOWN_MAX];
+    int nwarned, warned_more;
 };
 
 int attn_unusable(const attn_runner *r) { return r->broken != 0; }
+
+/* 1 for a line of a compile log that is a warning (clang's and PoCL's "warning:",
+ * NVRTC's "warning #"), not its notes or the "N warnings generated." count. */
+static int is_warning_line(const char *p, size_t n)
+{
+    for (size_t i = 0; i + 8 < n; i++)
+        if (!memcmp(p + i, "warning", 7) && (p[i + 7] == ':' || (p[i + 7] == ' ' && p[i + 8] == '#'))) return 1;
+    return 0;
+}
+
+/* Shows the warnings of a fresh compile's log on stderr, each distinct line once per runner
+ * and at most WARN_SHOWN_MAX of them (then one line saying more were left out). */
+static void show_warnings(attn_runner *r, const char *log)
+{
+    if (!log) return;
+    pthread_mutex_lock(&r->warn_lock);
+    for (const char *p = log; *p;) {
+        const char *e = strchr(p, '\n');
+        const size_t n = e ? (size_t)(e - p) : strlen(p);
+        int seen = !is_warning_line(p, n);
+        for (int i = 0; i < r->nwarned && !seen; i++) seen = strlen(r->warned[i]) == n && !memcmp(r->warned[i], p, n);
+        if (!seen && r->nwarned < WARN_SHOWN_MAX && (r->warned[r->nwarned] = strndup(p, n))) {
+            r->nwarned++;
+            fprintf(stderr, "fabench: %s compiler: %.*s\n", r->dev.rt->name, (int)n, p);
+        } else if (!seen && !r->warned_more) {
+            r->warned_more = 1;
+            fprintf(stderr, "fabench: %s compiler: more warnings, not shown\n", r->dev.rt->name);
+        }
+        p += n + (e != NULL);
+    }
+    pthread_mutex_unlock(&r->warn_lock);
+}
 
 void attn_counts(const attn_runner *r, long *compiled, long *cached)
 {
@@ -113,6 +153,7 @@ int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
         free(r);
         return -1;
     }
+    pthread_mutex_init(&r->warn_lock, NULL);
     char why[256]; /* no telemetry is no error: the manifest says why */
     if (dev->info.is_gpu && telemetry_open(dev->info.pci, &r->tm, why, sizeof why) != 0) r->tm = NULL;
     *out = r;
@@ -184,12 +225,19 @@ static int inputs_get(attn_runner *r, const shape_t *s, dtype_t dt, uint64_t see
     return 0;
 }
 
+static void warnings_free(attn_runner *r)
+{
+    for (int i = 0; i < r->nwarned; i++) free(r->warned[i]);
+    pthread_mutex_destroy(&r->warn_lock);
+}
+
 void attn_close(attn_runner *r)
 {
     if (!r) return;
     telemetry_close(r->tm);
     if (r->broken) { /* a kernel may still run: releasing the context could wait for it forever */
         inputs_drop(r, 0);
+        warnings_free(r);
         free(r->source);
         free(r);
         return;
@@ -203,6 +251,7 @@ void attn_close(attn_runner *r)
     }
     rt->close(r->ctx);
     free(r->source);
+    warnings_free(r);
     free(r);
 }
 
@@ -430,6 +479,7 @@ static module_entry *get_module(attn_runner *r, const shape_t *s, dtype_t dt, co
     if (rc != 0) {
         rc = rt->compile(r->ctx, r->source, dp, nd, &m->mod, &log, err, sizeof err);
         m->compile_ms = (fb_now() - t0) * 1e3;
+        if (rc == 0) show_warnings(r, log); /* a failed compile's log is its reason */
         r->compiled++;
         void *bin;
         size_t blen;
@@ -513,6 +563,7 @@ static void *precompile_worker(void *arg)
             /* the same compiler and options as compile, without loading the module */
             if (rt->compile_offline(j->r->dev.info.arch, j->r->source, dp, nd, "attn_fwd", &bin, &len, NULL, &log, err,
                                     sizeof err) == 0) {
+                show_warnings(j->r, log);
                 cache_put(ckey, bin, len, log);
                 free(bin);
                 pthread_mutex_lock(&j->lock);
@@ -520,6 +571,7 @@ static void *precompile_worker(void *arg)
                 pthread_mutex_unlock(&j->lock);
             }
         } else if (rt->compile(j->r->ctx, j->r->source, dp, nd, &mod, &log, err, sizeof err) == 0) {
+            show_warnings(j->r, log);
             if (rt->binary(mod, &bin, &len) == 0) {
                 cache_put(ckey, bin, len, log);
                 free(bin);

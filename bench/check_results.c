@@ -182,7 +182,7 @@ static const char *check_value(const col_spec *cs, const char *v, char *buf, siz
         kconfig c = {0};
         char err[FB_ERRLEN];
         if (kconfig_parse(v, &c, err, sizeof err) == 0) return NULL;
-        snprintf(buf, len, "%.300s", err);
+        snprintf(buf, len, "%.500s", err);
         return buf;
     }
     case V_CLASS:
@@ -661,6 +661,41 @@ static void check_unique(file_ctx *fc)
 
 /* ---------- manifest ---------- */
 
+/* 1 when a folder above dir (its real path) is named results: the collection where
+ * `make plots` and a contributed GPU's folder live, whose folders are named by slug. */
+static int under_results(const char *dir)
+{
+    char real[PATH_MAX];
+    if (!realpath(dir, real)) return 0;
+    char *slash = strrchr(real, '/');
+    if (slash) *slash = 0; /* the folder's own name does not count */
+    for (char *p = real; (p = strstr(p, "/results")); p += 8)
+        if (p[8] == '/' || !p[8]) return 1;
+    return 0;
+}
+
+/* Under results/, the folder is named by the manifest's slug (or by the target, for compile
+ * folders); a sub-folder of such a folder (a special study) is fine too. A user's own run
+ * (fabench run --out /tmp/x/perf.csv) may be named anything. */
+static void check_folder_name(file_ctx *fc, int line, const char *dir, const char *v)
+{
+    if (!under_results(dir)) return;
+    char d1[1024], d2[1024], s1[256], s2[256];
+    snprintf(d1, sizeof d1, "%s", dir);
+    size_t l = strlen(d1);
+    while (l > 1 && d1[l - 1] == '/') d1[--l] = 0;
+    char *b1 = strrchr(d1, '/');
+    b1 = b1 ? b1 + 1 : d1;
+    fb_slug(b1, s1, sizeof s1);
+    snprintf(d2, sizeof d2, "%.*s", (int)(b1 - d1 > 0 ? b1 - d1 - 1 : 0), d1);
+    char *b2 = strrchr(d2, '/');
+    b2 = b2 ? b2 + 1 : d2;
+    fb_slug(b2, s2, sizeof s2);
+    if (strcmp(s1, v) && strcmp(s2, v))
+        problem(fc, line, "gpu_slug", "'%s' does not name the folder '%s' (a folder under results/ is named by its GPU's "
+                "slug: results/%s/; outside results/ any name will do)", v, b1, v);
+}
+
 static void check_manifest(file_ctx *fc, const char *dir)
 {
     csv_table *t = fc->t;
@@ -691,21 +726,7 @@ static void check_manifest(file_ctx *fc, const char *dir)
             char slug[256];
             fb_slug(v, slug, sizeof slug);
             if (strcmp(slug, v)) problem(fc, t->row_line[r], "gpu_slug", "'%s' is not a slug (would be '%s')", v, slug);
-            /* the folder is named by the slug (or by the target, for compile folders); a
-             * sub-folder of such a folder (a special study) is fine too */
-            char d1[1024], d2[1024], s1[256], s2[256];
-            snprintf(d1, sizeof d1, "%s", dir);
-            size_t l = strlen(d1);
-            while (l > 1 && d1[l - 1] == '/') d1[--l] = 0;
-            char *b1 = strrchr(d1, '/');
-            b1 = b1 ? b1 + 1 : d1;
-            fb_slug(b1, s1, sizeof s1);
-            snprintf(d2, sizeof d2, "%.*s", (int)(b1 - d1 > 0 ? b1 - d1 - 1 : 0), d1);
-            char *b2 = strrchr(d2, '/');
-            b2 = b2 ? b2 + 1 : d2;
-            fb_slug(b2, s2, sizeof s2);
-            if (strcmp(s1, v) && strcmp(s2, v))
-                problem(fc, t->row_line[r], "gpu_slug", "'%s' does not name the folder '%s'", v, b1);
+            else check_folder_name(fc, t->row_line[r], dir, v);
         }
     }
     if (!commands) problem(fc, 1, "command", "no <backend>.command key: the command line that made the results");
@@ -831,8 +852,9 @@ static void cross_check_tuning(checker *ck, const char *dir)
         /* tune times an earlier run's best again beside its own and keeps what was faster
          * in that run: an explored row from another run may show a faster time (a note) */
         if (found && parse_num(w[tu], &us) == 0 && isfinite(best) && us > best * 1.000001 + 1e-3)
-            note(ck, pt, "line %d: median_us %s, and %s has a faster ok row for %s (%.3f us; another run's time, "
-                 "a winner decided when both were timed again)", t->row_line[r], w[tu], pe, w[tc], best);
+            note(ck, pt, "line %d: median_us %s, and %s has a faster ok row for %s (%.3f us: a search's short timing "
+                 "or another run's; the winner was decided when the contenders were timed again)", t->row_line[r], w[tu],
+                 pe, w[tc], best);
     }
     csvt_free(t);
     csvt_free(e);
@@ -884,7 +906,8 @@ static void check_folder(checker *ck, const char *dir, int depth)
         char err[FB_ERRLEN];
         if (!exists(mpath)) {
             ck->problems++;
-            printf("%s: manifest: missing: every results folder needs the manifest of the run that wrote it\n", mpath);
+            printf("%s: manifest: missing: every results folder needs the manifest of the run that wrote it "
+                   "(fabench run --manifest DIR/manifest.csv)\n", mpath);
         } else if (csvt_read(mpath, &manifest, err, sizeof err) != 0) {
             manifest = NULL;
         }
@@ -932,7 +955,8 @@ static void usage(FILE *f)
             "timings (p20 <= median <= p80, TFLOP/s and GB/s that agree with the shape) and errors\n"
             "within the verification tolerances, no duplicate rows, the folder's manifest with its\n"
             "required keys (gpu, gpu_slug, date, git_commit, host, a <backend>.command), and that\n"
-            "tuning.csv's winners are ok rows of explored.csv.\n\n"
+            "tuning.csv's winners are ok rows of explored.csv. A folder under results/ is named by\n"
+            "its GPU's slug (gpu_slug); a folder elsewhere (a run of your own) may have any name.\n\n"
             "Each problem is a line FILE:LINE: FIELD: MESSAGE on stdout; notes (unknown files or\n"
             "columns) are not problems. --quiet leaves the notes out.\n"
             "Exit status: 0 clean, 1 problems found, 2 bad usage.\n");

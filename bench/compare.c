@@ -36,6 +36,18 @@ static const char *const need[] = {"impl", "backend", "dtype", "batch", "hq", "h
                                    "median_us", "p20_us", "p80_us", "status"};
 #define NNEED (sizeof need / sizeof need[0])
 
+/* The width of a text column: its header's, or its longest entry's (never cut: a wide
+ * shape lost its causality to a fixed width), at least min. */
+static int col_width(const entry *e, size_t n, int shape, const char *header, int min)
+{
+    size_t w = strlen(header);
+    for (size_t i = 0; i < n; i++) {
+        const size_t l = strlen(shape ? e[i].shape : e[i].name);
+        if (l > w) w = l;
+    }
+    return w > (size_t)min ? (int)w : min;
+}
+
 static int load_side(const char *arg, side *s, char *err, size_t errlen)
 {
     struct stat st;
@@ -208,7 +220,8 @@ int cmd_compare(int argc, char **argv)
     csv_table *out = csv_out ? csvt_new(hdr, sizeof hdr / sizeof hdr[0]) : NULL;
     printf("A: %s\nB: %s\nB/A of the median time: below 1, B is faster (verdict from the p20..p80 spreads)\n\n",
            s[0].path, s[1].path);
-    printf("%-16s %-15s %-36s %-30s %11s %11s %7s  %s\n", "impl", "backend", "name", "shape", "A us", "B us", "B/A",
+    const int wn = col_width(s[0].e, s[0].n, 0, "name", 20), ws = col_width(s[0].e, s[0].n, 1, "shape", 20);
+    printf("%-16s %-15s %-*s %-*s %11s %11s %7s  %s\n", "impl", "backend", wn, "name", ws, "shape", "A us", "B us", "B/A",
            "verdict");
     double lsum = 0;
     long nok = 0, nfaster = 0, nslower = 0, nsame = 0, nbad = 0, nmixed = 0; /* nmixed: pairs whose l2_flush differs */
@@ -219,8 +232,8 @@ int cmd_compare(int argc, char **argv)
         else snprintf(be, sizeof be, "%s", a->backend);
         if (!a->ok || !b->ok) {
             nbad++;
-            printf("%-16.16s %-15.15s %-36.36s %-30.30s %11s %11s %7s  not comparable (A %s, B %s)\n", a->impl, be, a->name,
-                   a->shape, a->ok ? "" : "-", b->ok ? "" : "-", "", a->ok ? "ok" : a->status, b->ok ? "ok" : b->status);
+            printf("%-16.16s %-15.15s %-*s %-*s %11s %11s %7s  not comparable (A %s, B %s)\n", a->impl, be, wn, a->name,
+                   ws, a->shape, a->ok ? "" : "-", b->ok ? "" : "-", "", a->ok ? "ok" : a->status, b->ok ? "ok" : b->status);
             continue;
         }
         double ratio = b->med / a->med;
@@ -231,7 +244,7 @@ int cmd_compare(int argc, char **argv)
         nfaster += !strcmp(v, "faster");
         nslower += !strcmp(v, "slower");
         nsame += !strcmp(v, "same-within-noise");
-        printf("%-16.16s %-15.15s %-36.36s %-30.30s %11.2f %11.2f %7.3f  %s\n", a->impl, be, a->name, a->shape, a->med,
+        printf("%-16.16s %-15.15s %-*s %-*s %11.2f %11.2f %7.3f  %s\n", a->impl, be, wn, a->name, ws, a->shape, a->med,
                b->med, ratio, v);
         if (out) {
             char f[7][32], rs[32];
@@ -363,7 +376,8 @@ int cmd_versus(int argc, char **argv)
     csv_table *out = csv_out ? csvt_new(hdr, sizeof hdr / sizeof hdr[0]) : NULL;
     printf("%s: the portable kernel's speedup over the vendors (vendor median / portable median: above 1 it is faster)\n\n",
            s.path);
-    printf("%-8s %-36s %-34s %11s %-14s %11s %8s%s\n", "backend", "name", "shape", "portable us", "best vendor", "us",
+    const int wn = col_width(s.e, s.n, 0, "name", 20), ws = col_width(s.e, s.n, 1, "shape", 20);
+    printf("%-8s %-*s %-*s %11s %-14s %11s %8s%s\n", "backend", wn, "name", ws, "shape", "portable us", "best vendor", "us",
            "speedup", readings ? "   SM MHz (portable / vendor), W" : "");
     double lbest = 0;
     long nshape = 0, nfastest = 0, nmixed = 0; /* nmixed: shapes whose two sides differ in l2_flush */
@@ -421,7 +435,7 @@ int cmd_versus(int argc, char **argv)
             else snprintf(rd[q], sizeof rd[q], "%.0f", rv[q]);
         }
         if (readings) snprintf(clk, sizeof clk, "   %5s / %-5s %4s / %s", rd[0], rd[1], rd[2], rd[3]);
-        printf("%-8.8s %-36.36s %-34.34s %11.2f %-14.14s %11.2f %8.3f%s\n", p->backend, p->name, p->shape, p->med,
+        printf("%-8.8s %-*s %-*s %11.2f %-14.14s %11.2f %8.3f%s\n", p->backend, wn, p->name, ws, p->shape, p->med,
                best->impl, best->med, sp, clk);
         if (out) {
             char f[8][32];

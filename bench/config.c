@@ -90,6 +90,75 @@ static int wg_flag_index(const char *key)
     return -1;
 }
 
+static int block_m_ok(int v) { return is_pow2(v) || v % 16 == 0; } /* or 16 * WARP_M * NUM_WARPS rows */
+static int block_n_ok(int v) { return is_pow2(v) || v == 176 || v == 192; } /* 176 and 192: wgmma only */
+
+/* The integer keys besides the switches: field, range, a further rule within the range
+ * (NULL: none) and the values allowed, as a bad value's message names them. */
+static const struct {
+    const char *key;
+    size_t off;
+    int lo, hi;
+    int (*ok)(int);
+    uint64_t bit;
+    const char *allowed;
+} int_keys[] = {
+    {"BLOCK_M", offsetof(kconfig, block_m), 1, 1024, block_m_ok, CFG_BLOCK_M, "a power of two or a multiple of 16, 1 to 1024"},
+    {"BLOCK_N", offsetof(kconfig, block_n), 1, 256, block_n_ok, CFG_BLOCK_N, "a power of two up to 256, or 176 or 192"},
+    {"NUM_WARPS", offsetof(kconfig, num_warps), 1, 32, NULL, CFG_NUM_WARPS, "1 to 32"},
+    {"SPLIT_KV", offsetof(kconfig, split_kv), 1, 256, NULL, CFG_SPLIT_KV, "1 to 256"},
+    {"KPAD", offsetof(kconfig, kpad), 0, 8, NULL, CFG_KPAD, "0 to 8"},
+    {"WARP_M", offsetof(kconfig, warp_m), 1, 2, NULL, CFG_WARP_M, "1 or 2"},
+    {"KV_WARPS", offsetof(kconfig, kv_warps), 1, 8, is_pow2, CFG_KV_WARPS, "1, 2, 4 or 8"},
+    {"SPLIT_FUSE", offsetof(kconfig, split_fuse), 0, 1, NULL, CFG_SPLIT_FUSE, "0 or 1"},
+    {"RED_SPLIT", offsetof(kconfig, red_split), 0, 1, NULL, CFG_RED_SPLIT, "0 or 1"},
+    {"WG_HALF", offsetof(kconfig, wg_half), 0, 2, NULL, CFG_WG_HALF, "0, 1 or 2"},
+    {"MASK_BOUND", offsetof(kconfig, mask_bound), 0, 1, NULL, CFG_MASK_BOUND, "0 or 1"},
+    {"PACK_GQA", offsetof(kconfig, pack_gqa), 0, 3, NULL, CFG_PACK_GQA, "0, 1, 2 or 3"},
+    {"STAGES", offsetof(kconfig, stages), 1, 4, NULL, CFG_STAGES, "1 to 4"},
+    {"GRID_LPT", offsetof(kconfig, grid_lpt), 0, 4096, NULL, CFG_GRID_LPT, "0 to 4096"},
+};
+#define N_INT_KEYS (sizeof int_keys / sizeof int_keys[0])
+
+static int int_key_index(const char *key)
+{
+    for (size_t i = 0; i < N_INT_KEYS; i++)
+        if (!strcasecmp(key, int_keys[i].key)) return (int)i;
+    return -1;
+}
+
+/* Sets key k to text v in *c. NULL, or the values k allows (v is not one of them); an
+ * unknown key gives "". */
+static const char *parse_key(kconfig *c, const char *k, const char *v)
+{
+    int i;
+    if ((i = int_key_index(k)) >= 0) {
+        int *f = (int *)((char *)c + int_keys[i].off);
+        c->set |= int_keys[i].bit;
+        if (parse_int(v, int_keys[i].lo, int_keys[i].hi, f) || (int_keys[i].ok && !int_keys[i].ok(*f)))
+            return int_keys[i].allowed;
+        return NULL;
+    }
+    if ((i = wg_flag_index(k)) >= 0) {
+        c->set |= wg_flags[i].bit;
+        return parse_int(v, 0, 1, wg_flag(c, (size_t)i)) ? "0 or 1" : NULL;
+    }
+    if ((i = fault_hook_index(k)) >= 0) {
+        c->set |= CFG_FAULT;
+        return parse_int(v, 0, 1, fault_hook(c, (size_t)i)) ? "0 or 1" : NULL;
+    }
+    if (!strcasecmp(k, "MMA")) {
+        c->set |= CFG_MMA;
+        if (!strcasecmp(v, "fma") || !strcmp(v, "0")) c->mma = MMA_FMA;
+        else if (!strcasecmp(v, "mma") || !strcasecmp(v, "mma_sync") || !strcmp(v, "1")) c->mma = MMA_SYNC;
+        else if (!strcasecmp(v, "mfma") || !strcmp(v, "2")) c->mma = MMA_MFMA;
+        else if (!strcasecmp(v, "wgmma") || !strcmp(v, "3")) c->mma = MMA_WGMMA;
+        else return "fma, mma, mfma or wgmma";
+        return NULL;
+    }
+    return "";
+}
+
 int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
 {
     char *copy = strdup(s ? s : "");
@@ -98,53 +167,19 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
     char *save = NULL;
     for (char *tok = strtok_r(copy, ",; ", &save); tok; tok = strtok_r(NULL, ",; ", &save)) {
         char *eq = strchr(tok, '=');
-        if (!eq) { snprintf(err, errlen, "config '%s': expected KEY=VALUE", tok); rc = FB_EXIT_BADINPUT; break; }
+        if (!eq) { snprintf(err, errlen, "'%s' is not KEY=VALUE", tok); rc = FB_EXIT_BADINPUT; break; }
         *eq = 0;
-        const char *k = tok, *v = eq + 1;
-        int bad = 0;
-        const int flag = wg_flag_index(k), hook = fault_hook_index(k);
-        if (flag >= 0) {
-            bad = parse_int(v, 0, 1, wg_flag(c, flag));
-            c->set |= wg_flags[flag].bit;
-        }
-        else if (!strcasecmp(k, "BLOCK_M")) { /* a power of two, or 16 * WARP_M * NUM_WARPS rows */
-            bad = parse_int(v, 1, 1024, &c->block_m) || !(is_pow2(c->block_m) || c->block_m % 16 == 0);
-            c->set |= CFG_BLOCK_M;
-        }
-        else if (!strcasecmp(k, "BLOCK_N")) { /* a power of two, or (wgmma only) 176 or 192 */
-            bad = parse_int(v, 1, 256, &c->block_n) || !(is_pow2(c->block_n) || c->block_n == 176 || c->block_n == 192);
-            c->set |= CFG_BLOCK_N;
-        }
-        else if (!strcasecmp(k, "NUM_WARPS")) { bad = parse_int(v, 1, 32, &c->num_warps); c->set |= CFG_NUM_WARPS; }
-        else if (!strcasecmp(k, "SPLIT_KV")) { bad = parse_int(v, 1, 256, &c->split_kv); c->set |= CFG_SPLIT_KV; }
-        else if (!strcasecmp(k, "KPAD")) { bad = parse_int(v, 0, 8, &c->kpad); c->set |= CFG_KPAD; }
-        else if (!strcasecmp(k, "WARP_M")) { bad = parse_int(v, 1, 2, &c->warp_m); c->set |= CFG_WARP_M; }
-        else if (!strcasecmp(k, "KV_WARPS")) { bad = parse_int(v, 1, 8, &c->kv_warps) || !is_pow2(c->kv_warps); c->set |= CFG_KV_WARPS; }
-        else if (!strcasecmp(k, "SPLIT_FUSE")) { bad = parse_int(v, 0, 1, &c->split_fuse); c->set |= CFG_SPLIT_FUSE; }
-        else if (!strcasecmp(k, "RED_SPLIT")) { bad = parse_int(v, 0, 1, &c->red_split); c->set |= CFG_RED_SPLIT; }
-        else if (!strcasecmp(k, "WG_HALF")) { bad = parse_int(v, 0, 2, &c->wg_half); c->set |= CFG_WG_HALF; }
-        else if (!strcasecmp(k, "MASK_BOUND")) { bad = parse_int(v, 0, 1, &c->mask_bound); c->set |= CFG_MASK_BOUND; }
-        else if (!strcasecmp(k, "PACK_GQA")) { bad = parse_int(v, 0, 3, &c->pack_gqa); c->set |= CFG_PACK_GQA; }
-        else if (!strcasecmp(k, "STAGES")) { bad = parse_int(v, 1, 4, &c->stages); c->set |= CFG_STAGES; }
-        else if (!strcasecmp(k, "GRID_LPT")) { bad = parse_int(v, 0, 4096, &c->grid_lpt); c->set |= CFG_GRID_LPT; }
-        else if (hook >= 0) { bad = parse_int(v, 0, 1, fault_hook(c, hook)); c->set |= CFG_FAULT; }
-        else if (!strcasecmp(k, "MMA")) {
-            if (!strcasecmp(v, "fma") || !strcmp(v, "0")) c->mma = MMA_FMA;
-            else if (!strcasecmp(v, "mma") || !strcasecmp(v, "mma_sync") || !strcmp(v, "1")) c->mma = MMA_SYNC;
-            else if (!strcasecmp(v, "mfma") || !strcmp(v, "2")) c->mma = MMA_MFMA;
-            else if (!strcasecmp(v, "wgmma") || !strcmp(v, "3")) c->mma = MMA_WGMMA;
-            else bad = 1;
-            c->set |= CFG_MMA;
-        } else {
-            snprintf(err, errlen, "config: unknown key '%s' (known: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA, WG_PIPE, WG_SWIZZLE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND, GRID_LPT, SPLIT_FUSE, KV_WARPS, FAULT_*)", k);
+        const char *k = tok, *v = eq + 1, *allowed = parse_key(c, k, v);
+        if (allowed && !*allowed) {
+            size_t o = (size_t)snprintf(err, errlen, "unknown key '%s' (known: MMA", k);
+            for (size_t i = 0; i < N_INT_KEYS && o < errlen; i++) o += (size_t)snprintf(err + o, errlen - o, ", %s", int_keys[i].key);
+            for (size_t i = 0; i < N_WG_FLAGS && o < errlen; i++) o += (size_t)snprintf(err + o, errlen - o, ", %s", wg_flags[i].key);
+            if (o < errlen) snprintf(err + o, errlen - o, ", FAULT_*)");
             rc = FB_EXIT_BADINPUT;
             break;
         }
-        if (bad) {
-            snprintf(err, errlen, "config: bad value '%s' for %s%s", v, k,
-                     !strcasecmp(k, "MMA") ? " (known: fma, mma, mfma, wgmma)" : !strcasecmp(k, "STAGES") ? " (1..4)" :
-                     !strcasecmp(k, "BLOCK_N") ? " (a power of two, 1..256, or 176 or 192)" :
-                     !strcasecmp(k, "BLOCK_M") ? " (a power of two or a multiple of 16, up to 1024)" : "");
+        if (allowed) {
+            snprintf(err, errlen, "bad value '%s' for %s (allowed: %s)", v, k, allowed);
             rc = FB_EXIT_BADINPUT;
             break;
         }

@@ -71,7 +71,7 @@ static int load_from(from_table *ft, char *err, size_t errlen)
         kconfig c = {0};
         char perr[FB_ERRLEN];
         if (kconfig_parse(t->rows[r][cf], &c, perr, sizeof perr) != 0) {
-            snprintf(err, errlen, "%.700s:%d: config: %.200s", ft->path, t->row_line[r], perr);
+            snprintf(err, errlen, "%.300s:%d: config: %.600s", ft->path, t->row_line[r], perr);
             csvt_free(t);
             return FB_EXIT_BADINPUT;
         }

@@ -59,6 +59,8 @@ static void usage_run(FILE *f)
             "  --dtype T          fp32, fp16 or bf16: overrides the shapes' dtype (default bf16)\n"
             "  --manifest FILE    also write the run's manifest.csv (device, versions, commit)\n"
             "  --verify-only      check correctness, do not time\n"
+            "  --dry-run          check every input (shapes, device, tuning table, manifest, that --out\n"
+            "                     and --manifest can be written) and exit: nothing is written or run\n"
             "  --budget S         seconds of timed repetitions per shape (default 0.3)\n"
             "  --warmup S         seconds of warm-up per shape (default 0.05)\n"
             "  --rest S           seconds the device idles before each shape's warm-up (default 0):\n"
@@ -111,27 +113,9 @@ static int shape_config(int tuned, const char *tuning_path, const rt_device *dev
             size_t n = strlen(source);
             snprintf(source + n, slen - n, " + --config");
         }
-        /* a ragged batch may take a dense class's row (the nearest): what ragged batches do
-         * not support yet (split-KV and its fused merge, GQA packing, persistent work-groups
-         * and the longest-first order, which walk dense query blocks, and Q or O through the
-         * copy engine, whose tensor maps are dense) is dropped, unless --config set it */
-        if (lr != 0 && shape_ragged(s)) {
-            const struct { int *v, off; uint64_t set; const char *name; } drop[] = { /* (SPLIT_KV: 0 when a row names none) */
-                {&shape_cfg.split_kv, shape_cfg.split_kv > 1 ? 1 : shape_cfg.split_kv, CFG_SPLIT_KV, "SPLIT_KV=1"},
-                {&shape_cfg.pack_gqa, 0, CFG_PACK_GQA, "PACK_GQA=0"},
-                {&shape_cfg.wg_persist, 0, CFG_WG_PERSIST, "WG_PERSIST=0"},
-                {&shape_cfg.wg_dynamic, 0, CFG_WG_DYNAMIC, "WG_DYNAMIC=0"},
-                {&shape_cfg.wg_qprefetch, 0, CFG_WG_QPREFETCH, "WG_QPREFETCH=0"}, {&shape_cfg.grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"},
-                {&shape_cfg.wg_qtma, 0, CFG_WG_QTMA, "WG_QTMA=0"}, {&shape_cfg.wg_otma, 0, CFG_WG_OTMA, "WG_OTMA=0"},
-                {&shape_cfg.split_fuse, 0, CFG_SPLIT_FUSE, "SPLIT_FUSE=0"}};
-            char dropped[256] = "";
-            for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
-                if (*drop[k].v != drop[k].off && !(cfg.set & drop[k].set)) {
-                    *drop[k].v = drop[k].off;
-                    size_t n = strlen(dropped);
-                    snprintf(dropped + n, sizeof dropped - n, "%s%s", n ? ", " : "", drop[k].name);
-                }
-            if (dropped[0]) {
+        if (lr != 0 && shape_ragged(s)) { /* what ragged batches do not support goes (tune_ragged_drop) */
+            char dropped[256];
+            if (tune_ragged_drop(&shape_cfg, cfg.set, dropped, sizeof dropped)) {
                 size_t n = strlen(source);
                 snprintf(source + n, slen - n, " (ragged: %s)", dropped);
             }
@@ -167,10 +151,29 @@ static void precompile_run(attn_runner *runner, const shape_list_t *shapes, int 
     free(cv);
 }
 
+/* One line on stderr: the tuning table the run reads, or that it reads none. */
+static void say_tuning_table(const char *path, const rt_device *dev, int config_given)
+{
+    const char *over = config_given ? ", with --config over them" : "";
+    if (!path) {
+        fprintf(stderr, "fabench run: no tuning table (no --tuned): the runtime's default configurations%s\n", over);
+        return;
+    }
+    const long n = tune_table_classes(path, dev);
+    if (n < 0)
+        fprintf(stderr, "fabench run: no tuning table at %s: the runtime's default configurations%s\n", path, over);
+    else if (n == 0)
+        fprintf(stderr, "fabench run: tuning table %s has no class of this GPU and runtime: the runtime's default "
+                        "configurations%s\n", path, over);
+    else
+        fprintf(stderr, "fabench run: tuning table %s, %ld class%s of this GPU and runtime (a shape takes its class's "
+                        "row, else the nearest class's, else the default)%s\n", path, n, n == 1 ? "" : "es", over);
+}
+
 int cmd_run(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SHAPES, O_SUITE, O_OUT, O_APPEND, O_CONFIG, O_DTYPE, O_MANIFEST, O_VERIFY_ONLY,
-           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME, O_UPDATE, O_FLUSH, O_REST };
+           O_BUDGET, O_WARMUP, O_MINREPS, O_VROWS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME, O_UPDATE, O_FLUSH, O_REST, O_DRYRUN };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"shapes", required_argument, 0, O_SHAPES},
         {"suite", required_argument, 0, O_SUITE}, {"out", required_argument, 0, O_OUT},
@@ -183,10 +186,10 @@ int cmd_run(int argc, char **argv)
         {"tuned", no_argument, 0, O_TUNED}, {"tuning", required_argument, 0, O_TUNING},
         {"help", no_argument, 0, O_HELP}, {"resume", no_argument, 0, O_RESUME},
         {"update", no_argument, 0, O_UPDATE}, {"l2-flush", no_argument, 0, O_FLUSH},
-        {"rest", required_argument, 0, O_REST}, {0, 0, 0, 0}};
+        {"rest", required_argument, 0, O_REST}, {"dry-run", no_argument, 0, O_DRYRUN}, {0, 0, 0, 0}};
     const char *device = NULL, *shapes_file = NULL, *suite = NULL, *out = NULL, *manifest_path = NULL;
     const char *tuning_path = NULL;
-    int append = 0, quiet = 0, have_dtype = 0, tuned = 0, resume = 0, update = 0, l2_flush = 0;
+    int append = 0, quiet = 0, have_dtype = 0, tuned = 0, resume = 0, update = 0, l2_flush = 0, dry_run = 0;
     dtype_t dtype = DT_BF16;
     kconfig cfg = {0};
     attn_opts ao;
@@ -220,6 +223,7 @@ int cmd_run(int argc, char **argv)
             have_dtype = 1;
             break;
         case O_VERIFY_ONLY: ao.verify_only = 1; break;
+        case O_DRYRUN: dry_run = 1; break;
         case O_FLUSH: l2_flush = 1; break;
         case O_BUDGET: if (parse_double("--budget", optarg, 0, &ao.timing.budget_s)) return FB_EXIT_BADINPUT; break;
         case O_WARMUP: if (parse_double("--warmup", optarg, 0, &ao.timing.warmup_s)) return FB_EXIT_BADINPUT; break;
@@ -330,6 +334,13 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "fabench run: %s\n", err);
         rc = FB_EXIT_BADINPUT;
     }
+    if (!rc && dry_run) { /* every input checked; nothing touched */
+        if (!quiet) fprintf(stderr, "fabench run: --dry-run: %zu shapes on %s:%d, every input checked\n", shapes.n,
+                            dev.rt->name, dev.index);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return 0;
+    }
     /* nothing half-written: prove the output can be written before any work */
     if (!rc && csvt_write_atomic(table, out, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);
@@ -351,7 +362,10 @@ int cmd_run(int argc, char **argv)
         shapes_free(&shapes);
         return 1;
     }
-    if (!quiet) fprintf(stderr, "fabench run: %zu shapes on %s:%d (%s)\n", shapes.n, dev.rt->name, dev.index, dev.info.name);
+    if (!quiet) {
+        fprintf(stderr, "fabench run: %zu shapes on %s:%d (%s)\n", shapes.n, dev.rt->name, dev.index, dev.info.name);
+        say_tuning_table(tuned ? tuning_path : NULL, &dev, cfg.set != 0);
+    }
     precompile_run(runner, &shapes, have_dtype, dtype, tuned, tuning_path, &dev, &cfg, ao.write_lse);
     signal(SIGINT, on_sigint);
     int failures = 0, fatal = 0;

@@ -333,6 +333,83 @@ static int failed_before(const csv_table *e, const rt_device *dev, const char *c
     return r >= 0 && strcmp(e->rows[r][csvt_col(e, "status")], "ok") != 0;
 }
 
+/* What `run --tuned` would take for a class without its tuning.csv row: the runtime's default
+ * configuration (kind 0) and, where the table has another class of this dtype, head dim and
+ * causality, that nearest class's row as the run would take it (kind 1); each completed for
+ * the class's representative shape. */
+#define TUNE_FALLBACKS 2
+static size_t nearest_row(const csv_table *t, const char *gpu, const char *backend, const char *want, const char *exclude,
+                          double *dist);
+static int config_from_other_class(const char *row_cfg, const shape_t *s, kconfig *c);
+typedef struct {
+    char cfg[TUNE_FALLBACKS][KCONFIG_STR_MAX]; /* [0]: what the run takes without the row */
+    int kind[TUNE_FALLBACKS];                  /* 0: the default, 1: the nearest class's row */
+    char near_class[96];                       /* kind 1's class */
+    int n;
+} fallbacks;
+
+/* The fallbacks of class key, whose representative shape is s, from the tuning table as it
+ * stands (its other classes' rows). */
+static void class_fallbacks(const csv_table *tuning, const rt_device *dev, const char *key, const shape_t *s, dtype_t dt,
+                            fallbacks *fb)
+{
+    double dist;
+    kconfig c;
+    const size_t r = nearest_row(tuning, dev->info.name, dev->rt->name, key, key, &dist);
+    const int cf = csvt_col(tuning, "config"), cc = csvt_col(tuning, "shape_class");
+    fb->n = 0;
+    fb->near_class[0] = 0;
+    if (r < tuning->nrows && cf >= 0 && cc >= 0 && config_from_other_class(tuning->rows[r][cf], s, &c) == 0) {
+        kconfig_complete(&c, &dev->info, s, dt);
+        kconfig_str(&c, fb->cfg[fb->n], sizeof fb->cfg[0]);
+        snprintf(fb->near_class, sizeof fb->near_class, "%s", tuning->rows[r][cc]);
+        fb->kind[fb->n++] = 1;
+    }
+    c = (kconfig){0};
+    kconfig_complete(&c, &dev->info, s, dt);
+    kconfig_str(&c, fb->cfg[fb->n], sizeof fb->cfg[0]);
+    fb->kind[fb->n++] = 0;
+}
+
+/* Adds the explored row of configuration cfg run as res (step: its place in the class's
+ * search; reason: the row's reason column). 0, or -1 (out of memory). */
+static int explored_add(csv_table *e, const rt_device *dev, const char *cls, const shape_t *s, const char *strategy, long step,
+                        const char *cfg, const attn_result *res, const char *reason)
+{
+    const int ok = res->status == ST_OK;
+    const double us = res->us.median;
+    char f[12][48];
+    if (ok) snprintf(f[11], 48, "%zu", res->us.n); else f[11][0] = 0;
+    snprintf(f[0], 48, "%.1f", res->compile_ms);
+    if (ok) snprintf(f[1], 48, "%.3f", us); else f[1][0] = 0;
+    if (ok) snprintf(f[2], 48, "%.4f", shape_flops(s) / (us * 1e-6) / 1e12); else f[2][0] = 0;
+    snprintf(f[3], 48, "%ld", res->attrs.registers);
+    snprintf(f[4], 48, "%ld", res->attrs.spill_bytes);
+    snprintf(f[5], 48, "%ld", res->attrs.shared_bytes < 0 ? -1 : res->attrs.shared_bytes + (long)kconfig_dynamic_shared(&res->config, s->d));
+    snprintf(f[6], 48, "%ld", res->attrs.private_bytes);
+    snprintf(f[7], 48, "%ld", res->attrs.binary_bytes);
+    if (res->ver.rows_checked) snprintf(f[8], 48, "%.3g", res->ver.max_abs_err); else f[8][0] = 0;
+    snprintf(f[9], 48, "%ld", step);
+    fb_fmt_num(f[10], 48, ok && res->tel.samples > 0 ? res->tel.sm_mhz : NAN, "%.0f");
+    const char *row[EXPLORED_NCOLS] = {dev->info.name, dev->rt->name, "attn_fwd", cfg, cls, s->name, status_name(res->status),
+                                       reason, f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], strategy, f[9], f[11],
+                                       f[10]};
+    return csvt_add(e, row);
+}
+
+/* A fallback's explored row, in the class where the head-to-head first timed it: its
+ * fastest round there. 0, or -1 with err. */
+static int fallback_row(csv_table *e, const char *path, const rt_device *dev, const char *cls, const shape_t *s,
+                        const char *strategy, long step, const char *cfg, const attn_result *res, char *err, size_t errlen)
+{
+    if (explored_add(e, dev, cls, s, strategy, step, cfg, res,
+                     "timed beside the search's best, as what the run takes without the class's row") != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return path ? csvt_write_atomic(e, path, err, errlen) : 0;
+}
+
 /* Times measured by an earlier run (resumed explored rows; tuning.csv's row under --merge,
  * `recorded`) and this run's are not comparable: clocks, temperature and the machine
  * differ between runs. When the class has earlier runs' rows, the contenders (this run's
@@ -344,7 +421,12 @@ static int failed_before(const csv_table *e, const rt_device *dev, const char *c
  * H200 the short back-to-back timings ranked configurations within 3-10% of each other
  * differently from the runs that then measured them (NOTES.md, stop 20). `force`: time
  * whatever contenders there are even when nothing is stale (the search's best is not one
- * of them: kernels/space.csv does not declare it). A contender that fails in any round
+ * of them: kernels/space.csv does not declare it). What `run` would take for the class
+ * without its row, fb->cfg[] (the runtime's default, the nearest other class's row), always
+ * contends: a row slower than them there is never written, and without --merge's recorded
+ * row the first of them keeps its place within TUNE_KEEP_MARGIN, as the recorded row does.
+ * Without an earlier run's rows the search's best meets them alone. A fallback without an
+ * explored row of the class gets one (fallback_row). A contender that fails in any round
  * (not verified, crashed, hung) is out, and its explored row says why (rematch_failed);
  * each is noted in flight first, so a crash is recorded by the supervisor. Returns 1 when
  * that decided, 0 when nothing was stale, 2 when contenders ran and none verified (nothing
@@ -353,13 +435,16 @@ static int failed_before(const csv_table *e, const rt_device *dev, const char *c
 static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_opts *ao, double rematch_s, csv_table *explored,
                         const char *p_explored, const char *inflight, const char *strategy, long step,
                         const rt_device *dev, const char *cls, size_t first_row, const char *new_cfg,
-                        const char *recorded, const char *const *decl, long ndecl, int force, int quiet,
-                        char *best_cfg, size_t best_len, double *best_us, char *err, size_t errlen)
+                        const char *recorded, const fallbacks *fb, const char *const *decl, long ndecl, int force,
+                        int quiet, char *best_cfg, size_t best_len, double *best_us, char *err, size_t errlen)
 {
-    static const char *const src_name[] = {"this run's best", "an earlier run's row", "this run's", "tuning.csv's row"};
-    const char *con[TUNE_REMATCH_TOP + 3], *top[TUNE_REMATCH_TOP], *earliest_best;
-    int src[TUNE_REMATCH_TOP + 3], top_earlier[TUNE_REMATCH_TOP], ncon = 0, stale = 0;
+    static const char *const src_name[] = {"this run's best", "an earlier run's row", "this run's", "tuning.csv's row",
+                                           "the default", "the nearest class's row"};
+    enum { NCON = TUNE_REMATCH_TOP + 3 + TUNE_FALLBACKS };
+    const char *con[NCON], *top[TUNE_REMATCH_TOP], *earliest_best;
+    int src[NCON], top_earlier[TUNE_REMATCH_TOP], ncon = 0, stale = 0;
     if (new_cfg[0] && in_declared(decl, ndecl, new_cfg)) contend(con, src, &ncon, new_cfg, 0, explored, dev, cls);
+    const int nfirst = ncon;
     const int nt = class_top(explored, dev->info.name, dev->rt->name, cls, first_row, decl, ndecl, top, top_earlier,
                              &earliest_best);
     for (int k = 0; k < nt; k++) {
@@ -377,10 +462,22 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
         contend(con, src, &ncon, recorded, 3, explored, dev, cls);
         stale |= ncon > before;
     }
+    /* nothing from an earlier run (and this run's best declared): it meets the fallbacks
+     * alone, its other candidates having been timed beside it in this run */
+    if (!stale && !force) ncon = nfirst;
+    int fallback = -1; /* the contender that stands for what the run would take without the row */
+    for (int f = 0; f < fb->n; f++) {
+        const int before = ncon;
+        contend(con, src, &ncon, fb->cfg[f], 4 + fb->kind[f], explored, dev, cls);
+        stale |= ncon > before;
+        for (int k = 0; k < ncon && f == 0; k++)
+            if (!strcmp(con[k], fb->cfg[0])) fallback = k;
+    }
     if (force ? ncon < 1 : !stale || ncon < 2) return 0;
-    kconfig kc[TUNE_REMATCH_TOP + 3];
-    double us[TUNE_REMATCH_TOP + 3];
-    int parsed[TUNE_REMATCH_TOP + 3], failed[TUNE_REMATCH_TOP + 3];
+    kconfig kc[NCON];
+    double us[NCON];
+    attn_result fast[NCON]; /* each contender's fastest round */
+    int parsed[NCON], failed[NCON];
     for (int k = 0; k < ncon; k++) {
         us[k] = INFINITY;
         failed[k] = 0;
@@ -430,11 +527,17 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
                 if ((res.status == ST_TIMEOUT || attn_unusable(runner)) && inflight) return 3; /* the device is gone for this process */
                 continue;
             }
-            if (res.us.median < us[k]) us[k] = res.us.median;
+            if (res.us.median < us[k]) { us[k] = res.us.median; fast[k] = res; }
         }
-    int incumbent = -1; /* tuning.csv's row, whichever list brought it in */
+    /* the incumbent keeps its place within the margin: tuning.csv's row (--merge), whichever
+     * list brought it in; else what the run would take without a row for the class */
+    int incumbent = recorded ? -1 : fallback;
     for (int k = 0; k < ncon && recorded; k++)
         if (!strcmp(con[k], recorded)) incumbent = k;
+    for (int k = 0; k < ncon; k++) /* a fallback timed for the first time in this class gets its row */
+        if (src[k] >= 4 && isfinite(us[k]) && explored_find(explored, dev, cls, con[k]) < 0 &&
+            fallback_row(explored, p_explored, dev, cls, s, strategy, step, con[k], &fast[k], err, errlen) != 0)
+            return -1;
     const int w = tune_rematch_pick(us, ncon, incumbent);
     if (w < 0) return 2;
     const int fastest = tune_rematch_pick(us, ncon, -1);
@@ -442,7 +545,8 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
         for (int k = 0; k < ncon; k++) {
             if (failed[k]) fprintf(stderr, "fabench tune: %s: timed again %s: out, it failed (%s)\n", cls, con[k], src_name[src[k]]);
             else
-                fprintf(stderr, "fabench tune: %s: timed again %s: %.3f us (%s)%s\n", cls, con[k], us[k], src_name[src[k]],
+                fprintf(stderr, "fabench tune: %s: timed again %s: %.3f us (%s%s%s)%s\n", cls, con[k], us[k], src_name[src[k]],
+                        src[k] == 5 ? " " : "", src[k] == 5 ? fb->near_class : "",
                         k != w ? "" : w == fastest ? ", the winner" : ", the winner (kept: within the margin of the fastest)");
         }
     snprintf(best_cfg, best_len, "%s", con[w]);
@@ -478,6 +582,71 @@ double tune_class_distance(const char *row, const char *key, double dtype_cost, 
     if ((K.v >= 0) != (R.v >= 0)) dist += 2.0;
     else if (R.v >= 0) dist += abs(R.v - K.v) / 25.0;
     return dist;
+}
+
+int tune_ragged_drop(kconfig *c, uint64_t keep, char *dropped, size_t len)
+{
+    const struct { int *v, off; uint64_t set; const char *name; } drop[] = { /* (SPLIT_KV: 0 when a row names none) */
+        {&c->split_kv, c->split_kv > 1 ? 1 : c->split_kv, CFG_SPLIT_KV, "SPLIT_KV=1"},
+        {&c->pack_gqa, 0, CFG_PACK_GQA, "PACK_GQA=0"},
+        {&c->wg_persist, 0, CFG_WG_PERSIST, "WG_PERSIST=0"},
+        {&c->wg_dynamic, 0, CFG_WG_DYNAMIC, "WG_DYNAMIC=0"},
+        {&c->wg_qprefetch, 0, CFG_WG_QPREFETCH, "WG_QPREFETCH=0"}, {&c->grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"},
+        {&c->wg_qtma, 0, CFG_WG_QTMA, "WG_QTMA=0"}, {&c->wg_otma, 0, CFG_WG_OTMA, "WG_OTMA=0"},
+        {&c->split_fuse, 0, CFG_SPLIT_FUSE, "SPLIT_FUSE=0"}};
+    if (len) dropped[0] = 0;
+    size_t n = 0;
+    for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
+        if (*drop[k].v != drop[k].off && !(keep & drop[k].set)) {
+            *drop[k].v = drop[k].off;
+            if (n < len) n += (size_t)snprintf(dropped + n, len - n, "%s%s", n ? ", " : "", drop[k].name);
+        }
+    return n > 0;
+}
+
+/* The row of table t for this GPU and runtime whose class is nearest the class want (same
+ * dtype, head dim and causality), skipping rows of class exclude (NULL: none) and rows whose
+ * class does not parse; t->nrows if none. *dist: its distance (0: the class itself). */
+static size_t nearest_row(const csv_table *t, const char *gpu, const char *backend, const char *want, const char *exclude,
+                          double *dist)
+{
+    const int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend"), cc = csvt_col(t, "shape_class");
+    size_t best = t->nrows;
+    *dist = INFINITY;
+    for (size_t i = 0; cg >= 0 && cb >= 0 && cc >= 0 && i < t->nrows; i++) {
+        if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
+        if (exclude && !strcmp(t->rows[i][cc], exclude)) continue;
+        const double d = tune_class_distance(t->rows[i][cc], want, INFINITY, INFINITY);
+        if (d < *dist) { *dist = d; best = i; }
+    }
+    return best;
+}
+
+/* The configuration `run --tuned` takes for shape s from a row of another class: the row's,
+ * split-KV and GQA packing derived for s again, and for a ragged batch without what ragged
+ * batches do not support; 0, or -1 when the row's configuration does not parse. */
+static int config_from_other_class(const char *row_cfg, const shape_t *s, kconfig *c)
+{
+    char err[FB_ERRLEN];
+    *c = (kconfig){0};
+    if (kconfig_parse(row_cfg, c, err, sizeof err) != 0) return -1;
+    c->set &= ~(uint64_t)(CFG_SPLIT_KV | CFG_PACK_GQA);
+    char dropped[256];
+    if (shape_ragged(s)) tune_ragged_drop(c, 0, dropped, sizeof dropped);
+    return 0;
+}
+
+long tune_table_classes(const char *path, const rt_device *dev)
+{
+    csv_table *t;
+    char err[FB_ERRLEN];
+    if (csvt_read(path, &t, err, sizeof err) != 0) return -1;
+    const int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend");
+    long n = 0;
+    for (size_t i = 0; cg >= 0 && cb >= 0 && i < t->nrows; i++)
+        n += !strcmp(t->rows[i][cg], dev->info.name) && !strcmp(t->rows[i][cb], dev->rt->name);
+    csvt_free(t);
+    return n;
 }
 
 int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
@@ -520,10 +689,9 @@ int tune_lookup_for(const char *table_path, const char *gpu, const char *backend
             csvt_free(t);
             return 2;
         }
-        if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
-        const double dist = tune_class_distance(t->rows[i][cc], want, INFINITY, INFINITY);
-        if (dist < best_dist) { best_dist = dist; best = (int)i; }
     }
+    const size_t br = nearest_row(t, gpu, backend, want, NULL, &best_dist);
+    best = br < t->nrows ? (int)br : -1;
     if (best < 0) {
         snprintf(source, srclen, "default (no tuned class for %s)", want);
         csvt_free(t);
@@ -921,7 +1089,9 @@ int cmd_tune(int argc, char **argv)
     snprintf(p_tuning, sizeof p_tuning, "%s/tuning.csv", dir);
     snprintf(p_manifest, sizeof p_manifest, "%s/manifest.csv", dir);
     csv_table *explored = NULL, *tuning = NULL;
-    if (csvt_open_append_from(p_explored, explored_header, EXPLORED_NCOLS, EXPLORED_OLDEST_NCOLS, &explored, err, sizeof err) != 0 ||
+    /* every input read (another GPU's manifest is bad input too) before anything is written */
+    if (manifest_check_path(p_manifest, &dev, err, sizeof err) != 0 ||
+        csvt_open_append_from(p_explored, explored_header, EXPLORED_NCOLS, EXPLORED_OLDEST_NCOLS, &explored, err, sizeof err) != 0 ||
         csvt_open_append(p_tuning, tuning_header, TUNING_NCOLS, &tuning, err, sizeof err) != 0 ||
         csvt_write_atomic(explored, p_explored, err, sizeof err) != 0 ||
         manifest_update(p_manifest, &dev, argc + 1, argv - 1, merge, err, sizeof err) != 0) {
@@ -1114,23 +1284,8 @@ int cmd_tune(int argc, char **argv)
             searcher_tell(se, idx, us);
             if (ok && us < best_us) { best_us = us; best = idx; snprintf(best_cfg, sizeof best_cfg, "%s", cs); }
             if (ok && us < new_us) { new_us = us; snprintf(new_cfg, sizeof new_cfg, "%s", cs); }
-            char f[12][48], reps[24];
-            if (ok) snprintf(reps, sizeof reps, "%zu", res.us.n); else reps[0] = 0;
-            snprintf(f[0], 48, "%.1f", res.compile_ms);
-            if (ok) snprintf(f[1], 48, "%.3f", us); else f[1][0] = 0;
-            if (ok) snprintf(f[2], 48, "%.4f", shape_flops(s) / (us * 1e-6) / 1e12); else f[2][0] = 0;
-            snprintf(f[3], 48, "%ld", res.attrs.registers);
-            snprintf(f[4], 48, "%ld", res.attrs.spill_bytes);
-            snprintf(f[5], 48, "%ld", res.attrs.shared_bytes < 0 ? -1 : res.attrs.shared_bytes + (long)kconfig_dynamic_shared(&res.config, s->d));
-            snprintf(f[6], 48, "%ld", res.attrs.private_bytes);
-            snprintf(f[7], 48, "%ld", res.attrs.binary_bytes);
-            if (res.ver.rows_checked) snprintf(f[8], 48, "%.3g", res.ver.max_abs_err); else f[8][0] = 0;
-            snprintf(f[9], 48, "%ld", explored_n);
-            fb_fmt_num(f[10], 48, ok && res.tel.samples > 0 ? res.tel.sm_mhz : NAN, "%.0f");
-            const char *row[EXPLORED_NCOLS] = {dev.info.name, dev.rt->name, "attn_fwd", cs, keys[ci], s->name,
-                                               status_name(res.status), res.reason, f[0], f[1], f[2], f[3], f[4],
-                                               f[5], f[6], f[7], f[8], strategy, f[9], reps, f[10]};
-            if (csvt_add(explored, row) != 0) snprintf(err, sizeof err, "out of memory");
+            if (explored_add(explored, &dev, keys[ci], s, strategy, explored_n, cs, &res, res.reason) != 0)
+                snprintf(err, sizeof err, "out of memory");
             if (explored->nrows == 0 || strcmp(explored->rows[explored->nrows - 1][3], cs) ||
                 csvt_write_atomic(explored, p_explored, err, sizeof err) != 0) {
                 fprintf(stderr, "fabench tune: %s\n", err);
@@ -1221,8 +1376,10 @@ int cmd_tune(int argc, char **argv)
                     "contenders are timed instead (add its values there to let it win)\n",
                     keys[ci], declared ? declared->source : "kernels/space.csv");
         if (best >= 0 && !fatal && !stop_requested && !restart) {
+            fallbacks fb;
+            class_fallbacks(tuning, &dev, keys[ci], s, dt, &fb);
             const int hh = head_to_head(runner, s, dt, &ao, rematch_budget, explored, p_explored, inflight, strategy,
-                                        explored_n + 1, &dev, keys[ci], first_row, new_cfg, recorded,
+                                        explored_n + 1, &dev, keys[ci], first_row, new_cfg, recorded, &fb,
                                         (const char *const *)decl, ndecl, best_undeclared, quiet, best_cfg, sizeof best_cfg,
                                         &best_us, err, sizeof err);
             if (hh < 0) {

@@ -186,21 +186,28 @@ int cmd_vendors(int argc, char **argv)
         (manifest_path && fb_check_writable(manifest_path, err, sizeof err) != 0) ||
         (manifest_path && manifest_check_path(manifest_path, &dev, err, sizeof err) != 0) ||
         (append ? perf_open_append(out, &table, err, sizeof err)
-                : ((table = csvt_new(perf_header, perf_ncols)) ? 0 : (snprintf(err, sizeof err, "out of memory"), -1))) != 0 ||
-        csvt_write_atomic(table, out, err, sizeof err) != 0) {
+                : ((table = csvt_new(perf_header, perf_ncols)) ? 0 : (snprintf(err, sizeof err, "out of memory"), -1))) != 0) {
         fprintf(stderr, "fabench vendors: %s\n", err);
         csvt_free(table);
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
 
-    /* the vendors' own configuration counts, checked writable before any work */
+    /* the vendors' own configuration counts: read (--append) before either output is written */
     static const char *const configs_header[4] = {"impl", "scope", "configs", "method"};
     csv_table *ctab = NULL;
-    if (configs_out && ((append ? csvt_open_append(configs_out, configs_header, 4, &ctab, err, sizeof err)
-                                : ((ctab = csvt_new(configs_header, 4)) ? 0 : (snprintf(err, sizeof err, "out of memory"), -1))) != 0 ||
-                        csvt_write_atomic(ctab, configs_out, err, sizeof err) != 0)) {
+    if (configs_out && (append ? csvt_open_append(configs_out, configs_header, 4, &ctab, err, sizeof err)
+                               : ((ctab = csvt_new(configs_header, 4)) ? 0 : (snprintf(err, sizeof err, "out of memory"), -1))) != 0) {
         fprintf(stderr, "fabench vendors: --configs-out: %s\n", err);
+        csvt_free(ctab);
+        csvt_free(table);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
+    /* nothing half-written: both outputs proved writable before any work */
+    if (csvt_write_atomic(table, out, err, sizeof err) != 0 ||
+        (configs_out && csvt_write_atomic(ctab, configs_out, err, sizeof err) != 0)) {
+        fprintf(stderr, "fabench vendors: %s\n", err);
         csvt_free(ctab);
         csvt_free(table);
         shapes_free(&shapes);

@@ -40,10 +40,8 @@ do for [term = 1:2] {
             unset label 901
             unset label 902
         }
-        plot for [k = 1:ncurves] (C_panel[k] == p ? C_file[k] : "/dev/null") using 1:2 with steps \
-                 lc rgb C_color[k] lw 0.8 dt 1 notitle, \
-             for [k = 1:nmed] (M_panel[k] == p ? M_file[k] : "/dev/null") using 1:2 with steps \
-                 lc rgb M_color[k] lw 3.5 notitle
+        plot for [k = C_first[p]:C_last[p]] C_file[k] using 1:2 with steps lc rgb C_color[k] lw 0.8 dt 1 notitle, \
+             for [k = M_first[p]:M_last[p]] M_file[k] using 1:2 with steps lc rgb M_color[k] lw 3.5 notitle
     }
     set origin 1.0 - LEGEND_W, 0.0
     set size LEGEND_W, 1.0 - TOP_H

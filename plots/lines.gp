@@ -45,7 +45,9 @@ do for [term = 1:2] {
         set yrange [ymin:ymax]
         set grid xtics ytics lt 1 lc rgb "#E2E2E2" lw 1
         set xlabel xlabel offset 0, 0.4
-        set ylabel ylabel offset 0.3, 0
+        # the y label on the left column only: the panels share the axis, and a label on a
+        # right column's panel sat between two panels
+        if (col == 0) { set ylabel ylabel offset 0.3, 0 } else { unset ylabel }
         set title P_title[p] offset 0, -0.6
         unset key
         if (p > 1) {   # the page title is drawn once, with the first panel

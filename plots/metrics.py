@@ -344,7 +344,9 @@ def fig_convergence(d, outdir, tmp):
     files, colors, dashes, panel = [], [], [], []
     med_files, med_colors, med_panel, med_titles = [], [], [], []
     xmax = 1
-    for pi, be in enumerate(backends, 1):
+    drawn = []  # the backends with a curve: one panel each, in order
+    for be in backends:
+        pi = len(drawn) + 1
         for si, st in enumerate(strategies):
             curves = []
             for k, rs in sorted(series.items()):
@@ -396,6 +398,8 @@ def fig_convergence(d, outdir, tmp):
                 med_colors.append(COLORS[si % len(COLORS)])
                 med_panel.append(pi)
                 med_titles.append("%s: median of %d class%s" % (st, len(curves), "" if len(curves) == 1 else "es"))
+        if pi in panel:
+            drawn.append(be)
     if not files:
         return "no shape class with an ok row in explored.csv"
     dtypes = {class_dtype(k[2]) for k in series}
@@ -405,17 +409,20 @@ def fig_convergence(d, outdir, tmp):
     v.set("fig_title", "{/:Bold Tuner convergence}  %s" % gp_enh(title_tail(gpu, dtypes, date)))
     v.set("fig_sub", "best configuration found so far, as % of the best found for its shape class, against "
           "configurations timed; thin: one shape class, thick: median over classes")
-    v.set("npanels", len(backends))
-    v.array("P_title", ["{/:Bold portable / %s}" % gp_enh(b) for b in backends])
+    v.set("npanels", len(drawn))
+    v.array("P_title", ["{/:Bold portable / %s}" % gp_enh(b) for b in drawn])
     v.set("xmax", xmax)
-    v.set("ncurves", len(files))
+    # each panel's curves are consecutive: the script plots ranges, no placeholder file
+    # (gnuplot warned once per curve and panel about an empty one)
     v.array("C_file", files)
     v.array("C_color", colors)
-    v.array("C_panel", panel)
-    v.set("nmed", len(med_files))
+    v.array("C_first", [panel.index(p) + 1 for p in range(1, len(drawn) + 1)])
+    v.array("C_last", [len(panel) - panel[::-1].index(p) for p in range(1, len(drawn) + 1)])
     v.array("M_file", med_files)
     v.array("M_color", med_colors)
-    v.array("M_panel", med_panel)
+    v.array("M_first", [med_panel.index(p) + 1 for p in range(1, len(drawn) + 1)])
+    v.array("M_last", [len(med_panel) - med_panel[::-1].index(p) for p in range(1, len(drawn) + 1)])
+    v.set("nmed", len(med_files))
     v.array("M_title", [gp_enh(t) for t in med_titles])
     v.write(os.path.join(fd, "vars.gp"))
     return None

@@ -4,7 +4,7 @@ files and the variables the gnuplot scripts in plots/ draw from.
 
     prep.py PERF_CSV MANIFEST_CSV OUT_PLOTS_DIR TMP_DIR
 
-For every figure (perf_prefill, perf_paper, perf_decode, ref, batches, speedup) it writes TMP_DIR/<figure>/vars.gp
+For every figure (perf_prefill, perf_paper, perf_decode, ref, batches, perf_other, speedup) it writes TMP_DIR/<figure>/vars.gp
 (gnuplot commands: titles, output paths, ranges, ticks and one array entry per series or
 bar) and whitespace-separated .dat files next to it, then prints one line per figure on
 stdout: "<figure> <script>" when it has data, "skip <figure> <why>" when it has none.
@@ -57,13 +57,13 @@ def ival(row, key):
 
 
 def family(name):
-    """The model family of a shape name: what comes before -prefill / -decode
+    """The model family of a shape name: what comes before -prefill-b<N> / -decode-b<N>
     (llama3-8b-prefill-b1-s1024 -> llama3-8b), else the name less its -b<N>-... tail
-    (paper-h32kv8-b4-s512 -> paper-h32kv8), else the whole name."""
-    for tag in ("-prefill", "-decode"):
-        i = name.find(tag)
-        if i > 0:
-            return name[:i]
+    (paper-h32kv8-b4-s512 -> paper-h32kv8), else the whole name (a -decode- that no batch
+    follows names no family: smoke-decode-gqa4to1-skv257-d128 is its own panel)."""
+    m = re.match(r"^(.+?)-(prefill|decode)-b\d+(-.*)?$", name)
+    if m:
+        return m.group(1)
     m = re.match(r"^(.*?)-b\d+(-.*)?$", name)
     if m and m.group(1):
         return m.group(1)
@@ -129,12 +129,23 @@ def fmt_tick(v):
     return "%g" % v
 
 
+def linear_ticks(hi, most=8):
+    """Ticks from 0 up to hi in 1-2-2.5-5 steps, at most `most` + 1 of them."""
+    if not hi > 0:
+        return [0.0]
+    mag = 10 ** math.floor(math.log10(hi / most))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if hi / (m * mag) <= most)
+    return [i * step for i in range(int(hi / step + 1e-9) + 1)]
+
+
 def fmt_value(v):
     if v >= 100:
         return "%.0f" % v
     if v >= 10:
         return "%.1f" % v
-    return "%.2f" % v
+    if v >= 0.1:
+        return "%.2f" % v
+    return "%.2g" % v  # a CPU's 0.0019 TFLOP/s, not 0.00
 
 
 def shape_desc(rows, fields):
@@ -375,17 +386,13 @@ def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode, what
     v.set("ymax", yhi)
     v.set("logy", 1 if logy else 0)
     v.set("xtics_cmd", "set xtics (" + ", ".join('"%s" %d' % (pow2_label(t), t) for t in xt) + ")")
-    # left margin: room for the widest y tick label and the axis label
-    if logy:
-        widest = max(len(fmt_tick(t)) for t in ticks) if ticks else 4
-    else:
-        widest = len("%g" % round(yhi)) + 1
-    v.set("lmarg", widest + 4.5)
-    if logy:
-        v.set("ytics_cmd", "set ytics (" + ", ".join('"%s" %r' % (fmt_tick(t), t)
-                                                      for t in ticks) + ")")
-    else:
-        v.set("ytics_cmd", "set ytics autofreq")
+    # the y ticks' labels, so that the left margin holds the widest of them and the axis
+    # label (a CPU's 0.0015 TFLOP/s was cut to '.0015' at the image's edge)
+    if not logy:
+        ticks = linear_ticks(yhi, max(3, min(8, int((900 * (1 - 0.085) / nrows - 6.8 * 15) // 60))))
+    labels = [fmt_tick(t) if logy else "%g" % round(t, 12) for t in ticks] or ["0"]
+    v.set("lmarg", max(len(x) for x in labels) + 4.5)
+    v.set("ytics_cmd", "set ytics (" + ", ".join('"%s" %r' % (x, t) for x, t in zip(labels, ticks)) + ")")
     v.array("P_first", p_first)
     v.array("P_last", p_last)
     v.array("P_title", p_title)
@@ -427,6 +434,17 @@ def batches_figure(rows, all_impls, color_of, date, outdir, tmp):
                        "median-time throughput over real tokens only; lens are fractions of the longest "
                        "sequence, repeated over the batch; vendors' config says varlen, document mask or padded",
                        ("Prefill and mixed batches", "Decode batches"), by_name=True)
+
+
+def other_figure(rows, all_impls, color_of, date, outdir, tmp):
+    """perf_other: the shapes no other figure draws (Sq != Skv above the decode rows, say),
+    as bars like ref's, so that every measured shape is in some figure."""
+    if not rows:
+        return "every shape is in another figure"
+    return bars_figure("perf_other", rows, all_impls, color_of, date, outdir, tmp, "Other shapes",
+                       "median-time throughput of the shapes the line figures leave out (S_q \u2260 S_{kv} above %d "
+                       "queries); value printed on each bar" % DECODE_MAX_SQ,
+                       ("Prefill, S_q \u2260 S_{kv}", "Decode"))
 
 
 def bars_figure(fig, rows, all_impls, color_of, date, outdir, tmp, title_text, sub, panel_names, by_name=False):
@@ -743,6 +761,9 @@ def main(argv):
     prefill = [r for r in prefill if not r["name"].startswith("paper-")]
     decode = [r for r in perf_rows if sq(r) is not None and sq(r) <= DECODE_MAX_SQ]
     ref = [r for r in rows if r["name"].startswith("ref-") and not is_batch(r)]
+    # every measured shape is in some figure: the rest (prefill with Sq != Skv, say) as bars
+    drawn = {id(r) for r in prefill + paper + decode + ref + batches}
+    other = [r for r in rows if id(r) not in drawn]
 
     for fig, why in (
             ("perf_prefill", lines_figure("perf_prefill", prefill, impls, color_of, date,
@@ -753,11 +774,13 @@ def main(argv):
                                          outdir, tmp, True)),
             ("ref", ref_figure(ref, impls, color_of, date, outdir, tmp)),
             ("batches", batches_figure(batches, impls, color_of, date, outdir, tmp)),
+            ("perf_other", other_figure(other, impls, color_of, date, outdir, tmp)),
             ("speedup", speedup_figure(rows, all_rows, date, outdir, tmp))):
         if why:
             print("skip %s %s" % (fig, why))
         else:
-            print("%s %s" % (fig, {"ref": "bars.gp", "batches": "bars.gp", "speedup": "speedup.gp"}.get(fig, "lines.gp")))
+            print("%s %s" % (fig, {"ref": "bars.gp", "batches": "bars.gp", "perf_other": "bars.gp",
+                                   "speedup": "speedup.gp"}.get(fig, "lines.gp")))
     return 0
 
 

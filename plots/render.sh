@@ -7,6 +7,7 @@
 #   perf_decode   effective GB/s against KV length, one panel per model family  (perf.csv)
 #   ref           bars for the ref-* shapes (TFLOP/s prefill, GB/s decode)      (perf.csv)
 #   batches       bars for ragged, mixed and paged batches (lens, qlens, page)  (perf.csv)
+#   perf_other    bars for the shapes no figure above draws (Sq != Skv prefill)  (perf.csv)
 #   speedup       per shape, the best vendor's median time / the portable kernel's, one
 #                 panel per backend, with the speedup over FlashAttention-2 (perf.csv)
 #   configs       configurations explored, ours by status against the vendors'
@@ -16,8 +17,9 @@
 #   portability   winners tuned on GPU/runtime A run on B, % of B's own best (portability.csv)
 #   convergence   tuner's best-so-far against configurations timed, per strategy (explored.csv)
 # and results/plots/loc.{png,svg}: kernel source size from results/loc.csv.
-# Usage: plots/render.sh [RESULTS_DIR...]   (default: every results folder with a known CSV)
-# A figure without data in a folder is skipped with a message (its old files removed).
+# Usage: plots/render.sh [--brief] [RESULTS_DIR...]   (default: every results folder with a known CSV)
+# A figure without data in a folder is skipped with a message (its old files removed);
+# --brief (run.sh) prints one line per folder instead: the figures drawn, and how many had no data.
 # Exit status: 0 done, 1 a figure failed to render, 2 a tool is missing or bad input.
 set -eu
 set -o pipefail
@@ -40,6 +42,9 @@ if ! gnuplot -e 'set terminal' 2>&1 | grep -qw pngcairo; then
     echo "    apt-get install -y gnuplot-nox" >&2
     exit 2
 fi
+
+brief=0
+if [ "${1:-}" = --brief ]; then brief=1; shift; fi
 
 known="perf.csv explored.csv tuning.csv compiled.csv codegen.csv portability.csv vendor_configs.csv"
 has_data() {
@@ -74,16 +79,21 @@ bad=0
 n=0
 
 # draw FIGURES_LIST OUT WORK: renders each "<figure> <script>" line, reports "skip" lines
+# (--brief: counts them; drawn lists the figures drawn)
+drawn=(); nskip=0
 draw() {
     local list=$1 out=$2 work=$3 fig script rest
+    drawn=(); nskip=0
     while read -r fig script rest; do
         if [ "$fig" = skip ]; then
-            echo "   skip $script.{png,svg}: $rest"
+            [ "$brief" -eq 1 ] || echo "   skip $script.{png,svg}: $rest"
+            nskip=$((nskip + 1))
             rm -f "$out/$script.png" "$out/$script.svg"
             continue
         fi
         if gnuplot "$work/$fig/vars.gp" "$here/$script" >"$work/$fig.log" 2>&1; then
-            echo "   $out/$fig.png, $fig.svg"
+            drawn+=("$fig")
+            [ "$brief" -eq 1 ] || echo "   $out/$fig.png, $fig.svg"
             # warnings, if any, are worth seeing
             if [ -s "$work/$fig.log" ]; then
                 sed 's/^/     gnuplot: /' "$work/$fig.log"
@@ -103,7 +113,7 @@ for d in "${dirs[@]}"; do
     n=$((n + 1))
     work="$tmp/$n"
     mkdir -p "$work"
-    echo "== $d"
+    [ "$brief" -eq 1 ] || echo "== $d"
     if [ -f "$d/perf.csv" ]; then
         if ! python3 "$here/prep.py" "$d/perf.csv" "$d/manifest.csv" "$out" "$work" >"$work/figures"; then
             echo "render.sh: $d/perf.csv: could not be read" >&2
@@ -111,7 +121,7 @@ for d in "${dirs[@]}"; do
             continue
         fi
     else
-        printf 'skip %s no perf.csv\n' perf_prefill perf_paper perf_decode ref batches speedup >"$work/figures"
+        printf 'skip %s no perf.csv\n' perf_prefill perf_paper perf_decode ref batches perf_other speedup >"$work/figures"
     fi
     if ! python3 "$here/metrics.py" "$d" "$out" "$work" >>"$work/figures"; then
         echo "render.sh: $d: its CSV files could not be read" >&2
@@ -119,6 +129,10 @@ for d in "${dirs[@]}"; do
         continue
     fi
     draw "$work/figures" "$out" "$work"
+    if [ "$brief" -eq 1 ]; then
+        list=$(printf '%s, ' "${drawn[@]}"); list=${list%, }
+        echo "figures: $out/: ${list:-none} (.png, .svg; $nskip more without data: plots/render.sh $d says which)"
+    fi
 done
 
 # across GPUs: kernel source size

@@ -6,5 +6,5 @@
 set -u
 cd "$(dirname "$0")/.."
 py="${FABENCH_TEST_PYTHON:-python3}"
-if ! command -v "$py" >/dev/null; then echo "skip: no $py"; exit 0; fi
+if ! command -v "$py" >/dev/null; then echo "skip - the adapter's tests: no $py"; exit 0; fi
 "$py" -m unittest -v tests/test_adapter.py 2>&1

@@ -136,7 +136,15 @@ absent "unknown suite leaves --out uncreated" "$T/bad.out.csv"
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --config NOSUCHKEY=1
 check "--config unknown key exits 2 naming the key" 2 err "NOSUCHKEY"
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --config BLOCK_M=3
-check "--config bad value exits 2 naming key and value" 2 err "BLOCK_M" err "'3'"
+check "--config bad value exits 2 naming key, value and the values allowed" 2 \
+    err "bad value '3' for BLOCK_M (allowed: a power of two or a multiple of 16, 1 to 1024)" !err "config: config:"
+run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --config NUM_WARPS=0
+check "--config NUM_WARPS=0 names the values allowed" 2 err "bad value '0' for NUM_WARPS (allowed: 1 to 32)"
+# a table's bad configuration: named once, with its file and line (it said 'config: config:')
+printf 'gpu,backend,shape_class,config\nx,opencl,bf16-d64-c1-g1-q64-k64,BLOCK_M=7\n' >"$T/bad-bm.csv"
+run portability --device opencl:0 --suite smoke --from "$T/bad-bm.csv" --out "$T/port.csv"
+check "a tuning table's BLOCK_M=7 names the file, line, key, value and the values allowed" 2 \
+    err "$T/bad-bm.csv:2: config: bad value '7' for BLOCK_M (allowed: a power of two" !err "config: config:"
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --config BLOCK_M
 check "--config without =VALUE exits 2" 2 err "BLOCK_M"
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/bad.out.csv" --dtype fp8
@@ -279,6 +287,24 @@ for path, want in ((sys.argv[1], "1"), (sys.argv[2], "0")):
             if r.get(c, None) != "": print("%s: %s is %r, expected empty (no NVML for a CPU)" % (path, c, r.get(c)))
 ' "$T/fl.csv" "$T/p.csv"
 
+# ---------- compiler warnings: their text, or nothing ----------
+# compiled afresh (empty kernel caches): the fused split-KV merge once made PoCL's clang print
+# a bare "1 warning generated." for every configuration, its text lost in the build log
+printf '%s\n%s\n' "$HDR" "fuse,1,4,1,1,64,64,1" >"$T/fuse.csv"
+FABENCH_CACHE="$T/wc1" POCL_CACHE_DIR="$T/wp1" "$FB" run --device opencl:0 --shapes "$T/fuse.csv" --out "$T/fuse.out.csv" \
+    --config MMA=fma,BLOCK_M=16,BLOCK_N=16,NUM_WARPS=1,SPLIT_KV=2,SPLIT_FUSE=1 "${TINY[@]}" >/dev/null 2>"$T/werr"; RC=$?
+OUT=""; ERR=$(cat "$T/werr")
+check "a fresh compile of the fused split-KV kernel warns of nothing" 0 !err "warning"
+# a kernel source with a warning of its own (a copy of the tree): its text, once for two shapes
+mkdir -p "$T/wroot/bench"; cp -r kernels "$T/wroot/"; cp -r bench/suites "$T/wroot/bench/"
+printf '#warning "a test warning"\n' >>"$T/wroot/kernels/attn_fwd.k"
+FABENCH_ROOT="$T/wroot" FABENCH_CACHE="$T/wc2" POCL_CACHE_DIR="$T/wp2" "$FB" run --device opencl:0 --shapes "$T/two.csv" \
+    --out "$T/w2.out.csv" "${TINY[@]}" >/dev/null 2>"$T/werr"; RC=$?
+OUT=""; ERR=$(cat "$T/werr")
+check "a compiler warning is shown with its text" 0 err "fabench: opencl compiler: " err "a test warning"
+n=$(grep -c "a test warning" "$T/werr")
+if [ "$n" -eq 1 ]; then ok "a compiler warning is shown once however many compiles give it"; else bad "a compiler warning is shown once" "shown $n times" "$ERR"; fi
+
 # ---------- --verify-only ----------
 run run --device opencl:0 --shapes "$T/two.csv" --out "$T/v.csv" --verify-only --quiet
 check "--verify-only exits 0" 0
@@ -301,6 +327,41 @@ check "--tuned: a ragged batch drops a dense row's SPLIT_KV, PACK_GQA, GRID_LPT,
 if grep -q 'ragged: SPLIT_KV=1, PACK_GQA=0, WG_PERSIST=0, GRID_LPT=0, SPLIT_FUSE=0' "$T/rtuned.csv" && grep -q ',ok,' "$T/rtuned.csv"
 then ok "--tuned: the row's config_source names what was dropped"
 else bad "--tuned: the row's config_source names what was dropped" "$(tail -1 "$T/rtuned.csv")"; fi
+
+# run says which tuning table it reads, or that it reads none (one line on stderr)
+run run --device opencl:0 --shapes "$T/ragged1.csv" --out "$T/rtuned.csv" --tuned --tuning "$T/rtune.csv" --verify-only
+check "run --tuned names the tuning table it reads and its classes for this device" 0 \
+    err "fabench run: tuning table $T/rtune.csv, 1 class of this GPU and runtime"
+run run --device opencl:0 --shapes "$T/ragged1.csv" --out "$T/rtuned.csv" --verify-only
+check "run without --tuned says it reads no tuning table" 0 err "fabench run: no tuning table (no --tuned): the runtime's default configurations"
+
+# tune: what the run would take without the class's row (the runtime's default, the nearest
+# other class's row) always contends in the class's head-to-head, so the row written is never
+# slower there. The space holds one candidate, neither of them; a planted row of a nearby class
+# (same dtype, head dim and causality) stands for the nearest class. (A shallow tune wrote a
+# row that made the next run slower: nothing but the search's short timings decided.)
+printf '%s\n%s\n' "$HDR" "hh,1,2,1,48,48,64,1" >"$T/hh.csv"
+printf 'param,value,when\nMMA,fma,\nBLOCK_M,16,\nBLOCK_N,16,\nNUM_WARPS,1,\nSTAGES,1,\nWARP_M,1,\nKPAD,0,\n' >"$T/hh-space.csv"
+mkdir -p "$T/hh"
+printf '%s\n"%s",opencl,bf16-d64-c1-g2-q128-k128-w2,MMA=fma;BLOCK_M=32;BLOCK_N=32;NUM_WARPS=2;WARP_M=1;STAGES=1;SPLIT_KV=1;PACK_GQA=0;KPAD=1,1.0,1.0,1,1,x,random,2026-01-01T00:00:00Z\n' \
+    "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" "$gpu" >"$T/hh/tuning.csv"
+run tune --device opencl:0 --shapes "$T/hh.csv" --results "$T/hh" --space "$T/hh-space.csv" --strategy random --budget 1 --rep-budget 0.01
+check "tune: the default and the nearest class's row contend beside the search's best" 0 \
+    err "(this run's best)" err "(the default)" err "(the nearest class's row bf16-d64-c1-g2-q128-k128-w2)"
+# the row written: the head-to-head's winner, never slower there than the default
+python3 - "$T/hh/tuning.csv" "$T/stderr" >"$T/hh.why" <<'PY'
+import csv, re, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["shape_class"] != "bf16-d64-c1-g2-q128-k128-w2"]
+times = {m.group(1): (float(m.group(2)), m.group(3))
+         for m in re.finditer(r"timed again (\S+): ([0-9.]+) us \(([^)]*)\)", open(sys.argv[2]).read())}
+dflt = [t for t, src in times.values() if src == "the default"]
+if len(rows) != 1 or rows[0]["config"] not in times or not dflt or times[rows[0]["config"]][0] > dflt[0]:
+    print("row %s, times %s" % ([r["config"] for r in rows], times))
+PY
+if [ ! -s "$T/hh.why" ]; then ok "tune: the row written is the head-to-head's winner, not slower there than the default"
+else bad "tune: the row written is the head-to-head's winner" "$(cat "$T/hh.why")"; fi
+run check-results "$T/hh"
+check "tune: the fallbacks' explored rows make a clean folder" 0 out "0 problems"
 
 # ---------- a deliberately wrong kernel is caught ----------
 run run --device opencl:0 --shapes "$T/skv300.csv" --out "$T/fault.csv" --config FAULT_SKIP_LAST_TILE=1 "${TINY[@]}"
@@ -398,9 +459,17 @@ for cmd in run vendors; do
 done
 run tune --device opencl:0 --shapes "$T/first.csv" --results "$T/other" --budget 1
 check "tune: a results folder of another GPU exits 2" 2 err "$T/other/manifest.csv:$gline" err "Some Other GPU"
-if cmp -s "$T/other/manifest.csv" "$T/other/m.orig" && cmp -s "$T/other/perf.csv" "$T/other/p.orig" && [ ! -s "$T/other/tuning.csv" ]
-then ok "another GPU's folder: manifest and perf.csv untouched, no tuning rows"
-else bad "another GPU's folder: manifest and perf.csv untouched, no tuning rows" "$(ls -l "$T/other")"; fi
+if cmp -s "$T/other/manifest.csv" "$T/other/m.orig" && cmp -s "$T/other/perf.csv" "$T/other/p.orig" && [ ! -s "$T/other/tuning.csv" ] &&
+    [ ! -e "$T/other/explored.csv" ]
+then ok "another GPU's folder: manifest and perf.csv untouched, no tuning rows, no explored.csv written"
+else bad "another GPU's folder: manifest and perf.csv untouched, no tuning rows, no explored.csv written" "$(ls -l "$T/other")"; fi
+# vendors --append with a malformed --configs-out: perf.csv not written again either
+printf 'impl,scope\nx\n' >"$T/badcfg.csv"
+ino=$(stat -c %i "$T/u.csv")
+run vendors --device opencl:0 --shapes "$T/first.csv" --out "$T/u.csv" --append --configs-out "$T/badcfg.csv"
+check "vendors --append: a malformed --configs-out exits 2 naming it" 2 err "--configs-out: " err "$T/badcfg.csv"
+if [ "$(stat -c %i "$T/u.csv")" = "$ino" ]; then ok "vendors: perf.csv not written when --configs-out is bad input"
+else bad "vendors: perf.csv not written when --configs-out is bad input"; fi
 # bad input is found before any output is touched: a malformed tuning table, a tuning
 # table named but missing, a manifest in a missing folder, an output that is an input
 cp "$T/u.csv" "$T/keep.csv"

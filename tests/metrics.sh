@@ -69,7 +69,14 @@ broken manifest-bad-commit  manifest.csv 's/^git_commit,.*/git_commit,12345/'   
 broken manifest-wrong-gpu   perf.csv     '2s/^pthread-haswell-AMD EPYC,/another gpu,/' "@D@/perf.csv:2: gpu: 'another gpu' is not this folder's GPU"
 broken csv-malformed        perf.csv     '2s/^/"/'                                  "@D@/perf.csv:" "csv:"
 d="$T/no-manifest/pthread-haswell-amd-epyc"; mkdir -p "$T/no-manifest"; cp -r "$GOOD" "$d"; rm "$d/manifest.csv"
-run check-results "$d";                  expect "check-results: a folder without its manifest" 1 "$d/manifest.csv: manifest: missing"
+run check-results "$d";                  expect "check-results: a folder without its manifest, saying how to write one" 1 \
+    "$d/manifest.csv: manifest: missing" "fabench run --manifest DIR/manifest.csv"
+# a user's own run (fabench run --out /tmp/nu/perf.csv --manifest ...) may be named anything;
+# under results/ a folder is named by its GPU's slug, and the message says so
+mkdir -p "$T/own" "$T/results"; cp -r "$GOOD" "$T/own/nu"; cp -r "$GOOD" "$T/results/nu"
+run check-results "$T/own/nu";           expect "check-results: a folder outside results/ with any name is clean" 0 "0 problems"
+run check-results "$T/results/nu";       expect "check-results: under results/, a folder not named by its slug says how to name it" 1 \
+    "gpu_slug: 'pthread-haswell-amd-epyc' does not name the folder 'nu'" "results/pthread-haswell-amd-epyc/"
 
 # ---------- compare ----------
 run compare "$GOOD" "$GOOD/perf.csv";    expect "compare: a folder with itself: all same within noise, geomean 1" 0 \
@@ -162,6 +169,16 @@ printf 'name,batch,hq,hkv,sq,skv,d,causal\nfx-decode,1,1,1,1,1,64,0\n' >"$T/vs/o
 run versus --shapes "$T/vs/one.csv" "$T/vs"
 expect "versus --shapes: only the named shapes" 0 "the best vendor per shape: 0.500 over 1 shape; the portable kernel fastest on 0"
 run versus --shapes "$T/notperf.csv" "$T/vs"; expect "versus --shapes with a file without a name column exits 2 naming FILE:1" 2 "$T/notperf.csv:1: name: required column missing"
+# wide shapes and long names are printed whole (the shape column cut 'c1' to 'c')
+mkdir -p "$T/vsw"
+rewrite_perf "$T/vs/perf.csv" "$T/vsw/perf.csv" <<'PY'
+for r in rows:
+    emit(dict(r, name=r["name"] + "-llama3-70b-instruct-b128-s16384", batch="128", hq="64", hkv="8", sq="4096", skv="16384"))
+PY
+run versus "$T/vsw"
+expect "versus: a wide shape and a long name are not cut" 0 "fx-decode-llama3-70b-instruct-b128-s16384 " "bf16 b128 h64/8 q4096 k16384 d64 c1 "
+run compare "$T/vsw" "$T/vsw"
+expect "compare: a wide shape and a long name are not cut" 0 "fx-decode-llama3-70b-instruct-b128-s16384 " "bf16 b128 h64/8 q4096 k16384 d64 c1 "
 run versus "$T/none.csv";                expect "versus with a missing file exits 2 naming it" 2 "$T/none.csv"
 run versus;                              expect "versus without results exits 2" 2 "needs a results folder"
 
@@ -192,6 +209,58 @@ if command -v gnuplot >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; the
         bad "render.sh on the good folder" "$(cat "$T/render.log")"
     fi
     if grep -q "skip speedup.{png,svg}: no vendor rows with status ok" "$T/render.log"; then ok "render.sh skips speedup without vendor rows"; else bad "render.sh skips speedup without vendor rows" "$(cat "$T/render.log")"; fi
+    # a CPU's smoke run: the y tick labels given and the left margin wide enough for them
+    # (0.0015 was cut to '.0015'), the decode panel named by its shape (it was 'smoke'), and
+    # every shape in some figure (the two prefill shapes with Sq != Skv were in none)
+    mkdir -p "$T/smk"; cp "$GOOD/manifest.csv" "$T/smk/"
+    rewrite_perf "$GOOD/perf.csv" "$T/smk/perf.csv" <<'PY'
+shapes = (("smoke-mha-s64-d64-causal", 1, 2, 2, 64, 64, 64, 1), ("smoke-mha-s129-d128", 1, 2, 2, 129, 129, 128, 0),
+          ("smoke-gqa4to1-sq33-skv129-d64-causal", 2, 4, 1, 33, 129, 64, 1),
+          ("smoke-gqa4to2-sq129-skv33-d96", 1, 4, 2, 129, 33, 96, 0),
+          ("smoke-gqa4to2-sq7-skv200-d80-causal", 1, 4, 2, 7, 200, 80, 1),
+          ("smoke-decode-gqa4to1-skv257-d128", 2, 4, 1, 1, 257, 128, 1), ("smoke-mha-s7-d80", 1, 1, 1, 7, 7, 80, 0))
+for i, (n, b, hq, hkv, sq, skv, d, c) in enumerate(shapes):
+    emit(dict(rows[0], name=n, batch=b, hq=hq, hkv=hkv, sq=sq, skv=skv, d=d, causal=c, median_us=600 + i,
+              p20_us=580, p80_us=700, tflops="%.4f" % (0.0019 + 0.0001 * i), gbps="%.2f" % (0.05 + 0.02 * i)))
+PY
+    if python3 plots/prep.py "$T/smk/perf.csv" "$T/smk/manifest.csv" "$T/smk/plots" "$T/smk/work" >"$T/smk/figures"; then
+        why=$(python3 - "$T/smk/work" <<'PY'
+import re, sys
+w = sys.argv[1]
+def var(fig, name):  # a variable's or array's value as vars.gp sets it (quotes unescaped)
+    m = re.search(r"^(?:array )?%s(?:\[\d+\])? = (.*)$" % name, open("%s/%s/vars.gp" % (w, fig)).read(), re.M)
+    return m.group(1).replace('\\"', '"') if m else ""
+for fig in ("perf_prefill", "perf_decode"):
+    labels = re.findall(r'"([^"]*)" [0-9.e-]+', var(fig, "ytics_cmd"))
+    if not labels or float(var(fig, "lmarg") or 0) < max(len(x) for x in labels) + 4:
+        print("%s: y tick labels %s, left margin %s" % (fig, labels, var(fig, "lmarg")))
+titles = var("perf_decode", "P_title")
+if "smoke-decode-gqa4to1-skv257-d128" not in titles or "{/:Bold smoke}" in titles:
+    print("decode panels: %s" % titles)
+tics = open("%s/perf_other/tics1.dat" % w).read()
+if "Sq=33 Skv=129" not in tics or "Sq=129 Skv=33" not in tics:
+    print("perf_other's shapes: %s" % tics)
+PY
+)
+    else why="prep.py failed"; fi
+    if [ -z "$why" ]; then ok "figures of a CPU's run: y labels that fit, panels named by shape, every shape drawn"
+    else bad "figures of a CPU's run: y labels that fit, panels named by shape, every shape drawn" "$why"; fi
+    if bash plots/render.sh "$T/smk" >"$T/render8.log" 2>&1 && [ -s "$T/smk/plots/perf_other.png" ] && ! grep -q warning "$T/render8.log"
+    then ok "render.sh draws perf_other for the shapes no other figure has"
+    else bad "render.sh draws perf_other for the shapes no other figure has" "$(cat "$T/render8.log")"; fi
+    # convergence with two panels (two runtimes' explored rows): no gnuplot warning (one
+    # placeholder file per curve and other panel made 454 of a quick run's 577 lines)
+    mkdir -p "$T/conv2"; cp "$GOOD/manifest.csv" "$GOOD/perf.csv" "$T/conv2/"
+    { cat "$GOOD/explored.csv"; sed -n '2,$p' "$GOOD/explored.csv" | sed 's/,opencl,/,cuda,/'; } >"$T/conv2/explored.csv"
+    if bash plots/render.sh "$T/conv2" >"$T/render6.log" 2>&1 && [ -s "$T/conv2/plots/convergence.png" ] &&
+        ! grep -q "warning" "$T/render6.log"; then
+        ok "render.sh draws a two-panel convergence figure without a gnuplot warning"
+    else bad "render.sh draws a two-panel convergence figure without a gnuplot warning" "$(head -c 600 "$T/render6.log")"; fi
+    # --brief (run.sh): one line per folder, the figures drawn and how many had no data
+    if bash plots/render.sh --brief "$T/conv2" >"$T/render7.log" 2>&1 && [ "$(wc -l <"$T/render7.log")" -eq 1 ] &&
+        grep -q "^figures: $T/conv2/plots/: perf_prefill, .*convergence (.png, .svg; [0-9]* more without data" "$T/render7.log"; then
+        ok "render.sh --brief: one line naming the figures drawn"
+    else bad "render.sh --brief: one line naming the figures drawn" "$(cat "$T/render7.log")"; fi
     # a vendor row per shape, twice the portable kernel's time: speedup drawn
     mkdir -p "$T/vend"; cp "$GOOD/manifest.csv" "$T/vend/"
     python3 - "$GOOD/perf.csv" "$T/vend/perf.csv" <<'PY'

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import unittest
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ADAPTER = os.path.join(HERE, "..", "vendors", "torch", "adapter.py")
@@ -110,6 +111,47 @@ class Protocol(unittest.TestCase):
             self.assertTrue(first.startswith("hello "), first)
         else:
             self.assertTrue(first.startswith("absent reason="), first)
+
+    def test_block_mask_as_torch_supports_it(self):
+        """FlexAttention's block masks, built without a whole mask in memory the way the
+        installed torch supports: torch.compile(create_block_mask) from torch 2.6 on (whose
+        _compile flag warns DeprecationWarning on every call), _compile=True before. A
+        stand-in torch: no PyTorch needed."""
+        import types
+        from unittest import mock
+
+        def fake_torch(version, deprecated):
+            calls = []
+
+            def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cuda", BLOCK_SIZE=128, _compile=False):
+                if _compile and deprecated:
+                    warnings.warn("_compile=True is deprecated; use torch.compile(create_block_mask)",
+                                  DeprecationWarning)
+                calls.append("_compile" if _compile else "eager")
+                return "mask"
+
+            def compile(fn, **kw):
+                def compiled(*a, **k):
+                    calls.append("torch.compile")
+                    return fn(*a, **k)
+                return compiled
+            names = ("torch", "torch.nn", "torch.nn.attention", "torch.nn.attention.flex_attention")
+            mods = {n: types.ModuleType(n) for n in names}
+            mods["torch"].__version__, mods["torch"].compile = version, compile
+            mods["torch.nn.attention.flex_attention"].create_block_mask = create_block_mask
+            return mods, calls
+
+        for version, deprecated, want in (("2.9.1+cpu", True, ["torch.compile", "eager"]),
+                                          ("2.5.1", False, ["_compile"])):
+            mods, calls = fake_torch(version, deprecated)
+            with mock.patch.dict(sys.modules, mods), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                ad = adapter.Adapter.__new__(adapter.Adapter)
+                ad.torch, ad.dev, ad.flex, ad.make_mask = mods["torch"], "cpu", {}, None
+                self.assertEqual(ad.block_mask(lambda b, h, q, k: q >= k, 8, 8), "mask")
+            self.assertEqual(calls, want, version)
+            self.assertEqual([str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)], [],
+                             version)
 
     def test_usage_without_serve(self):
         p = subprocess.run([sys.executable, ADAPTER], capture_output=True, text=True, timeout=60)

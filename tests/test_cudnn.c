@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_skip.h"
+
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -93,7 +95,7 @@ static void finalize_pack_free(fbdnn_graph *g, size_t i)
 static void test_graph_descriptors(void **state)
 {
     (void)state;
-    if (!lib) skip();
+    if (!lib) SKIP_BECAUSE("libcudnn is absent: %s", lib_why);
     const struct { fbdnn_sdpa p; int masked; } cases[] = {
         {problem(1, 2, 2, 64, 64, 64, 0, CUDNN_DATA_BFLOAT16, 0), 0},    /* MHA */
         {problem(1, 2, 2, 64, 64, 64, 1, CUDNN_DATA_HALF, 0), 1},        /* causal, square */
@@ -128,7 +130,7 @@ static void test_graph_descriptors(void **state)
 static void test_graph_padded(void **state)
 {
     (void)state;
-    if (!lib) skip();
+    if (!lib) SKIP_BECAUSE("libcudnn is absent: %s", lib_why);
     const struct { fbdnn_sdpa p; int masked; } cases[] = {
         {problem(5, 2, 2, 70, 70, 64, 1, CUDNN_DATA_HALF, 0), 1},        /* varied prefill, causal */
         {problem(8, 32, 8, 2048, 4096, 128, 1, CUDNN_DATA_BFLOAT16, 1), 1}, /* mixed, stats out */
@@ -257,7 +259,7 @@ static fbdnn_desc desc_labelled(const fbdnn_graph *g, const char *prefix)
 static void test_stats_layout(void **state)
 {
     (void)state;
-    if (!lib) skip();
+    if (!lib) SKIP_BECAUSE("libcudnn is absent: %s", lib_why);
     for (int padded = 0; padded < 2; padded++)
         for (int real = 0; real < 2; real++) {
             fbdnn_sdpa p = problem(2, 4, 2, 33, 64, 64, 1, CUDNN_DATA_HALF, real);
@@ -292,7 +294,7 @@ static void test_stats_layout(void **state)
 static void test_engine_configs(void **state)
 {
     (void)state;
-    if (!lib) skip();
+    if (!lib) SKIP_BECAUSE("libcudnn is absent: %s", lib_why);
     for (int real = 0; real < 2; real++) {
         fbdnn_sdpa p = problem(1, 2, 2, 64, 64, 64, 1, CUDNN_DATA_BFLOAT16, real);
         fbdnn_graph g;
@@ -596,7 +598,7 @@ static void test_search_stops(void **state)
 static void test_graph_rejects(void **state)
 {
     (void)state;
-    if (!lib) skip();
+    if (!lib) SKIP_BECAUSE("libcudnn is absent: %s", lib_why);
     fbdnn_graph g;
     char err[512];
     fbdnn_sdpa p = problem(1, 2, 2, 8, 8, 64, 0, CUDNN_DATA_FLOAT, 0);
@@ -612,7 +614,7 @@ static void test_graph_rejects(void **state)
 static void test_debug_trace(void **state)
 {
     (void)state;
-    if (!lib) skip();
+    if (!lib) SKIP_BECAUSE("libcudnn is absent: %s", lib_why);
     fbdnn_lib dbg = *lib;
     dbg.debug = 1;
     char path[600];
@@ -651,7 +653,7 @@ static void test_debug_trace(void **state)
 static void test_error_message(void **state)
 {
     (void)state;
-    if (!lib) skip();
+    if (!lib) SKIP_BECAUSE("libcudnn is absent: %s", lib_why);
     fbdnn_graph g;
     char err[512];
     fbdnn_sdpa p = problem(1, 2, 2, 8, 8, 64, 0, CUDNN_DATA_HALF, 0);
@@ -672,7 +674,7 @@ static void test_error_message(void **state)
 static void test_deviceprop_without_gpu(void **state)
 {
     (void)state;
-    if (!lib) skip();
+    if (!lib) SKIP_BECAUSE("libcudnn is absent: %s", lib_why);
     char *json = (char *)1, err[512] = "";
     assert_int_equal(fbdnn_deviceprop_json(lib, NULL, &json, err, sizeof err), -1);
     assert_null(json);
@@ -706,7 +708,7 @@ static void test_open_absent(void **state)
         assert_null(vs);
     }
     dev.rt = rt_find("cuda");
-    if (!dev.rt) skip();
+    if (!dev.rt) SKIP_BECAUSE("this build has no cuda runtime");
     int cuda_present = 0;
     for (int i = 0; i < rt_count(); i++)
         if (rt_get(i) == dev.rt) cuda_present = rt_status(i, NULL) == 0;
@@ -769,9 +771,10 @@ static void test_configs_out_options(void **state)
     int rc = vendors(&err, "--device", "opencl:0", "--suite", "smoke", "--out", perf, "--configs-out", bad, "--quiet",
                      NULL);
     if (strstr(err, "opencl")) {
-        printf("# no opencl:0 here, the rest skips: %.200s\n", err);
+        char why[256];
+        snprintf(why, sizeof why, "%.200s", err);
         free(err);
-        skip();
+        SKIP_BECAUSE("no opencl:0 here to stand in for a device: %s", why);
     }
     assert_int_equal(rc, FB_EXIT_BADINPUT);
     assert_non_null(strstr(err, "--configs-out:"));

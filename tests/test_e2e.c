@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "test_skip.h"
+
 #include "test_shape.h"
 
 #include "attn.h"
@@ -430,7 +432,9 @@ static void test_thread_mappings(void **state)
 static void test_mma_sync(void **state)
 {
     (void)state;
-    if (!(dev.info.features & RT_FEAT_MMA_SYNC)) skip();
+    if (!(dev.info.features & RT_FEAT_MMA_SYNC))
+        SKIP_BECAUSE("%s:%d (%s) has no tensor-core tiles (mma.sync; an NVIDIA GPU from sm_80 on has)", dev.rt->name,
+                     dev.index, dev.info.name);
     int bad = 0, before = cases_run;
     const char *cfgs[] = {"MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=16,STAGES=1",
                           "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2",

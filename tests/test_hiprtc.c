@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "test_skip.h"
+
 #include "amdgpu.h"
 #include "attn.h"
 #include "config.h"
@@ -42,8 +44,7 @@ static void need_compiler(const char *arch)
     free(log);
     if (rc == RT_ERR) {
         if (getenv("FABENCH_REQUIRE_HIPRTC")) fail_msg("HIPRTC/hipcc for %s is required but unusable: %s", arch, err);
-        printf("skipped: no compiler for %s here: %s\n", arch, err);
-        skip();
+        SKIP_BECAUSE("no compiler for %s here: %s", arch, err);
     }
 }
 

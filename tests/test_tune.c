@@ -802,7 +802,8 @@ static void test_tune_end_to_end(void **state)
 
 /* tune --merge on part of the space: the class's recorded row (an earlier run's time) and
  * this run's best are timed again in this run, and the faster there wins; without --merge
- * this run's best replaces the row */
+ * the row goes to this run's best or, where that is not faster, to the runtime's default,
+ * which contends in every head-to-head (it has an explored row from the first run on) */
 static const char *tuned_config(const char *res, char *buf, size_t n, double *us)
 {
     char p[600], err[FB_ERRLEN];
@@ -886,11 +887,13 @@ static void test_tune_merge(void **state)
     csv_table *t;
     snprintf(p, sizeof p, "%s/explored.csv", res);
     assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
-    assert_int_equal(t->nrows, 2);
+    assert_int_equal(t->nrows, 3); /* space 0's, the default's (first timed beside it), space 1's */
     int cc = csvt_col(t, "config");
-    assert_string_equal(got[0], t->rows[0][cc]);
-    assert_true(!strcmp(got[1], t->rows[0][cc]) || !strcmp(got[1], t->rows[1][cc]));
-    assert_string_equal(got[2], t->rows[1][cc]);
+    const char *dflt = t->rows[1][cc];
+    assert_non_null(strstr(t->rows[1][csvt_col(t, "reason")], "what the run takes without the class's row"));
+    assert_true(!strcmp(got[0], t->rows[0][cc]) || !strcmp(got[0], dflt));
+    assert_true(!strcmp(got[1], t->rows[0][cc]) || !strcmp(got[1], dflt) || !strcmp(got[1], t->rows[2][cc]));
+    assert_true(!strcmp(got[2], t->rows[2][cc]) || !strcmp(got[2], dflt));
     csvt_free(t);
 }
 
@@ -954,8 +957,9 @@ static void test_tune_local_start(void **state)
     const char *start = strcmp(first, a) ? a : b;
     plant_field(res, "config", start);
     snprintf(cmd, sizeof cmd, fmt, fab, shapes, res, sp, "local");
+    int before = count_in(res, "explored.csv"); /* (the default's row too, timed beside the best) */
     assert_int_equal(system(cmd), 0);
-    explored_config(res, 1, got, sizeof got);
+    explored_config(res, (size_t)before, got, sizeof got);
     assert_string_equal(got, start);
     /* a recorded row the space does not hold (64-row blocks): the nearest candidate */
     char src[600], dst[600], *text;
@@ -983,14 +987,17 @@ static void test_tune_local_start(void **state)
     snprintf(shapes2, sizeof shapes2, "%s/lshapes2.csv", tmpdir);
     write_file(shapes2, "name,batch,hq,hkv,sq,skv,d,causal\nl2,1,2,2,128,64,64,0\n");
     snprintf(cmd, sizeof cmd, fmt, fab, shapes2, res, sp, "local");
+    before = count_in(res, "explored.csv");
     assert_int_equal(system(cmd), 0);
-    explored_config(res, 2, got, sizeof got);
+    explored_config(res, (size_t)before, got, sizeof got);
     assert_string_equal(got, start);
 }
 
 /* --strategy halving on PoCL: one explored row per candidate (a survivor's row takes its
- * longer timing), the faster half of four timed again in rung 1 and nothing after, the
- * winner the faster of them there; the same command again resumes with no timing at all. */
+ * longer timing) and one for the runtime's default, timed beside the winner; the faster half
+ * of four timed again in rung 1 and nothing after, the winner the faster of them there (or
+ * the default, where it was not slower); the same command again resumes with no rung
+ * timed again. */
 static void test_tune_halving(void **state)
 {
     (void)state;
@@ -1003,7 +1010,7 @@ static void test_tune_halving(void **state)
              "--budget 4 --rep-budget 0.01 --seed 2 2> %s", fab, shapes, res, sp, errp);
     for (int pass = 0; pass < 2; pass++) {
         assert_int_equal(system(cmd), 0);
-        assert_int_equal(count_in(res, "explored.csv"), 4);
+        assert_int_equal(count_in(res, "explored.csv"), 5);
         char *text, e2[FB_ERRLEN];
         size_t len;
         assert_int_equal(fb_read_file(errp, &text, &len, e2, sizeof e2), 0);
@@ -1026,8 +1033,11 @@ static void test_tune_halving(void **state)
             snprintf(p, sizeof p, "%s/tuning.csv", res);
             assert_int_equal(csvt_read(p, &t0, e2, sizeof e2), 0);
             assert_int_equal(t0->nrows, 1);
-            const int same = !strcmp(t0->rows[0][csvt_col(t0, "config")], rung1_best);
-            if (!same) fail_msg("fresh halving's winner %s is not rung 1's fastest %s", t0->rows[0][csvt_col(t0, "config")], rung1_best);
+            const char *won = t0->rows[0][csvt_col(t0, "config")];
+            char dflt[256];
+            explored_config(res, 4, dflt, sizeof dflt); /* the default's row, after the search's */
+            if (strcmp(won, rung1_best) && strcmp(won, dflt))
+                fail_msg("fresh halving's winner %s is neither rung 1's fastest %s nor the default %s", won, rung1_best, dflt);
             csvt_free(t0);
         }
     }
@@ -1075,7 +1085,7 @@ static void test_tune_undeclared(void **state)
     csv_table *t;
     snprintf(p, sizeof p, "%s/explored.csv", res);
     assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
-    assert_int_equal(t->nrows, 1);
+    assert_int_equal(t->nrows, 2); /* the candidate's and the default's, timed beside it */
     const char *row[64];
     int cc = csvt_col(t, "config"), cu = csvt_col(t, "median_us");
     assert_true(t->ncols <= 64);
@@ -1119,8 +1129,8 @@ static void test_tune_undeclared(void **state)
     tuned_config(res, got, sizeof got, &us);
     assert_string_not_equal(got, bad);
     assert_true(us > 0.01);
-    /* no earlier rows at all (explored.csv gone): no head-to-head, and the undeclared
-     * recorded row, however fast, is replaced by this run's best all the same */
+    /* no earlier rows at all (explored.csv gone): the undeclared recorded row, however fast,
+     * is replaced by this run's best or the default all the same */
     plant_field(res, "config", bad);
     plant_time(res, "0.001");
     snprintf(p, sizeof p, "%s/explored.csv", res);

@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "test_skip.h"
+
 #include "test_shape.h"
 
 #include "attn.h"
@@ -70,8 +72,7 @@ static int teardown(void **state)
 static void need_hopper(void)
 {
     if (!skip_why[0]) return;
-    printf("skipped: %s\n", skip_why);
-    skip();
+    SKIP_BECAUSE("%s", skip_why);
 }
 
 /* One case through attn_run on runner r; prints it (with the error) and returns its status. */

@@ -55,6 +55,48 @@ elif grep -q "NVRTC" "$T/log"; then
 else
     check "compile --target sm_90 runs" "false"; cat "$T/log"
 fi
+# test_nvrtc without a disassembler on PATH: no HGMMA count where no SASS was read (it
+# printed '-1 HGMMA'); one wgmma case, through the program's test name filter
+nv=build/tests/test_nvrtc
+nodis=$(printf '%s' "$PATH" | tr ':' '\n' | while read -r p; do [ -e "$p/nvdisasm" ] || [ -e "$p/cuobjdump" ] || printf '%s:' "$p"; done)
+if [ -x "$nv" ]; then
+    PATH="${nodis%:}" FABENCH_TEST_WCASES='NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=2' "$nv" test_kernel_wgmma >"$T/nv.log" 2>&1
+    if grep -q "skipped:" "$T/nv.log"; then
+        echo "skip - test_nvrtc without a disassembler: $(grep -m1 'skipped:' "$T/nv.log")"
+    else
+        check "test_nvrtc without a disassembler: no HGMMA count printed (no '-1 HGMMA')" \
+              "grep -q 'bytes cubin' '$T/nv.log' && ! grep -q -- '-1 HGMMA' '$T/nv.log'"
+    fi
+else
+    echo "skip - test_nvrtc without a disassembler: $nv is not built (make test builds it)"
+fi
+# tests/run-all.sh (make test, ./test.sh): its last line counts tests, passed, failed and
+# skipped, over cmocka's, the scripts' and unittest's output, and each skip is listed with its
+# reason (it counted programs, so a program whose tests all skipped counted as passed)
+mkdir -p "$T/ra"
+cat >"$T/ra/fake_cmocka.sh" <<'FAKE'
+printf '[==========] Running 3 test(s).\n[ RUN      ] t_a\n[       OK ] t_a\n[ RUN      ] t_b\nskipped: no widget here\n'
+printf '[  SKIPPED ] t_b\n[ RUN      ] t_c\n[  SKIPPED ] t_c\n[==========] 3 test(s) run.\n[  PASSED  ] 1 test(s).\n'
+printf '[  SKIPPED ] 2 test(s), listed below:\n[  SKIPPED ] t_b\n[  SKIPPED ] t_c\n\n 2 SKIPPED TEST(S)\n'
+FAKE
+printf 'echo "ok - x"; echo "FAIL - y"; echo "skip - z: no gizmo"; echo "1 passed, 1 failed"; exit 1\n' >"$T/ra/fake_script.sh"
+printf 'echo "test_q (m.C.test_q) ... ok"; echo "test_r (m.C.test_r) ... skipped '"'"'no torch'"'"'"; exit 0\n' >"$T/ra/fake_unittest.sh"
+printf 'exit 139\n' >"$T/ra/fake_crash.sh"
+bash tests/run-all.sh "$T"/ra/fake_cmocka.sh "$T"/ra/fake_script.sh "$T"/ra/fake_unittest.sh "$T"/ra/fake_crash.sh >"$T/ra.log" 2>&1; rc=$?
+check "run-all.sh: the last line counts tests: passed, failed, skipped" \
+      "[ $rc -eq 1 ] && [ \"\$(tail -n 1 '$T/ra.log')\" = '3 passed, 2 failed, 4 skipped (tests, in 4 programs)' ]"
+check "run-all.sh: every skip listed with its reason, or that it gave none" \
+      "grep -qx '  fake_cmocka.sh t_b: no widget here' '$T/ra.log' && grep -qx '  fake_cmocka.sh t_c: (no reason given)' '$T/ra.log' &&
+       grep -qx '  fake_script.sh: z: no gizmo' '$T/ra.log' && grep -qx '  fake_unittest.sh: no torch' '$T/ra.log'"
+if [ -x build/tests/test_wgmma_probe ] && [ -x build/tests/test_csvio ]; then
+    bash tests/run-all.sh build/tests/test_wgmma_probe build/tests/test_csvio >"$T/ra2.log" 2>&1
+    last=$(tail -n 1 "$T/ra2.log")
+    check "run-all.sh on test_wgmma_probe and test_csvio: every test counted ($last)" \
+          "[[ '$last' =~ ^[0-9]+\ passed,\ 0\ failed,\ [0-9]+\ skipped\ \(tests,\ in\ 2\ programs\)$ ]] && ! [[ '$last' =~ ^[0-9]+\ passed,\ 0\ failed,\ 0\ skipped ]]"
+    check "run-all.sh: no C test skips without saying why" "! grep -q '(no reason given)' '$T/ra2.log'"
+else
+    echo "skip - run-all.sh on the C tests: build/tests/test_wgmma_probe or test_csvio is not built (make test builds them)"
+fi
 # run.sh --update: a second quick run measures the suite again into the same folder, rows
 # replaced where they stand, nothing archived, the manifest noting the update
 if ./run.sh --quick --results "$T/rs" >"$T/rs.log" 2>&1; then
@@ -75,6 +117,45 @@ else
 fi
 ./run.sh --resume --update >"$T/ru.log" 2>&1; rc=$?
 check "run.sh --resume --update exits 2 saying why" "[ $rc -eq 2 ] && grep -q 'one of them' '$T/ru.log'"
+# run.sh checks every input before it touches a result file: an unknown suite or a malformed
+# tuning table exits 2 with the earlier run's files where they were (an unknown suite moved
+# perf.csv and manifest.csv into archive/, then said 'some rows did not pass' and exited 1)
+if [ -n "${d:-}" ] && [ -f "$d/perf.csv" ]; then
+    tree() { find "$1" -printf '%P %s %T@\n' | sort; }
+    tree "$d" >"$T/tree0"
+    ./run.sh --suite nosuch --results "$T/rs" >"$T/rb.log" 2>&1; rc=$?
+    tree "$d" >"$T/tree1"
+    check "run.sh --suite nosuch exits 2 naming the suite; nothing moved or written" \
+          "[ $rc -eq 2 ] && grep -q \"unknown suite 'nosuch'\" '$T/rb.log' && ! grep -q 'did not pass' '$T/rb.log' && cmp -s '$T/tree0' '$T/tree1'"
+    cp "$d/tuning.csv" "$T/tuning.keep" 2>/dev/null ||
+        echo "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" >"$T/tuning.keep"
+    { cat "$T/tuning.keep"; echo "x,opencl,bf16-d64-c1-g1-q64-k64,BLOCK_M=7,1.0,1.0,1,1,x,random,2026-01-01T00:00:00Z"; } >"$d/tuning.csv"
+    tree "$d" >"$T/tree0"
+    ./run.sh --quick --results "$T/rs" >"$T/rb.log" 2>&1; rc=$?
+    tree "$d" >"$T/tree1"
+    check "run.sh with a malformed tuning.csv exits 2 naming its line; nothing moved or written" \
+          "[ $rc -eq 2 ] && grep -q 'tuning.csv:[0-9]*: field .config.: bad value .7. for BLOCK_M' '$T/rb.log' && cmp -s '$T/tree0' '$T/tree1'"
+    mv "$T/tuning.keep" "$d/tuning.csv"
+fi
+# a fresh copy of the tree (its files, no build/, empty kernel caches), as a newcomer runs it:
+# ./run.sh --quick prints fewer than 40 lines, no warning, and ends with its summary (the
+# figures' line, then check-results'); the committed folders' figures are not drawn again
+if git ls-files --error-unmatch run.sh >/dev/null 2>&1; then
+    fresh=$T/fresh
+    mkdir -p "$fresh"
+    git ls-files -z | xargs -0 cp --parents -t "$fresh" 2>/dev/null
+    (cd "$fresh" && FABENCH_CACHE="$T/fresh-cache" POCL_CACHE_DIR="$T/fresh-pocl" ./run.sh --quick) >"$T/fresh.log" 2>&1; rc=$?
+    n=$(wc -l <"$T/fresh.log")
+    check "fresh ./run.sh --quick exits 0 in fewer than 40 lines ($n)" "[ $rc -eq 0 ] && [ $n -lt 40 ]"
+    check "fresh ./run.sh --quick ends with its summary: figures, then check-results with 0 problems" \
+          "tail -n 2 '$T/fresh.log' | head -n 1 | grep -q '^figures: ' && tail -n 1 '$T/fresh.log' | grep -q '^check-results: .* 0 problems'"
+    check "fresh ./run.sh --quick prints no warning" "! grep -qi 'warning' '$T/fresh.log'"
+    check "fresh ./run.sh --quick draws its own folder's figures only" \
+          "[ \$(grep -c '^figures: ' '$T/fresh.log') -eq 1 ] && cmp -s results/nvidia-h200/plots/convergence.png '$fresh/results/nvidia-h200/plots/convergence.png'"
+    [ $rc -eq 0 ] && [ "$n" -lt 40 ] || sed 's/^/#   /' "$T/fresh.log" | head -60
+else
+    echo "skip - fresh ./run.sh --quick: not a git checkout (git ls-files lists nothing)"
+fi
 # tools/refine.sh: a few free parameters tried around a class's tuned winner, the others held
 # (one candidate tuned first: with more, the head-to-head may rightly pick another earlier row)
 dev=$($fab devices --list 2>/dev/null | head -1 | cut -f1)

@@ -275,6 +275,25 @@ def flex_parts(t, r, qp, kp, vp, cu_q, cu_kv, dev):
     return kp, vp, mask_mod, config
 
 
+def torch_version(t):
+    """(major, minor) of torch's version text ("2.6.0+cu124" -> (2, 6)); (0, 0) if unreadable."""
+    import re
+    m = re.match(r"(\d+)\.(\d+)", getattr(t, "__version__", ""))
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def mask_builder(t):
+    """create_block_mask as this torch supports building a block mask without the whole
+    (total_q x total_kv) mask in memory: torch.compile'd (torch 2.6 deprecated the _compile
+    flag, with a DeprecationWarning on every call), or with _compile=True before 2.6."""
+    import functools
+    import inspect
+    from torch.nn.attention.flex_attention import create_block_mask
+    if torch_version(t) < (2, 6) and "_compile" in inspect.signature(create_block_mask).parameters:
+        return functools.partial(create_block_mask, _compile=True)
+    return t.compile(create_block_mask)
+
+
 def padded_parts(t, r, qp, kp, vp, cu_q, cu_kv, dev):
     """A ragged batch padded to dense [B, H, sq, D] and [B, Hkv, skv, D] with a boolean
     mask [B, 1, sq, skv] that hides padded keys (and future keys when causal); padded
@@ -315,6 +334,7 @@ class Adapter:
         if self.dev.type == "cuda":
             torch.cuda.set_device(self.dev)
         self.flex = {}  # impl -> the compiled flex_attention
+        self.make_mask = None  # create_block_mask as this torch supports it (mask_builder)
         self.gate = None  # loaded on first use; False when it cannot be
         self.gate_why = ""
 
@@ -369,12 +389,9 @@ class Adapter:
         return self.flex[impl]
 
     def block_mask(self, mask_mod, qlen, kvlen):
-        import inspect
-        from torch.nn.attention.flex_attention import create_block_mask
-        kw = {}
-        if "_compile" in inspect.signature(create_block_mask).parameters:
-            kw["_compile"] = True  # never materialise the whole (total_q x total_kv) mask
-        return create_block_mask(mask_mod, B=None, H=None, Q_LEN=qlen, KV_LEN=kvlen, device=self.dev, **kw)
+        if self.make_mask is None:
+            self.make_mask = mask_builder(self.torch)
+        return self.make_mask(mask_mod, B=None, H=None, Q_LEN=qlen, KV_LEN=kvlen, device=self.dev)
 
     def flex_lse(self, impl, *args, **kw):
         """FlexAttention's log-sum-exp for the same call (natural log; the newer API asks for
