@@ -661,39 +661,35 @@ static void check_unique(file_ctx *fc)
 
 /* ---------- manifest ---------- */
 
-/* 1 when a folder above dir (its real path) is named results: the collection where
- * `make plots` and a contributed GPU's folder live, whose folders are named by slug. */
-static int under_results(const char *dir)
+/* The folder right under the innermost results/ above dir (its real path), into out: the
+ * GPU's folder that dir is or lies in. 0, or -1 when dir is not under a results/ folder (a
+ * user's own run, which may be named anything). */
+static int results_folder(const char *dir, char *out, size_t outlen)
 {
     char real[PATH_MAX];
-    if (!realpath(dir, real)) return 0;
-    char *slash = strrchr(real, '/');
-    if (slash) *slash = 0; /* the folder's own name does not count */
-    for (char *p = real; (p = strstr(p, "/results")); p += 8)
-        if (p[8] == '/' || !p[8]) return 1;
+    if (!realpath(dir, real)) return -1;
+    char *at = NULL;
+    for (char *p = real; (p = strstr(p, "/results/")); p += 8) at = p;
+    if (!at) return -1;
+    const char *name = at + 9;
+    size_t n = strcspn(name, "/");
+    if (n == 0) return -1;
+    snprintf(out, outlen, "%.*s", (int)n, name);
     return 0;
 }
 
-/* Under results/, the folder is named by the manifest's slug (or by the target, for compile
- * folders); a sub-folder of such a folder (a special study) is fine too. A user's own run
- * (fabench run --out /tmp/x/perf.csv) may be named anything. */
+/* Under results/, the GPU's folder is named by the manifest's slug (or by the target, for
+ * compile folders), and every folder inside it (a study, a probe) belongs to that GPU; a
+ * user's own run (fabench run --out /tmp/x/perf.csv) may be named anything. */
 static void check_folder_name(file_ctx *fc, int line, const char *dir, const char *v)
 {
-    if (!under_results(dir)) return;
-    char d1[1024], d2[1024], s1[256], s2[256];
-    snprintf(d1, sizeof d1, "%s", dir);
-    size_t l = strlen(d1);
-    while (l > 1 && d1[l - 1] == '/') d1[--l] = 0;
-    char *b1 = strrchr(d1, '/');
-    b1 = b1 ? b1 + 1 : d1;
-    fb_slug(b1, s1, sizeof s1);
-    snprintf(d2, sizeof d2, "%.*s", (int)(b1 - d1 > 0 ? b1 - d1 - 1 : 0), d1);
-    char *b2 = strrchr(d2, '/');
-    b2 = b2 ? b2 + 1 : d2;
-    fb_slug(b2, s2, sizeof s2);
-    if (strcmp(s1, v) && strcmp(s2, v))
-        problem(fc, line, "gpu_slug", "'%s' does not name the folder '%s' (a folder under results/ is named by its GPU's "
-                "slug: results/%s/; outside results/ any name will do)", v, b1, v);
+    char top[256], slug[256];
+    if (results_folder(dir, top, sizeof top) != 0) return;
+    fb_slug(top, slug, sizeof slug);
+    if (strcmp(slug, v))
+        problem(fc, line, "gpu_slug", "'%s' does not name the folder 'results/%s' (a folder under results/ is named by "
+                "its GPU's slug, results/%s/, and what lies in it is that GPU's; outside results/ any name will do)",
+                v, top, v);
 }
 
 static void check_manifest(file_ctx *fc, const char *dir)

@@ -76,7 +76,14 @@ run check-results "$d";                  expect "check-results: a folder without
 mkdir -p "$T/own" "$T/results"; cp -r "$GOOD" "$T/own/nu"; cp -r "$GOOD" "$T/results/nu"
 run check-results "$T/own/nu";           expect "check-results: a folder outside results/ with any name is clean" 0 "0 problems"
 run check-results "$T/results/nu";       expect "check-results: under results/, a folder not named by its slug says how to name it" 1 \
-    "gpu_slug: 'pthread-haswell-amd-epyc' does not name the folder 'nu'" "results/pthread-haswell-amd-epyc/"
+    "gpu_slug: 'pthread-haswell-amd-epyc' does not name the folder 'results/nu'" "results/pthread-haswell-amd-epyc/"
+# a study inside a GPU's folder (results/<slug>/crosscheck/part1) is that GPU's, at any depth;
+# a trailing slash names the same folder
+s="$T/results/pthread-haswell-amd-epyc/crosscheck/part1"; mkdir -p "$s"; cp -r "$GOOD"/. "$s"
+run check-results "$s";                  expect "check-results: a study two folders inside the GPU's folder is clean" 0 "0 problems"
+run check-results "$T/results/pthread-haswell-amd-epyc/"; expect "check-results: a trailing slash is the same folder" 0 "0 problems"
+run check-results "$T/results/nu/";      expect "check-results: a trailing slash does not hide a misnamed folder" 1 \
+    "does not name the folder 'results/nu'"
 
 # ---------- compare ----------
 run compare "$GOOD" "$GOOD/perf.csv";    expect "compare: a folder with itself: all same within noise, geomean 1" 0 \
