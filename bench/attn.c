@@ -82,24 +82,7 @@ void attn_opts_defaults(attn_opts *o)
 
 int attn_source(const char *runtime, char **out, char *err, size_t errlen)
 {
-    char root[4096], path[4200];
-    if (fb_root(root, sizeof root) != 0) {
-        snprintf(err, errlen, "cannot find the fabench tree (kernels/, bench/suites/); set FABENCH_ROOT");
-        return -1;
-    }
-    char *prelude = NULL, *body = NULL;
-    size_t lp = 0, lb = 0;
-    snprintf(path, sizeof path, "%s/kernels/prelude_%s.h", root, runtime);
-    if (fb_read_file(path, &prelude, &lp, err, errlen) != 0) return -1;
-    snprintf(path, sizeof path, "%s/kernels/attn_fwd.k", root);
-    if (fb_read_file(path, &body, &lb, err, errlen) != 0) { free(prelude); return -1; }
-    char *src = malloc(lp + lb + 64);
-    if (src) snprintf(src, lp + lb + 64, "%s\n#line 1 \"attn_fwd.k\"\n%s", prelude, body);
-    else snprintf(err, errlen, "out of memory");
-    free(prelude);
-    free(body);
-    *out = src;
-    return src ? 0 : -1;
+    return fb_kernel_source(runtime, "attn_fwd.k", out, err, errlen);
 }
 
 int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
