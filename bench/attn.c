@@ -3,6 +3,7 @@
 #include "attn.h"
 
 #include "cache.h"
+#include "refdev.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -37,13 +38,15 @@ typedef struct {
     uint64_t seed;
     void *h[3];
     rt_buf *b[3];
-    fb_refcache ref; /* the reference rows on these inputs, from the first check */
 } input_cache;
 
 struct attn_runner {
     rt_device dev;
     input_cache in;
     rt_ctx *ctx;
+    fb_refdev *refdev;     /* the reference kernel on this device */
+    fb_reference ref;      /* the full reference of the last problem, kept across candidates (its
+                            * inputs are a function of the problem and seed: it outlives them) */
     char *source;
     module_entry mods[MAX_MODULES];
     int nmods;
@@ -74,7 +77,6 @@ static void module_cache_key(const attn_runner *r, const char *defines_key, char
 void attn_opts_defaults(attn_opts *o)
 {
     timing_defaults(&o->timing);
-    o->verify_rows = 2048;
     o->seed = 20250505;
     o->write_lse = 1;
     o->verify_only = 0;
@@ -96,6 +98,12 @@ int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
         free(r);
         return -1;
     }
+    if (fb_refdev_open(dev, r->ctx, &r->refdev, err, errlen) != 0) {
+        dev->rt->close(r->ctx);
+        free(r->source);
+        free(r);
+        return -1;
+    }
     char why[256]; /* no telemetry is no error: the manifest says why */
     if (dev->info.is_gpu && telemetry_open(dev->info.pci, &r->tm, why, sizeof why) != 0) r->tm = NULL;
     *out = r;
@@ -109,7 +117,6 @@ static void inputs_drop(attn_runner *r, int free_device)
         if (free_device && c->b[i]) r->dev.rt->buf_free(c->b[i]);
         free(c->h[i]);
     }
-    fb_refcache_clear(&c->ref);
     memset(c, 0, sizeof *c);
 }
 
@@ -171,8 +178,10 @@ void attn_close(attn_runner *r)
 {
     if (!r) return;
     telemetry_close(r->tm);
+    fb_reference_free(&r->ref);
     if (r->broken) { /* a kernel may still run: releasing the context could wait for it forever */
         inputs_drop(r, 0);
+        fb_refdev_close(r->refdev, 0);
         free(r->source);
         free(r);
         return;
@@ -184,6 +193,7 @@ void attn_close(attn_runner *r)
         if (r->mods[i].combine) rt->kernel_free(r->mods[i].combine);
         if (r->mods[i].mod) rt->module_free(r->mods[i].mod);
     }
+    fb_refdev_close(r->refdev, 1);
     rt->close(r->ctx);
     free(r->source);
     free(r);
@@ -681,6 +691,20 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         hq = r->in.h[0]; hk = r->in.h[1]; hv = r->in.h[2];
         for (int i = 0; i < 3; i++) b[i] = r->in.b[i];
     }
+    /* the reference of every row, before this configuration runs on the inputs (kept for
+     * the next configurations of the problem) */
+    attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
+    {
+        const double ref_timeout = 20 * o->timing.timeout_s; /* a plain kernel: much slower than ours */
+        int rrc = fb_reference_get(r->refdev, &prob, hq, hk, hv, b[0], b[1], b[2], o->seed, ref_timeout, &r->ref, reason,
+                                   sizeof reason);
+        if (rrc == RT_ETIMEOUT) {
+            snprintf(res->reason, sizeof res->reason, "the reference kernel did not finish within %.0f s", ref_timeout);
+            res->status = ST_TIMEOUT;
+            goto hung;
+        }
+        if (rrc != 0) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; } /* not a verdict */
+    }
     if (shape_paged(s)) {
         int prc = paged_upload(r, s, es, hk, hv, o->seed, pg, reason, sizeof reason, err, errlen);
         if (prc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
@@ -800,9 +824,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
             goto done;
         }
     }
-    attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
-    if (fb_verify_cached(&prob, hq, hk, hv, ho, o->write_lse ? hl : NULL, o->verify_rows, o->seed, &r->in.ref,
-                         &res->ver) < 0) {
+    if (fb_verify_full(&r->ref, ho, o->write_lse ? hl : NULL, &res->ver) < 0) {
         set_status(res, ST_RESOURCE_LIMIT, res->ver.reason); /* the reference could not run: not a verdict */
         goto done;
     }
