@@ -350,12 +350,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
         add_define(defs, &nd, "PAGED=1");
         add_define(defs, &nd, "PAGE=%d", s->page);
     }
-    if (c->fault_skip_last_tile) add_define(defs, &nd, "FAULT_SKIP_LAST_TILE=1");
-    else if (c->fault_linear_pages) add_define(defs, &nd, "FAULT_LINEAR_PAGES=1");
-    else if (c->fault_fuse_keep) add_define(defs, &nd, "FAULT_FUSE_KEEP=1");
-    else if (c->fault_hang) add_define(defs, &nd, "FAULT_HANG=1");
-    else if (c->fault_oob) add_define(defs, &nd, "FAULT_OOB=1");
-    else if (c->fault_compile) add_define(defs, &nd, "FAULT_COMPILE=1");
+    if (kconfig_fault(c)) add_define(defs, &nd, "%s=1", kconfig_fault(c)); /* a test hook: one at a time */
     return nd;
 }
 
