@@ -393,7 +393,7 @@ static void test_split_kv(void **state)
 /* GRID_LPT=1 (the launch order read longest first): every query block of every head is
  * computed exactly once, whatever the grid's shape: causal and not, GQA packing,
  * split-KV, a block count that does not divide evenly, decode; the tensor-core path where
- * the device has one. Every output row is checked (the shapes stay under verify_rows).
+ * the device has one. Every output element is checked.
  * Ragged and paged batches decline it. */
 static void test_grid_lpt(void **state)
 {
