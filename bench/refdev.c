@@ -47,9 +47,17 @@ void fb_refdev_close(fb_refdev *rd, int device_usable)
     free(rd);
 }
 
+/* 1 when the environment variable is set to 1 (the test hooks below). */
+static int env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && !strcmp(v, "1");
+}
+
 /* The reference kernel for dt: from the runner's memory, the disk cache or the compiler.
- * A test hook: FABENCH_TEST_REF_FAULT=1 builds one whose last row is wrong (the spot check
- * must refuse it). NULL when it cannot be had (err says why). */
+ * Test hooks, read when a module is built: FABENCH_TEST_REF_FAULT=1 builds one whose last
+ * row is wrong (the spot check must refuse it), FABENCH_TEST_REF_FLOAT=1 one that sums in
+ * float (as on a device without fp64). NULL when it cannot be had (err says why). */
 static rt_kernel *ref_kernel(fb_refdev *rd, dtype_t dt, char *err, size_t errlen)
 {
     const int i = (int)dt;
@@ -57,13 +65,13 @@ static rt_kernel *ref_kernel(fb_refdev *rd, dtype_t dt, char *err, size_t errlen
     if (rd->failed[i][0]) { snprintf(err, errlen, "%s", rd->failed[i]); return NULL; }
     const rt_runtime *rt = rd->dev.rt;
     const rt_device_info *in = &rd->dev.info;
-    const char *hook = getenv("FABENCH_TEST_REF_FAULT");
-    char defs[2][32];
-    const char *dp[2] = {defs[0], defs[1]};
+    char defs[3][32];
+    const char *dp[3] = {defs[0], defs[1], defs[2]};
     int nd = 0;
     snprintf(defs[nd++], sizeof defs[0], "DTYPE=%d", i);
-    if (hook && !strcmp(hook, "1")) snprintf(defs[nd++], sizeof defs[0], "REF_FAULT=1");
-    char key[80] = "", ckey[33];
+    if (env_on("FABENCH_TEST_REF_FAULT")) snprintf(defs[nd++], sizeof defs[0], "REF_FAULT=1");
+    if (env_on("FABENCH_TEST_REF_FLOAT")) snprintf(defs[nd++], sizeof defs[0], "REF_FORCE_FLOAT=1");
+    char key[128] = "", ckey[33];
     for (int d = 0; d < nd; d++) snprintf(key + strlen(key), sizeof key - strlen(key), "%s ", defs[d]);
     const char *parts[] = {rd->source, key, rt->name, in->name, in->arch, in->driver, in->runtime_version, in->compiler,
                            in->platform};
@@ -194,12 +202,13 @@ static int device_reference(fb_refdev *rd, const attn_problem *p, const void *q,
     const void *host[3] = {q, k, v};
     rt_buf *mine[3] = {0}, *use[3] = {dq, dk, dv};
     int rc = 0;
-    for (int i = 0; i < 3 && rc == 0; i++)
-        if (!use[i] && (rt->alloc(rd->ctx, bytes[i] ? bytes[i] : 4, &mine[i], why, whylen) != 0 ||
-                        rt->upload(rd->ctx, mine[i], host[i], bytes[i], why, whylen) != 0))
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        if (use[i]) continue;
+        if (rt->alloc(rd->ctx, bytes[i] ? bytes[i] : 4, &mine[i], why, whylen) != 0 ||
+            (bytes[i] && rt->upload(rd->ctx, mine[i], host[i], bytes[i], why, whylen) != 0))
             rc = 1;
-        else if (!use[i])
-            use[i] = mine[i];
+        use[i] = mine[i];
+    }
     int fp64 = 0;
     if (rc == 0) {
         rc = fb_refdev_compute(rd, p, use[0], use[1], use[2], timeout_s, ref, &fp64, why, whylen);
@@ -209,9 +218,16 @@ static int device_reference(fb_refdev *rd, const attn_problem *p, const void *q,
         for (int i = 0; i < 3; i++)
             if (mine[i]) rt->buf_free(mine[i]);
     if (rc != 0) return rc;
+    if (!fp64 && p->dt == DT_FP32) { /* its own error would be a fair share of fp32's bounds */
+        snprintf(why, whylen, "the device sums in float (no fp64), too coarse to check fp32 outputs");
+        fb_reference_free(ref);
+        return 1;
+    }
+    /* the device's rows must be much closer to the CPU's than any bound: a sixteenth of the
+     * rule's floor at the row's size, at most */
+    const double tol = fmin(fp64 ? FB_REFDEV_TOL_FP64 : FB_REFDEV_TOL_FP32, fb_row_bound(p->dt, 0, 1) / 16);
     char what[200];
-    const int spot = fb_reference_spot_check(ref, q, k, v, FB_SPOT_ROWS, seed,
-                                             fp64 ? FB_REFDEV_TOL_FP64 : FB_REFDEV_TOL_FP32, what, sizeof what);
+    const int spot = fb_reference_spot_check(ref, q, k, v, FB_SPOT_ROWS, seed, tol, what, sizeof what);
     if (spot != 0) {
         snprintf(why, whylen, "%s", what);
         fb_reference_free(ref);

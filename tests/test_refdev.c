@@ -2,8 +2,8 @@
  * first OpenCL device, PoCL in CI, or $FABENCH_TEST_DEVICE) against the CPU's, every row:
  * every dtype, causal and not, GQA and MQA, ragged and mixed batches, Sq != Skv both ways,
  * rows with no visible key, odd head dims; a device reference that is wrong in one row is
- * refused by the spot check and the CPU takes over; the full check's time on a mid-size
- * shape. */
+ * refused by the spot check and the CPU takes over; float sums (a device without fp64)
+ * within their tolerance; the full check's time on a mid-size shape. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -202,6 +202,50 @@ static void test_reference_get(void **state)
     free_inputs(&in);
 }
 
+/* A device without fp64 sums in float (forced here by a test hook): its rows then agree
+ * with the CPU's within FB_REFDEV_TOL_FP32, which the spot check applies when the kernel
+ * says it summed in float, and its reference is used for 16-bit outputs; fp32 outputs,
+ * whose bounds are a few units of fp32 roundoff, take the CPU's. */
+static void test_float_sums(void **state)
+{
+    (void)state;
+    setenv("FABENCH_TEST_REF_FLOAT", "1", 1);
+    fb_refdev *fl;
+    char err[FB_ERRLEN];
+    assert_int_equal(fb_refdev_open(&dev, ctx, &fl, err, sizeof err), 0);
+    const shape_t shapes[] = {mk(1, 2, 1, 64, 4096, 128, 0), mk(1, 4, 2, 300, 300, 64, 1),
+                              ragged(4, 2, 1, 90, 200, 32, 1, "0.3;1;0.05", NULL)};
+    double worst = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int t = DT_FP32; t <= DT_BF16; t++) {
+            inputs in = make_inputs(&shapes[i], (dtype_t)t, 3 + i);
+            fb_reference a = {0}, c = {0};
+            int fp64 = -1;
+            assert_int_equal(fb_refdev_compute(fl, &in.p, in.b[0], in.b[1], in.b[2], 120, &a, &fp64, err, sizeof err), 0);
+            assert_int_equal(fp64, 0);
+            assert_int_equal(fb_reference_cpu(&in.p, in.h[0], in.h[1], in.h[2], 0, &c), 0);
+            const deviation dv = compare(&a, &c);
+            worst = fmax(worst, fmax(dv.o, dv.lse));
+            const int plain_ok = t == DT_FP32 || dv.plain <= 2; /* fp32: the float sums are no finer than the plain ones */
+            if (!(dv.o <= FB_REFDEV_TOL_FP32 && dv.lse <= FB_REFDEV_TOL_FP32 && plain_ok))
+                print_error("%s %s: O %.3g, LSE %.3g, plain x%.3g\n", shapes[i].name, dtype_name((dtype_t)t), dv.o, dv.lse,
+                            dv.plain);
+            assert_true(dv.o <= FB_REFDEV_TOL_FP32 && dv.lse <= FB_REFDEV_TOL_FP32 && plain_ok);
+            fb_reference_free(&a);
+            fb_reference_free(&c);
+            fb_reference ref = {0};
+            assert_int_equal(fb_reference_get(fl, &in.p, in.h[0], in.h[1], in.h[2], in.b[0], in.b[1], in.b[2], 3, 120, &ref,
+                                              err, sizeof err), 0);
+            assert_true(ref.valid);
+            if (ref.rows > FB_SPOT_ROWS) assert_int_equal(ref.on_device, t != DT_FP32);
+            fb_reference_free(&ref);
+            free_inputs(&in);
+        }
+    unsetenv("FABENCH_TEST_REF_FLOAT");
+    fb_refdev_close(fl, 1);
+    print_message("float sums: O and LSE within %.2e of the CPU's (tolerance %.0e)\n", worst, FB_REFDEV_TOL_FP32);
+}
+
 /* The time of a full check on a mid-size shape (a number for the report, not a threshold):
  * the device's reference with its spot check, then one comparison of every element. */
 static void test_full_check_time(void **state)
@@ -248,6 +292,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_matches_cpu),
         cmocka_unit_test(test_reference_get),
+        cmocka_unit_test(test_float_sums),
         cmocka_unit_test(test_full_check_time),
     };
     return cmocka_run_group_tests(tests, setup, teardown); /* all three, also under `make sanitize` */
