@@ -3,6 +3,7 @@
 #include "attn.h"
 
 #include "cache.h"
+#include "refdev.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -37,7 +38,6 @@ typedef struct {
     uint64_t seed;
     void *h[3];
     rt_buf *b[3];
-    fb_refcache ref; /* the reference rows on these inputs, from the first check */
 } input_cache;
 
 /* PoCL's clang prints only "N warning(s) generated." on stderr, the warnings' text goes to
@@ -48,6 +48,9 @@ struct attn_runner {
     rt_device dev;
     input_cache in;
     rt_ctx *ctx;
+    fb_refdev *refdev;     /* the reference kernel on this device */
+    fb_reference ref;      /* the full reference of the last problem, kept across candidates (its
+                            * inputs are a function of the problem and seed: it outlives them) */
     char *source;
     module_entry mods[MAX_MODULES];
     int nmods;
@@ -114,7 +117,6 @@ static void module_cache_key(const attn_runner *r, const char *defines_key, char
 void attn_opts_defaults(attn_opts *o)
 {
     timing_defaults(&o->timing);
-    o->verify_rows = 2048;
     o->seed = 20250505;
     o->write_lse = 1;
     o->verify_only = 0;
@@ -122,24 +124,7 @@ void attn_opts_defaults(attn_opts *o)
 
 int attn_source(const char *runtime, char **out, char *err, size_t errlen)
 {
-    char root[4096], path[4200];
-    if (fb_root(root, sizeof root) != 0) {
-        snprintf(err, errlen, "cannot find the fabench tree (kernels/, bench/suites/); set FABENCH_ROOT");
-        return -1;
-    }
-    char *prelude = NULL, *body = NULL;
-    size_t lp = 0, lb = 0;
-    snprintf(path, sizeof path, "%s/kernels/prelude_%s.h", root, runtime);
-    if (fb_read_file(path, &prelude, &lp, err, errlen) != 0) return -1;
-    snprintf(path, sizeof path, "%s/kernels/attn_fwd.k", root);
-    if (fb_read_file(path, &body, &lb, err, errlen) != 0) { free(prelude); return -1; }
-    char *src = malloc(lp + lb + 64);
-    if (src) snprintf(src, lp + lb + 64, "%s\n#line 1 \"attn_fwd.k\"\n%s", prelude, body);
-    else snprintf(err, errlen, "out of memory");
-    free(prelude);
-    free(body);
-    *out = src;
-    return src ? 0 : -1;
+    return fb_kernel_source(runtime, "attn_fwd.k", out, err, errlen);
 }
 
 int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
@@ -149,6 +134,12 @@ int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
     r->dev = *dev;
     if (attn_source(dev->rt->name, &r->source, err, errlen) != 0) { free(r); return -1; }
     if (dev->rt->open(dev->index, &r->ctx, err, errlen) != 0) {
+        free(r->source);
+        free(r);
+        return -1;
+    }
+    if (fb_refdev_open(dev, r->ctx, &r->refdev, err, errlen) != 0) {
+        dev->rt->close(r->ctx);
         free(r->source);
         free(r);
         return -1;
@@ -167,7 +158,6 @@ static void inputs_drop(attn_runner *r, int free_device)
         if (free_device && c->b[i]) r->dev.rt->buf_free(c->b[i]);
         free(c->h[i]);
     }
-    fb_refcache_clear(&c->ref);
     memset(c, 0, sizeof *c);
 }
 
@@ -235,9 +225,11 @@ void attn_close(attn_runner *r)
 {
     if (!r) return;
     telemetry_close(r->tm);
+    fb_reference_free(&r->ref);
     if (r->broken) { /* a kernel may still run: releasing the context could wait for it forever */
         inputs_drop(r, 0);
         warnings_free(r);
+        fb_refdev_close(r->refdev, 0);
         free(r->source);
         free(r);
         return;
@@ -249,6 +241,7 @@ void attn_close(attn_runner *r)
         if (r->mods[i].combine) rt->kernel_free(r->mods[i].combine);
         if (r->mods[i].mod) rt->module_free(r->mods[i].mod);
     }
+    fb_refdev_close(r->refdev, 1);
     rt->close(r->ctx);
     free(r->source);
     warnings_free(r);
@@ -406,12 +399,7 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
         add_define(defs, &nd, "PAGED=1");
         add_define(defs, &nd, "PAGE=%d", s->page);
     }
-    if (c->fault_skip_last_tile) add_define(defs, &nd, "FAULT_SKIP_LAST_TILE=1");
-    else if (c->fault_linear_pages) add_define(defs, &nd, "FAULT_LINEAR_PAGES=1");
-    else if (c->fault_fuse_keep) add_define(defs, &nd, "FAULT_FUSE_KEEP=1");
-    else if (c->fault_hang) add_define(defs, &nd, "FAULT_HANG=1");
-    else if (c->fault_oob) add_define(defs, &nd, "FAULT_OOB=1");
-    else if (c->fault_compile) add_define(defs, &nd, "FAULT_COMPILE=1");
+    if (kconfig_fault(c)) add_define(defs, &nd, "%s=1", kconfig_fault(c)); /* a test hook: one at a time */
     return nd;
 }
 
@@ -792,6 +780,20 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         hq = r->in.h[0]; hk = r->in.h[1]; hv = r->in.h[2];
         for (int i = 0; i < 3; i++) b[i] = r->in.b[i];
     }
+    /* the reference of every row, before this configuration runs on the inputs (kept for
+     * the next configurations of the problem) */
+    attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
+    {
+        const double ref_timeout = 20 * o->timing.timeout_s; /* a plain kernel: much slower than ours */
+        int rrc = fb_reference_get(r->refdev, &prob, hq, hk, hv, b[0], b[1], b[2], o->seed, ref_timeout, &r->ref, reason,
+                                   sizeof reason);
+        if (rrc == RT_ETIMEOUT) {
+            snprintf(res->reason, sizeof res->reason, "the reference kernel did not finish within %.0f s", ref_timeout);
+            res->status = ST_TIMEOUT;
+            goto hung;
+        }
+        if (rrc != 0) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; } /* not a verdict */
+    }
     if (shape_paged(s)) {
         int prc = paged_upload(r, s, es, hk, hv, o->seed, pg, reason, sizeof reason, err, errlen);
         if (prc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
@@ -911,9 +913,7 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
             goto done;
         }
     }
-    attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
-    if (fb_verify_cached(&prob, hq, hk, hv, ho, o->write_lse ? hl : NULL, o->verify_rows, o->seed, &r->in.ref,
-                         &res->ver) < 0) {
+    if (fb_verify_full(&r->ref, ho, o->write_lse ? hl : NULL, &res->ver) < 0) {
         set_status(res, ST_RESOURCE_LIMIT, res->ver.reason); /* the reference could not run: not a verdict */
         goto done;
     }

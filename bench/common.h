@@ -108,6 +108,11 @@ int fb_root(char *out, size_t outlen);
 /* Reads a whole file into a NUL-terminated malloc'd buffer. 0 or -1 with err filled. */
 int fb_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen);
 
+/* A kernel's source for a runtime: kernels/prelude_<runtime>.h, then kernels/<body> under a
+ * #line directive (compiler messages name the body's lines), malloc'd into *out. 0, or -1
+ * with err naming the file that is missing. */
+int fb_kernel_source(const char *runtime, const char *body, char **out, char *err, size_t errlen);
+
 /* data written to PATH.tmp.PID, then renamed over PATH: whole or not at all */
 int fb_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
 /* 1 when both paths exist and name the same file (device and inode), else 0. */

@@ -69,11 +69,20 @@ static const struct {
     {"FAULT_SKIP_LAST_TILE", offsetof(kconfig, fault_skip_last_tile)}, {"FAULT_HANG", offsetof(kconfig, fault_hang)},
     {"FAULT_OOB", offsetof(kconfig, fault_oob)}, {"FAULT_COMPILE", offsetof(kconfig, fault_compile)},
     {"FAULT_LINEAR_PAGES", offsetof(kconfig, fault_linear_pages)}, {"FAULT_FUSE_KEEP", offsetof(kconfig, fault_fuse_keep)},
+    {"FAULT_ZERO_BLOCK", offsetof(kconfig, fault_zero_block)}, {"FAULT_SKIP_BLOCK_TILE", offsetof(kconfig, fault_skip_block_tile)},
+    {"FAULT_HEAD_SCALE", offsetof(kconfig, fault_head_scale)},
 };
 #define N_FAULT_HOOKS (sizeof fault_hooks / sizeof fault_hooks[0])
 
 static int *fault_hook(kconfig *c, size_t i) { return (int *)((char *)c + fault_hooks[i].off); }
 static int fault_hook_get(const kconfig *c, size_t i) { return *(const int *)((const char *)c + fault_hooks[i].off); }
+
+const char *kconfig_fault(const kconfig *c)
+{
+    for (size_t i = 0; i < N_FAULT_HOOKS; i++)
+        if (fault_hook_get(c, i)) return fault_hooks[i].key;
+    return NULL;
+}
 
 static int fault_hook_index(const char *key)
 {
@@ -244,8 +253,7 @@ void kconfig_str(const kconfig *c, char *out, size_t outlen)
     char kvw[24] = "";
     if (kconfig_kv_warps(c) > 1) snprintf(kvw, sizeof kvw, ";KV_WARPS=%d", c->kv_warps);
     char fault[32] = "";
-    for (size_t i = 0; i < N_FAULT_HOOKS && !fault[0]; i++)
-        if (fault_hook_get(c, i)) snprintf(fault, sizeof fault, ";%s=1", fault_hooks[i].key);
+    if (kconfig_fault(c)) snprintf(fault, sizeof fault, ";%s=1", kconfig_fault(c));
     int n = snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
              mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
              c->wg_pipe ? ";WG_PIPE=1" : "", c->mma != MMA_WGMMA ? "" : c->wg_swizzle ? ";WG_SWIZZLE=1" : ";WG_SWIZZLE=0",

@@ -40,6 +40,7 @@ typedef struct {
     uint64_t set; /* bit per field the user gave explicitly (CFG_*) */
     int fault_skip_last_tile; /* test hooks, never tuned: see kernels/attn_fwd.k */
     int fault_hang, fault_oob, fault_compile, fault_linear_pages, fault_fuse_keep;
+    int fault_zero_block, fault_skip_block_tile, fault_head_scale; /* one block's or one head's output wrong */
 } kconfig;
 
 enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CFG_KPAD = 16, CFG_MMA = 32, CFG_STAGES = 64, CFG_PACK_GQA = 128, CFG_WARP_M = 256, CFG_WG_PIPE = 512, CFG_WG_SWIZZLE = 1024, CFG_WG_TMA = 2048, CFG_WG_WS = 4096, CFG_WG_PINGPONG = 8192, CFG_GRID_LPT = 16384, CFG_WG_PERSIST = 32768, CFG_WG_KVSPLIT = 65536, CFG_WG_DEFER = 131072, CFG_WG_PVTURN = 262144, CFG_WG_DYNAMIC = 524288, CFG_WG_QEARLY = 1048576, CFG_WG_QPREFETCH = 2097152, CFG_WG_HOLDPV = 4194304, CFG_RED_SPLIT = 8388608, CFG_WG_SINFLIGHT = 16777216, CFG_WG_OSTAGE = 33554432, CFG_WG_QTMA = 67108864, CFG_WG_OTMA = 134217728, CFG_WG_SKIP = 268435456, CFG_MASK_BOUND = 536870912, CFG_WG_HALF = 1073741824 };
@@ -69,6 +70,8 @@ void kconfig_str(const kconfig *c, char *out, size_t outlen);
 /* The i-th wgmma switch (WG_PIPE, WG_TMA, ..., WG_SWIZZLE, 0 or 1): its key, with its value
  * in c through *on; NULL past the last. */
 const char *kconfig_wg_switch(const kconfig *c, size_t i, int *on);
+/* The first test hook (FAULT_*) c sets, as its define's name; NULL when none. */
+const char *kconfig_fault(const kconfig *c);
 
 /* How many tuned fields of a and b differ (the MMA kind among them). */
 int kconfig_distance(const kconfig *a, const kconfig *b);

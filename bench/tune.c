@@ -492,7 +492,6 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
     if (rematch_s > 0) as_run.timing.budget_s = rematch_s;
     if (!quiet)
         fprintf(stderr, "fabench tune: %s: %d contenders timed again, %g s of repetitions each\n", cls, ncon, as_run.timing.budget_s);
-    as_run.verify_rows = defaults.verify_rows;
     char new_step[24];
     snprintf(new_step, sizeof new_step, "%ld", step);
     for (int round = 0; round < TUNE_REMATCH_ROUNDS; round++)
@@ -1113,7 +1112,6 @@ int cmd_tune(int argc, char **argv)
     attn_opts_defaults(&ao);
     ao.timing.budget_s = rep_budget;
     ao.timing.warmup_s = 0.02;
-    ao.verify_rows = 256;
     ao.timing.timeout_s = timeout_s;
     signal(SIGINT, on_sigint);
     int is_tty = isatty(2);

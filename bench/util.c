@@ -512,3 +512,27 @@ void fb_fmt_num(char *out, size_t len, double v, const char *fmt)
     if (isnan(v)) out[0] = 0;
     else snprintf(out, len, fmt, v);
 }
+
+int fb_kernel_source(const char *runtime, const char *body, char **out, char *err, size_t errlen)
+{
+    char root[4096], path[4400];
+    *out = NULL;
+    if (fb_root(root, sizeof root) != 0) {
+        snprintf(err, errlen, "cannot find the fabench tree (kernels/, bench/suites/); set FABENCH_ROOT");
+        return -1;
+    }
+    char *prelude = NULL, *text = NULL;
+    size_t lp = 0, lb = 0;
+    snprintf(path, sizeof path, "%s/kernels/prelude_%s.h", root, runtime);
+    if (fb_read_file(path, &prelude, &lp, err, errlen) != 0) return -1;
+    snprintf(path, sizeof path, "%s/kernels/%s", root, body);
+    if (fb_read_file(path, &text, &lb, err, errlen) != 0) { free(prelude); return -1; }
+    const size_t n = lp + lb + strlen(body) + 64;
+    char *src = malloc(n);
+    if (src) snprintf(src, n, "%s\n#line 1 \"%s\"\n%s", prelude, body, text);
+    else snprintf(err, errlen, "out of memory");
+    free(prelude);
+    free(text);
+    *out = src;
+    return src ? 0 : -1;
+}

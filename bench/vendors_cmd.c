@@ -15,6 +15,7 @@
 #include "manifest.h"
 #include "perf.h"
 #include "refcheck.h"
+#include "refdev.h"
 #include "shapes.h"
 #include "stats.h"
 #include "timing.h"
@@ -31,8 +32,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: fabench vendors --device SEL (--suite NAME | --shapes FILE) --out FILE.csv [options]\n\n"
             "Measures the vendors' attention kernels on the shapes, with the inputs the portable\n"
-            "kernel gets (same seed), verifies each output against the same CPU reference with the\n"
-            "same tolerances, and times them with the same protocol. A vendor that is not installed\n"
+            "kernel gets (same seed), verifies every element of each output against the same\n"
+            "reference by the same rule, and times them with the same protocol. A vendor that is not installed\n"
             "is reported as absent; a shape a vendor cannot do is a row with status unsupported and\n"
             "the vendor's reason. Vendors: torch (SDPA flash, efficient, cudnn; FlexAttention),\n"
             "cudnn (cuDNN's fused flash attention through its backend graph API).\n\n"
@@ -41,7 +42,7 @@ static void usage(FILE *f)
             "  --configs-out FILE.csv  also write how many configurations each vendor's own selection\n"
             "                     offered per shape (impl,scope,configs,method)\n"
             "  --append, --update, --resume, --manifest FILE, --dtype T, --budget S, --warmup S, --rest S,\n"
-            "  --min-reps N, --verify-rows N, --seed N, --quiet: as for `fabench run` (--update and\n"
+            "  --min-reps N, --seed N, --quiet: as for `fabench run` (--update and\n"
             "  --resume: per implementation)\n");
 }
 
@@ -54,21 +55,13 @@ static int write_raw(const char *path, const void *data, size_t n)
     return (fclose(f) == 0 && ok) ? 0 : -1;
 }
 
-/* vendor_inputs.check: a candidate output a vendor chooses among goes through the verification
- * every row goes through, on the shape's reference cache. */
-typedef struct {
-    const attn_problem *prob;
-    const void *q, *k, *v;
-    size_t rows;
-    uint64_t seed;
-    fb_refcache *ref;
-} vendor_check_arg;
-
+/* vendor_inputs.check: a candidate output a vendor chooses among goes through the same full
+ * check as every row, against the shape's reference. */
 static int vendor_check(void *arg, const void *o, const float *lse, char *why, size_t len)
 {
-    const vendor_check_arg *a = arg;
+    const fb_reference *ref = arg;
     verify_result ver = {0};
-    const int rc = fb_verify_cached(a->prob, a->q, a->k, a->v, o, lse, a->rows, a->seed, a->ref, &ver);
+    const int rc = fb_verify_full(ref, o, lse, &ver);
     if (rc == 0 && ver.pass) return 0;
     snprintf(why, len, "%s", ver.reason);
     return rc < 0 ? -1 : 1;
@@ -86,14 +79,14 @@ static int wanted(const char *impl, const char *list)
 int cmd_vendors(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_OUT, O_APPEND, O_MANIFEST, O_DTYPE, O_BUDGET, O_WARMUP, O_MINREPS,
-           O_VROWS, O_SEED, O_IMPL, O_QUIET, O_HELP, O_CONFIGS, O_RESUME, O_UPDATE, O_FLUSH, O_REST };
+           O_SEED, O_IMPL, O_QUIET, O_HELP, O_CONFIGS, O_RESUME, O_UPDATE, O_FLUSH, O_REST };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"out", required_argument, 0, O_OUT},
         {"append", no_argument, 0, O_APPEND}, {"manifest", required_argument, 0, O_MANIFEST},
         {"dtype", required_argument, 0, O_DTYPE}, {"budget", required_argument, 0, O_BUDGET},
         {"warmup", required_argument, 0, O_WARMUP}, {"min-reps", required_argument, 0, O_MINREPS},
-        {"verify-rows", required_argument, 0, O_VROWS}, {"seed", required_argument, 0, O_SEED},
+        {"seed", required_argument, 0, O_SEED},
         {"impl", required_argument, 0, O_IMPL}, {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, O_HELP}, {"configs-out", required_argument, 0, O_CONFIGS},
         {"resume", no_argument, 0, O_RESUME}, {"update", no_argument, 0, O_UPDATE},
@@ -104,7 +97,6 @@ int cmd_vendors(int argc, char **argv)
     dtype_t dtype = DT_BF16;
     timing_opts topt;
     timing_defaults(&topt);
-    size_t verify_rows = 2048;
     uint64_t seed = 20250505;
     char err[FB_ERRLEN] = "", *end;
     optind = 1;
@@ -113,10 +105,10 @@ int cmd_vendors(int argc, char **argv)
     int li = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
         double x = 0;
-        if (c == O_BUDGET || c == O_WARMUP || c == O_MINREPS || c == O_VROWS || c == O_SEED || c == O_REST) {
+        if (c == O_BUDGET || c == O_WARMUP || c == O_MINREPS || c == O_SEED || c == O_REST) {
             x = strtod(optarg, &end);
             /* counts and seeds must fit their integer types; times are bounded too */
-            double hi = c == O_MINREPS ? 100000 : c == O_VROWS ? 1e15 : c == O_SEED ? 9007199254740992.0 : c == O_REST ? 60 : 1e6;
+            double hi = c == O_MINREPS ? 100000 : c == O_SEED ? 9007199254740992.0 : c == O_REST ? 60 : 1e6;
             if (*end || end == optarg || !(x >= 0) || !isfinite(x) || x > hi) {
                 fprintf(stderr, "fabench vendors: --%s: bad number '%s'\n", opts[li].name, optarg);
                 return FB_EXIT_BADINPUT;
@@ -139,7 +131,6 @@ int cmd_vendors(int argc, char **argv)
         case O_WARMUP: topt.warmup_s = x; break;
         case O_REST: topt.rest_s = x; break;
         case O_MINREPS: topt.min_reps = x < 1 ? 1 : (int)x; if (topt.max_reps < topt.min_reps) topt.max_reps = topt.min_reps; break;
-        case O_VROWS: verify_rows = (size_t)x; break;
         case O_SEED: seed = (uint64_t)x; break;
         case O_DTYPE:
             if (dtype_parse(optarg, &dtype) != 0) {
@@ -263,6 +254,19 @@ int cmd_vendors(int argc, char **argv)
     if (man && csvt_write_atomic(man, manifest_path, err, sizeof err) != 0) fprintf(stderr, "fabench vendors: manifest: %s\n", err);
     csvt_free(man);
 
+    /* the reference of every output on the device (spot-checked against the CPU), through a
+     * context of our own: on CUDA the device's primary context, which the vendors share */
+    rt_ctx *rctx = NULL;
+    fb_refdev *refdev = NULL;
+    if (any) {
+        char why[FB_ERRLEN] = "";
+        if (dev.rt->open(dev.index, &rctx, why, sizeof why) != 0) rctx = NULL;
+        else if (fb_refdev_open(&dev, rctx, &refdev, why, sizeof why) != 0) refdev = NULL;
+        if (!refdev)
+            fprintf(stderr, "fabench vendors: the reference cannot run on %s (%s); every row is computed on the CPU\n",
+                    device, why);
+    }
+
     char tmpl[] = "/tmp/fabench-vendors-XXXXXX";
     char *tdir = any ? mkdtemp(tmpl) : NULL;
     if (any && !tdir) { fprintf(stderr, "fabench vendors: cannot make a temporary folder\n"); any = 0; }
@@ -304,10 +308,22 @@ int cmd_vendors(int argc, char **argv)
         vendor_inputs in = {.q = q, .k = k, .v = v, .qpath = qp, .kpath = kp, .vpath = vp, .opath = op,
                             .lse = lse, .lsepath = lp};
         attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
-        fb_refcache ref = {0}; /* the reference rows, computed once for all the vendors of the shape */
-        vendor_check_arg check = {.prob = &prob, .q = q, .k = k, .v = v, .rows = verify_rows, .seed = seed, .ref = &ref};
-        in.check = vendor_check;
-        in.check_arg = &check;
+        /* the reference, computed once for all the vendors of the shape, before any of them runs */
+        fb_reference ref = {0};
+        if (!fatal) {
+            const double ref_timeout = 20 * topt.timeout_s;
+            int rrc = fb_reference_get(refdev, &prob, q, k, v, NULL, NULL, NULL, seed, ref_timeout, &ref, err, sizeof err);
+            if (rrc == RT_ETIMEOUT) { /* the device still runs it: the CPU from now on */
+                fprintf(stderr, "fabench vendors: %s: the reference kernel did not finish within %.0f s; the CPU "
+                                "computes it from now on\n", s->name, ref_timeout);
+                fb_refdev_close(refdev, 0);
+                refdev = NULL;
+                rrc = fb_reference_get(NULL, &prob, q, k, v, NULL, NULL, NULL, seed, ref_timeout, &ref, err, sizeof err);
+            }
+            if (rrc != 0) fprintf(stderr, "fabench vendors: %s: %s; its rows are not verified\n", s->name, err);
+        }
+        in.check = vendor_check; /* a vendor choosing among its configurations checks each the same way */
+        in.check_arg = &ref;
         for (size_t vi = 0; vi < NVENDORS && !fatal && !interrupted; vi++) {
             if (!vs[vi]) continue;
             for (const char *const *im = all_vendors[vi]->impls(vs[vi]); *im && !interrupted; im++) {
@@ -331,8 +347,10 @@ int cmd_vendors(int argc, char **argv)
                 stats_t st;
                 status_t status = vr.status;
                 const char *reason = vr.reason;
-                if (status == ST_OK) {
-                    fb_verify_cached(&prob, q, k, v, o, vr.has_lse ? lse : NULL, verify_rows, seed, &ref, &ver);
+                if (status == ST_OK && fb_verify_full(&ref, o, vr.has_lse ? lse : NULL, &ver) != 0) {
+                    status = ST_RESOURCE_LIMIT; /* no reference: no verdict */
+                    reason = "out of memory for the reference";
+                } else if (status == ST_OK) {
                     if (!ver.pass) { status = ST_WRONG_RESULT; reason = ver.reason; }
                     else if (vr.has_stats) st = vr.stats; /* timed here by time_device */
                     else if (stats_compute_times(vr.samples_us, vr.nsamples, &st) != 0) { status = ST_LAUNCH_ERROR; reason = "no valid timing samples"; }
@@ -368,11 +386,13 @@ int cmd_vendors(int argc, char **argv)
                 }
             }
         }
-        fb_refcache_clear(&ref);
+        fb_reference_free(&ref);
         free(q); free(k); free(v); free(o); free(lse);
     }
     for (size_t vi = 0; vi < NVENDORS; vi++)
         if (vs[vi]) all_vendors[vi]->close(vs[vi]);
+    fb_refdev_close(refdev, 1);
+    if (rctx) dev.rt->close(rctx);
     telemetry_close(topt.tm);
     if (tdir) { unlink(qp); unlink(kp); unlink(vp); unlink(op); unlink(lp); rmdir(tdir); }
     if (!any && !quiet) fprintf(stderr, "fabench vendors: no vendor library is available here; %s has no rows\n", out);

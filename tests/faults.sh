@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Injected faults, each run through the real binary on the first OpenCL device: a kernel
-# that never finishes, one that writes out of bounds, one that fails to compile, a missing
-# OpenCL driver, an unwritable or full results folder, SIGINT and SIGKILL in the middle of
-# `tune` and `run`. Each must give a clear status, stop or go on cleanly, resume, and leave
-# no results file truncated. tests/README.md lists them. Last line: "N passed, N failed".
+# that never finishes, one that writes out of bounds, one that fails to compile, one that is
+# wrong in one block or one head only, a missing OpenCL driver, an unwritable or full
+# results folder, SIGINT and SIGKILL in the middle of `tune` and `run`. Each must give a
+# clear status, stop or go on cleanly, resume, and leave no results file truncated.
+# tests/README.md lists them. Last line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 fab=$PWD/build/fabench
@@ -144,6 +145,26 @@ check "head-to-head, no contender verifies: nothing written for it, tuning.csv's
 mkdir -p "$T/hh2c" && cp "$T/hh2/tuning.csv" "$T/hh2/explored.csv" "$T/hh2c/"
 check "head-to-head, no contender verifies: check-results finds no tuning row without an ok explored row" \
     "! $fab check-results $T/hh2c 2>&1 | grep -q 'tuning.csv:[0-9]'"
+
+# 12. faults in one place (tests/test_faults_local.c sweeps seeds and tile paths): one block
+# of rows written as zeros, one block's last key tile skipped, one head's scale wrong; the
+# middle block (rows 256..319 of 512 at BLOCK_M=64) of the middle group (h=4 of 8). Every
+# element is checked, so each is a wrong_result naming an element there; the same run
+# without a hook is ok
+printf 'name,batch,hq,hkv,sq,skv,d,causal,dtype\nloc,1,8,8,512,512,64,0,bf16\nlocc,1,8,2,512,512,64,1,bf16\n' > "$T/loc.csv"
+loc=(run --device opencl:0 --shapes "$T/loc.csv" --verify-only --quiet)
+$fab "${loc[@]}" --config MMA=fma,BLOCK_M=64 --out "$T/loc-ok.csv"; rc=$?
+check "localized faults: the clean kernel passes both shapes" "[ $rc -eq 0 ] && [ \"\$(col $T/loc-ok.csv status | sort -u)\" = ok ]"
+for hook in FAULT_ZERO_BLOCK FAULT_SKIP_BLOCK_TILE FAULT_HEAD_SCALE; do
+    $fab "${loc[@]}" --config MMA=fma,BLOCK_M=64,$hook=1 --out "$T/loc-$hook.csv"; rc=$?
+    check "localized faults: $hook is a wrong_result on both shapes, its worst element in head 4" \
+        "[ $rc -eq 1 ] && [ \"\$(col $T/loc-$hook.csv status | sort -u)\" = wrong_result ] && \
+         [ \"\$(col $T/loc-$hook.csv reason | grep -c ' at b=0 h=4 i=')\" = 2 ]"
+done
+check "localized faults: the zero block's worst element is a zero in rows 256..319" \
+    "[ \"\$(col $T/loc-FAULT_ZERO_BLOCK.csv reason | grep -cE 'at b=0 h=4 i=(25[6-9]|2[6-9][0-9]|30[0-9]|31[0-9]) d=[0-9]+ \\(got 0,')\" = 2 ]"
+check "localized faults: the skipped tile's worst element is in rows 256..319" \
+    "[ \"\$(col $T/loc-FAULT_SKIP_BLOCK_TILE.csv reason | grep -cE 'at b=0 h=4 i=(25[6-9]|2[6-9][0-9]|30[0-9]|31[0-9]) ')\" = 2 ]"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

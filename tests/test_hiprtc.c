@@ -163,6 +163,29 @@ static void compile_kernel_for(const char *arch)
     free(src);
 }
 
+/* The reference kernel (kernels/ref_attn.k) builds for gfx90a in every dtype. */
+static void test_ref_kernel(void **state)
+{
+    (void)state;
+    need_compiler("gfx90a");
+    char *src = NULL, err[FB_ERRLEN] = "";
+    assert_int_equal(fb_kernel_source("hip", "ref_attn.k", &src, err, sizeof err), 0);
+    for (int dt = 0; dt < 3; dt++) {
+        char def[16];
+        snprintf(def, sizeof def, "DTYPE=%d", dt);
+        const char *defs[] = {def};
+        void *bin = NULL;
+        size_t len = 0;
+        char *log = NULL;
+        const int rc = hip()->compile_offline("gfx90a", src, defs, 1, "ref_attn", &bin, &len, NULL, &log, err, sizeof err);
+        if (rc != 0) fprintf(stderr, "DTYPE=%d: rc %d: %s\n%s\n", dt, rc, err, log ? log : "(no log)");
+        assert_int_equal(rc, 0);
+        free(bin);
+        free(log);
+    }
+    free(src);
+}
+
 static void test_kernel_gfx90a(void **state) { (void)state; compile_kernel_for("gfx90a"); }
 static void test_kernel_gfx940(void **state) { (void)state; compile_kernel_for("gfx940"); }
 
@@ -378,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_compile_error),
         cmocka_unit_test(test_kernel_gfx90a),
         cmocka_unit_test(test_kernel_gfx940),
+        cmocka_unit_test(test_ref_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -742,6 +742,42 @@ static void test_wgmma_rejected(void **state)
     free(src);
 }
 
+/* The reference kernel (kernels/ref_attn.k) for sm_80 and sm_90 in every dtype: it builds,
+ * with double arithmetic in the PTX (its sums) and no FMA in the plain fp32 path's
+ * multiplies and adds (__fmul_rn, __fadd_rn: mul.rn.f32, add.rn.f32). */
+static void test_ref_kernel(void **state)
+{
+    (void)state;
+    need_nvrtc();
+    const rt_runtime *rt = cuda();
+    char *src = NULL, err[FB_ERRLEN] = "";
+    assert_int_equal(fb_kernel_source("cuda", "ref_attn.k", &src, err, sizeof err), 0);
+    const char *arch[] = {"sm_80", "sm_90", "compute_80"};
+    for (int a = 0; a < 3; a++)
+        for (int dt = 0; dt < 3; dt++) {
+            char def[16];
+            snprintf(def, sizeof def, "DTYPE=%d", dt);
+            const char *defs[] = {def};
+            void *bin = NULL;
+            size_t len = 0;
+            char *log = NULL;
+            rt_kernel_attrs at;
+            const int rc = rt->compile_offline(arch[a], src, defs, 1, "ref_attn", &bin, &len, a < 2 ? &at : NULL, &log, err,
+                                               sizeof err);
+            if (rc != 0) fprintf(stderr, "%s DTYPE=%d: rc %d: %s\n%s\n", arch[a], dt, rc, err, log ? log : "(no log)");
+            assert_int_equal(rc, 0);
+            if (a == 2) { /* the PTX */
+                const char *ptx = bin;
+                assert_non_null(strstr(ptx, ".f64"));
+                assert_non_null(strstr(ptx, "mul.rn.f32"));
+                assert_non_null(strstr(ptx, "add.rn.f32"));
+            }
+            free(bin);
+            free(log);
+        }
+    free(src);
+}
+
 static void test_sm80(void **state) { (void)state; compile_for("sm_80"); }
 static void test_sm90(void **state) { (void)state; compile_for("sm_90"); }
 
@@ -856,6 +892,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unknown_arch),
         cmocka_unit_test(test_kernel_sm80),
         cmocka_unit_test(test_kernel_sm90),
+        cmocka_unit_test(test_ref_kernel),
         cmocka_unit_test(test_kernel_wgmma),
         cmocka_unit_test(test_wgmma_rejected),
         cmocka_unit_test(test_wgmma_skip_sass),

@@ -311,6 +311,24 @@ static void test_fault_overlay(void **state)
     char text[KCONFIG_STR_MAX];
     kconfig_str(&row, text, sizeof text);
     assert_non_null(strstr(text, "FAULT_SKIP_LAST_TILE=1"));
+    /* the localized hooks: each its own key, printed back, and the one kernel define */
+    const char *local[] = {"FAULT_ZERO_BLOCK", "FAULT_SKIP_BLOCK_TILE", "FAULT_HEAD_SCALE"};
+    shape_t s = {.batch = 1, .hq = 8, .hkv = 2, .sq = 128, .skv = 128, .d = 64, .causal = 1};
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++) {
+        char cfg[64], want[64], defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
+        snprintf(cfg, sizeof cfg, "MMA=fma;%s=1", local[i]);
+        kconfig c = {0};
+        assert_int_equal(kconfig_parse(cfg, &c, err, sizeof err), 0);
+        assert_true(c.set & CFG_FAULT);
+        assert_string_equal(kconfig_fault(&c), local[i]);
+        kconfig_str(&c, text, sizeof text);
+        snprintf(want, sizeof want, ";%s=1", local[i]);
+        assert_non_null(strstr(text, want));
+        const int nd = attn_defines(&s, DT_BF16, &c, 1, defs);
+        int found = 0;
+        for (int d = 0; d < nd; d++) found += !strncmp(defs[d], "FAULT_", 6) && !strcmp(defs[d], want + 1);
+        assert_int_equal(found, 1);
+    }
 }
 
 static void test_default_split(void **state)

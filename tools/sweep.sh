@@ -6,7 +6,7 @@ set -u
 dev=$1; shapes=$2; out=$3; shift 3
 for cfg in "$@"; do
     build/fabench run --device "$dev" --shapes "$shapes" --config "$cfg" --out "$out" --append \
-        --budget "${SWEEP_BUDGET:-0.2}" --verify-rows "${SWEEP_VERIFY_ROWS:-512}" --quiet
+        --budget "${SWEEP_BUDGET:-0.2}" --quiet
 done
 python3 - "$out" <<'PY'
 import csv, sys
