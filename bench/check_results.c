@@ -512,7 +512,8 @@ static const col_spec perf_cols[] = {
     {"config_source", V_TEXT, 0, 0}, {"lens", V_TEXT, 0, 0}, {"qlens", V_TEXT, 0, 0},
     {"page", V_INT, EMPTY, 1}, {"l2_flush", V_BOOL, EMPTY, 0}, {"sm_mhz", V_NUM, EMPTY, 1}, {"power_w", V_NUM, EMPTY, 0}, {"temp_c", V_NUM, EMPTY, 0},
     {"clock_events", V_TEXT, 0, 0}, {"launch_us", V_NUM, EMPTY, 0}, {"batch_runs", V_INT, EMPTY, 1},
-    {"timer", V_TEXT, 0, 0}, {"run_id", V_TEXT, 0, 0}, {"utc", V_TEXT, 0, 0}};
+    {"timer", V_TEXT, 0, 0}, {"run_id", V_TEXT, 0, 0}, {"utc", V_TEXT, 0, 0}, {"err_bound_ratio", V_NUM, EMPTY, 0},
+    {"lse_err", V_NUM, EMPTY, 0}};
 
 static const col_spec explored_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"kernel", V_NAME, REQ, 0}, {"config", V_CONFIG, REQ, 0},

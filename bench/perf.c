@@ -8,12 +8,13 @@ const char *const perf_header[] = {
     "gpu", "backend", "impl", "config", "name", "dtype", "batch", "hq", "hkv", "sq", "skv", "d",
     "causal", "median_us", "p20_us", "p80_us", "min_us", "reps", "tflops", "gbps", "max_abs_err",
     "rel_l2_err", "status", "reason", "config_source", "lens", "qlens", "page", "l2_flush", "sm_mhz", "power_w",
-    "temp_c", "clock_events", "launch_us", "batch_runs", "timer", "run_id", "utc"};
+    "temp_c", "clock_events", "launch_us", "batch_runs", "timer", "run_id", "utc", "err_bound_ratio", "lse_err"};
 const size_t perf_ncols = sizeof perf_header / sizeof perf_header[0];
 /* columns added since the first schema (lens, qlens, page, then l2_flush and the four
- * readings, then how the row was timed and the run it came from): a file without some of
- * them, from the end, is an earlier schema */
-#define PERF_NEWER_COLUMNS 13
+ * readings, then how the row was timed and the run it came from, then how close it came to
+ * the verification's bound and its log-sum-exp's error): a file without some of them, from
+ * the end, is an earlier schema */
+#define PERF_NEWER_COLUMNS 15
 
 
 long perf_find(const csv_table *t, const char *gpu, const char *backend, const char *impl, const char *name,
@@ -83,11 +84,16 @@ int perf_put(csv_table *t, const perf_row *r, int replace)
     fb_fmt_num(launch, sizeof launch, how ? how->launch_us : NAN, "%.3f");
     if (how) snprintf(batch, sizeof batch, "%d", how->batch);
     fb_utc_now(utc, sizeof utc);
+    /* the worst element's share of its row's bound (below 1 passes), the LSE's worst error
+     * where the implementation returned one: empty where not verified or not returned */
+    char ratio[32], lse_err[32];
+    fb_fmt_num(ratio, sizeof ratio, verified ? r->ver->worst_ratio : NAN, "%.3g");
+    fb_fmt_num(lse_err, sizeof lse_err, verified && r->ver->lse_checked ? r->ver->lse_max_err : NAN, "%.3g");
     const char *row[] = {r->gpu, r->backend, r->impl, r->config ? r->config : "", s->name, f[0], f[1], f[2], f[3],
                          f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12], f[13], f[14], e1, e2,
                          status_name(r->status), r->reason ? r->reason : "", r->config_source ? r->config_source : "",
                          lens, qlens, page, timed ? (r->l2_flush ? "1" : "0") : "", mhz, watts, temp, events,
-                         launch, batch, how ? how->timer : "", fb_run_id(), utc};
+                         launch, batch, how ? how->timer : "", fb_run_id(), utc, ratio, lse_err};
     const long at = replace ? perf_find(t, r->gpu, r->backend, r->impl, s->name, r->dt) : -1;
     return at >= 0 ? csvt_replace(t, (size_t)at, row) : csvt_add(t, row);
 }

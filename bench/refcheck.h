@@ -133,6 +133,7 @@ typedef struct {
     double worst_ratio;   /* max |o - ref| / bound over every finite element: < 1 passes */
     double rel_l2_err;    /* ||o - ref|| / ||ref|| over every element */
     double lse_max_err;   /* max abs error of lse over every row (0 when not checked) */
+    int lse_checked;      /* a log-sum-exp was given and compared */
     size_t nan_count;     /* NaN/inf outputs (not poison) */
     size_t unwritten;     /* elements still holding poison */
     size_t bad_elems;     /* elements beyond their row's bound */

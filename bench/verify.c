@@ -457,6 +457,7 @@ static void reduce_chunks(const fb_reference *ref, const cmp_chunk *ch, size_t n
     double sq_err = 0, sq_ref = 0;
     const cmp_chunk *w = NULL, *lw = NULL;
     size_t first_un = NONE, first_nan = NONE, lse_bad = 0, lse_poison = 0, lse_nan = 0;
+    res->lse_checked = with_lse;
     for (size_t n = 0; n < nch; n++) {
         const cmp_chunk *c = &ch[n];
         res->max_abs_err = fmax(res->max_abs_err, c->max_abs);
