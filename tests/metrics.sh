@@ -89,18 +89,24 @@ run check-results "$T/results/nu/";      expect "check-results: a trailing slash
 run compare "$GOOD" "$GOOD/perf.csv";    expect "compare: a folder with itself: all same within noise, geomean 1" 0 \
     "1.000 over 2: 0 faster, 0 slower, 2 same within noise"
 # rewrite_perf SRC DST: DST is SRC's perf.csv remade by the Python snippet on stdin, which
-# sees `rows` (SRC's rows as dicts), `emit(row)` and `scaled(row, k)` (its times times k)
+# sees `rows` (SRC's rows as dicts), `emit(row)` and `scaled(row, k)` (its times times k); a
+# column an emitted row adds (run_id) is appended to the header, empty in the rows without it
 rewrite_perf() {
     python3 -c '
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+out = []
+emit = out.append
+def scaled(r, k):
+    return dict(r, **{c: "%.3f" % (k * float(r[c])) for c in ("median_us", "p20_us", "p80_us", "min_us")})
+exec(sys.stdin.read())
+cols = list(rows[0].keys())
+for r in out:
+    cols += [c for c in r if c not in cols]
 with open(sys.argv[2], "w", newline="") as f:
-    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+    w = csv.DictWriter(f, fieldnames=cols, restval="", lineterminator="\n")
     w.writeheader()
-    emit = w.writerow
-    def scaled(r, k):
-        return dict(r, **{c: "%.3f" % (k * float(r[c])) for c in ("median_us", "p20_us", "p80_us", "min_us")})
-    exec(sys.stdin.read())
+    w.writerows(out)
 ' "$1" "$2"
 }
 mkdir -p "$T/cmp"
@@ -123,26 +129,77 @@ run versus "$GOOD";                      expect "versus: a folder with no vendor
 mkdir -p "$T/vs"
 # vendors beside the portable rows: cudnn 2x the portable time on fx-prefill and 0.5x on
 # fx-decode, torch-flash 4x on both, and a failed row that must not count
+# (all of one run, run-A; the spreads apart: ours faster than cudnn on fx-prefill, slower on fx-decode)
 rewrite_perf "$GOOD/perf.csv" "$T/vs/perf.csv" <<'PY'
 for r in rows:
+    r = dict(r, run_id="run-A")
     emit(r)
     emit(dict(scaled(r, 2.0 if r["name"] == "fx-prefill" else 0.5), impl="cudnn", config=""))
     emit(dict(scaled(r, 4.0), impl="torch-flash", config=""))
     emit(dict(r, impl="flex", config="", status="wrong", median_us="", p20_us="", p80_us="", min_us=""))
 PY
 run versus "$T/vs" --csv "$T/vs/vs.csv"
-expect "versus: the best vendor per shape, geomeans per vendor, fastest count" 0 \
-    "geomean speedup over the best vendor per shape: 1.000 over 2 shapes; the portable kernel fastest on 1" \
-    "geomean speedup over cudnn          1.000 over 2 shapes" "geomean speedup over torch-flash    4.000 over 2 shapes"
+expect "versus: the best vendor per shape, geomeans per vendor, faster / tie / slower beyond the spreads" 0 \
+    "geomean speedup over the best vendor per shape: 1.000 over 2 shapes; the portable kernel faster on 1, tied on 0, slower on 1" \
+    "geomean speedup over cudnn          1.000 over 2 shapes: faster on 1, tied on 0, slower on 1" \
+    "geomean speedup over torch-flash    4.000 over 2 shapes: faster on 2, tied on 0, slower on 0" \
+    "pairs: rows of one run (run_id): run-A 2 shapes"
 if grep -q "flex" "$T/out"; then bad "versus: a failed vendor row does not count"; else ok "versus: a failed vendor row does not count"; fi
-if [ -f "$T/vs/vs.csv" ] && grep -q "^opencl,fx-prefill,.*,cudnn,.*,2.0000,cudnn=2.000;torch-flash=4.000,,,,$" "$T/vs/vs.csv"; then
-    ok "versus --csv writes the per-shape table"; else bad "versus --csv writes the per-shape table" "$(cat "$T/vs/vs.csv" 2>/dev/null)"; fi
+if grep -q "fastest" "$T/out"; then bad "versus: no 'fastest' count (wins need the spreads apart)"; else ok "versus: no 'fastest' count (wins need the spreads apart)"; fi
+if [ -f "$T/vs/vs.csv" ] && grep -q "^opencl,fx-prefill,.*,cudnn,.*,2.0000,cudnn=2.000;torch-flash=4.000,,,,,faster,run-A$" "$T/vs/vs.csv"; then
+    ok "versus --csv writes the per-shape table, its verdict and run"; else bad "versus --csv writes the per-shape table, its verdict and run" "$(cat "$T/vs/vs.csv" 2>/dev/null)"; fi
+# a tie: the best vendor's median 5% above ours, the spreads overlapping: 'faster' needs ours'
+# p80 below the vendor's p20 (the old count called speedup >= 1 the fastest)
+mkdir -p "$T/vt"
+rewrite_perf "$GOOD/perf.csv" "$T/vt/perf.csv" <<'PY'
+for r in rows:
+    r = dict(r, run_id="run-A")
+    emit(r)
+    emit(dict(scaled(r, 1.05), impl="cudnn", config=""))
+PY
+run versus "$T/vt"
+expect "versus: overlapping spreads are a tie, not a win" 0 \
+    "1.050 over 2 shapes; the portable kernel faster on 0, tied on 2, slower on 0" " tie"
+# rows of different runs: fx-prefill's cudnn row is of run-A as ours, fx-decode's of run-B
+mkdir -p "$T/vx"
+rewrite_perf "$GOOD/perf.csv" "$T/vx/perf.csv" <<'PY'
+for r in rows:
+    emit(dict(r, run_id="run-A"))
+    emit(dict(scaled(r, 2.0), impl="cudnn", config="", run_id="run-A" if r["name"] == "fx-prefill" else "run-B"))
+PY
+run versus "$T/vx"
+expect "versus: only rows of one run pair; the shape that would pair across runs is left out, saying how to include it" 0 \
+    "2.000 over 1 shape;" "fabench versus: 1 shape left out: ours and the vendors' rows are of different runs" "--any-run"
+if grep -q "fx-decode" "$T/out"; then bad "versus: the cross-run shape is not in the table"; else ok "versus: the cross-run shape is not in the table"; fi
+run versus --any-run "$T/vx"
+expect "versus --any-run: pairs across runs and says how many crossed" 0 \
+    "2.000 over 2 shapes;" "--any-run: 1 of 2 shapes paired rows of different runs (or without a run id)"
+# a perf.csv from before run ids (no run_id column): nothing pairs unless --any-run
+mkdir -p "$T/vo"; cut -d, -f1-25 "$T/vs/perf.csv" >"$T/vo/perf.csv"
+run versus "$T/vo"
+expect "versus: rows without run ids do not pair; exit 1 saying --any-run would" 1 "2 shapes left out" "--any-run"
+run versus --any-run "$T/vo"
+expect "versus --any-run: rows without run ids pair, and are counted as crossing" 0 "1.000 over 2 shapes;" "2 of 2 shapes paired rows of different runs"
+# rounds: ours and cudnn in run r1, then again in run r2 (each pairs in its own run); --run picks one
+mkdir -p "$T/vr"
+rewrite_perf "$GOOD/perf.csv" "$T/vr/perf.csv" <<'PY'
+for k, run in ((2.0, "r1"), (0.5, "r2")):
+    for r in rows:
+        emit(dict(r, run_id=run))
+        emit(dict(scaled(r, k), impl="cudnn", config="", run_id=run))
+PY
+run versus "$T/vr"
+expect "versus: rows of two runs each pair within their run" 0 "1.000 over 4 shapes;" "r1 2 shapes, r2 2 shapes" "faster on 2, tied on 0, slower on 2"
+run versus --run r2 "$T/vr"
+expect "versus --run: only that run's rows" 0 "0.500 over 2 shapes;" "faster on 0, tied on 0, slower on 2"
+run versus --run nosuch "$T/vr"
+expect "versus --run with a run the file does not hold exits 2 naming its runs" 2 "nosuch" "r1, r2"
 # rows with the GPU's readings: the clocks and power of both sides beside each shape
 mkdir -p "$T/vsr"; sed "s/\r\$//; $TEL; /,cudnn,/s/,1605,688.3,/,1710,640.5,/" "$T/vs/perf.csv" >"$T/vsr/perf.csv"
 run versus "$T/vsr" --csv "$T/vsr/vs.csv"
 expect "versus: the SM clocks and power of the portable row and the best vendor's" 0 "SM MHz (portable / vendor), W" \
     " 1605 / 1710   688 / 640" "per SM cycle (each side's time times the SM clock it ran at): geomean 1.065 over 2 shapes"
-if grep -q "^opencl,fx-prefill,.*;torch-flash=4.000,1605,1710,688.3,640.5$" "$T/vsr/vs.csv"; then
+if grep -q "^opencl,fx-prefill,.*;torch-flash=4.000,1605,1710,688.3,640.5,faster,run-A$" "$T/vsr/vs.csv"; then
     ok "versus --csv: the readings' columns"; else bad "versus --csv: the readings' columns" "$(cat "$T/vsr/vs.csv")"; fi
 # a vendor row without readings (an older run's): '-' where a reading would be
 mkdir -p "$T/vsn"; sed '/,cudnn,/s/,1710,640.5,63,sw_power_cap$/,,,,/' "$T/vsr/perf.csv" >"$T/vsn/perf.csv"
@@ -174,7 +231,7 @@ run compare "$T/vs/perf.csv" "$T/cmpp/perf.csv"
 expect "compare: p20 above the median exits 2 naming the file and field" 2 "$T/cmpp/perf.csv:" "p20_us"
 printf 'name,batch,hq,hkv,sq,skv,d,causal\nfx-decode,1,1,1,1,1,64,0\n' >"$T/vs/one.csv"
 run versus --shapes "$T/vs/one.csv" "$T/vs"
-expect "versus --shapes: only the named shapes" 0 "the best vendor per shape: 0.500 over 1 shape; the portable kernel fastest on 0"
+expect "versus --shapes: only the named shapes" 0 "the best vendor per shape: 0.500 over 1 shape; the portable kernel faster on 0, tied on 0, slower on 1"
 run versus --shapes "$T/notperf.csv" "$T/vs"; expect "versus --shapes with a file without a name column exits 2 naming FILE:1" 2 "$T/notperf.csv:1: name: required column missing"
 # wide shapes and long names are printed whole (the shape column cut 'c1' to 'c')
 mkdir -p "$T/vsw"
