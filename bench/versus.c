@@ -16,7 +16,7 @@
 static void versus_usage(FILE *f)
 {
     fprintf(f,
-            "usage: fabench versus [--shapes FILE] [--run ID] [--any-run] [--csv FILE] RESULTS\n\n"
+            "usage: fabench versus [--shapes FILE] [--run ID] [--any-run] [--csv FILE | --markdown] RESULTS\n\n"
             "RESULTS: a results folder (its perf.csv) or a perf.csv file. For every shape with an ok\n"
             "row of the portable kernel and at least one ok vendor row of the same backend, name,\n"
             "dimensions and run (run_id), the speedup of the portable kernel over each vendor (the\n"
@@ -33,7 +33,12 @@ static void versus_usage(FILE *f)
             "  --any-run      pair rows across runs, and rows without a run id, too; the output\n"
             "                 says how many shapes crossed runs\n"
             "  --csv FILE     also write the per-shape table as CSV (atomically), with each shape's\n"
-            "                 verdict and run\n\n"
+            "                 verdict and run\n"
+            "  --markdown     print only a Markdown summary of one run (--run ID, else the run\n"
+            "                 with the most shapes paired): the run, GPU, dates and commit (from\n"
+            "                 the manifest beside the file), then per suite of bench/suites/ (a\n"
+            "                 shape in none: other) and in all: shapes, the geomean speedup over\n"
+            "                 the best vendor, faster / tie / slower (tools/readme-summary.sh)\n\n"
             "Exit status: 0 compared, 1 no shape with both, 2 bad usage or input (FILE:LINE: field).\n");
 }
 
@@ -360,9 +365,11 @@ int cmd_versus(int argc, char **argv)
 {
     const char *arg = NULL, *csv_out = NULL, *shapes_path = NULL;
     vs_filter f = {0};
+    int markdown = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { versus_usage(stdout); return 0; }
         if (!strcmp(argv[i], "--any-run")) { f.any_run = 1; continue; }
+        if (!strcmp(argv[i], "--markdown")) { markdown = 1; continue; }
         if (!strcmp(argv[i], "--csv") || !strcmp(argv[i], "--shapes") || !strcmp(argv[i], "--run")) {
             if (i + 1 >= argc || !argv[i + 1][0]) {
                 fprintf(stderr, "fabench versus: %s needs a value\n", argv[i]);
@@ -385,6 +392,10 @@ int cmd_versus(int argc, char **argv)
         versus_usage(stderr);
         return FB_EXIT_BADINPUT;
     }
+    if (markdown && (f.any_run || csv_out)) {
+        fprintf(stderr, "fabench versus: --markdown summarises one run: without --any-run and --csv\n");
+        return FB_EXIT_BADINPUT;
+    }
     perf_side s;
     memset(&s, 0, sizeof s);
     char err[FB_ERRLEN];
@@ -393,8 +404,8 @@ int cmd_versus(int argc, char **argv)
     if (rc == 0 && shapes_path && shape_names(shapes_path, &names, &f.ncol, err, sizeof err) != 0) rc = FB_EXIT_BADINPUT;
     f.names = names;
     if (rc == 0 && f.run) rc = check_run(&s, f.run, err, sizeof err);
-    if (rc == 0) rc = report(&s, &f, csv_out, err, sizeof err);
-    if (rc != 0 && rc != 1) fprintf(stderr, "fabench versus: %s\n", err);
+    if (rc == 0) rc = markdown ? vs_markdown(arg, &s, &f, stdout, err, sizeof err) : report(&s, &f, csv_out, err, sizeof err);
+    if (rc != 0 && (markdown || rc != 1)) fprintf(stderr, "fabench versus: %s\n", err);
     perf_side_free(&s);
     csvt_free(names);
     return rc == FB_EXIT_BADINPUT ? FB_EXIT_BADINPUT : rc ? 1 : 0;

@@ -1,5 +1,5 @@
-/* versus.h: the pairing behind `fabench versus` (versus.c): ours against the vendors' rows
- * of the same shape, of the same run unless told. */
+/* versus.h: the pairing behind `fabench versus` (versus.c) and its Markdown summary
+ * (versus_md.c): ours against the vendors' rows of the same shape, of the same run unless told. */
 #ifndef FABENCH_VERSUS_H
 #define FABENCH_VERSUS_H
 
@@ -36,5 +36,12 @@ int vs_pairable(const perf_entry *ours, const perf_entry *v, int any_run);
  * file's order. 0 or -1 (out of memory). */
 int vs_collect(const perf_side *s, const vs_filter *f, vs_pairs *out);
 void vs_pairs_free(vs_pairs *p);
+
+/* The Markdown summary of one run of s (f->run, or the run with the most shapes paired):
+ * a heading line (where, the GPU, the run, when, the commit from the manifest beside the
+ * file) and a table per suite of bench/suites/ (a shape in none: `other`), then `all`:
+ * shapes, the geomean speedup over the best vendor, faster / tie / slower. arg: the folder
+ * or file as the user named it. 0; 1 with err when no run pairs ours with a vendor; -1. */
+int vs_markdown(const char *arg, const perf_side *s, const vs_filter *f, FILE *out, char *err, size_t errlen);
 
 #endif

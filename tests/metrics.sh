@@ -243,6 +243,43 @@ run versus "$T/vsw"
 expect "versus: a wide shape and a long name are not cut" 0 "fx-decode-llama3-70b-instruct-b128-s16384 " "bf16 b128 h64/8 q4096 k16384 d64 c1 "
 run compare "$T/vsw" "$T/vsw"
 expect "compare: a wide shape and a long name are not cut" 0 "fx-decode-llama3-70b-instruct-b128-s16384 " "bf16 b128 h64/8 q4096 k16384 d64 c1 "
+# --markdown: one run (the one with the most shapes paired, or --run), per suite of
+# bench/suites/ (a shape of two suites in both, one of none under 'other'), the manifest's
+# GPU and commit (an --update command's own keys for its run), the rows' dates
+mkdir -p "$T/md"
+cat >"$T/md/perf.csv" <<'CSV'
+gpu,backend,impl,name,dtype,batch,hq,hkv,sq,skv,d,causal,median_us,p20_us,p80_us,status,run_id,utc
+Test GPU,cuda,portable,smoke-mha-s64-d64-causal,bf16,1,2,2,64,64,64,1,100,95,105,ok,run-A,2026-01-01T08:00:00Z
+Test GPU,cuda,cudnn,smoke-mha-s64-d64-causal,bf16,1,2,2,64,64,64,1,400,390,410,ok,run-A,2026-01-01T08:00:10Z
+Test GPU,cuda,portable,smoke-mha-s64-d64-causal,bf16,1,2,2,64,64,64,1,100,95,105,ok,run-B,2026-01-02T10:00:00Z
+Test GPU,cuda,portable,ref-b4-h32-s4096-d128,bf16,4,32,32,4096,4096,128,0,100,90,110,ok,run-B,2026-01-02T10:01:00Z
+Test GPU,cuda,portable,fx-other,bf16,1,2,2,64,64,64,0,100,95,105,ok,run-B,2026-01-02T10:02:00Z
+Test GPU,cuda,cudnn,smoke-mha-s64-d64-causal,bf16,1,2,2,64,64,64,1,200,190,210,ok,run-B,2026-01-02T10:03:00Z
+Test GPU,cuda,cudnn,ref-b4-h32-s4096-d128,bf16,4,32,32,4096,4096,128,0,105,100,110,ok,run-B,2026-01-02T10:04:00Z
+Test GPU,cuda,cudnn,fx-other,bf16,1,2,2,64,64,64,0,50,45,55,ok,run-B,2026-01-02T10:05:30Z
+CSV
+printf 'key,value\ngpu,Test GPU\ngit_commit,0123456789abcdef0123456789abcdef01234567\ngit_dirty,no\ndate,2026-01-02T10:05:31Z\nrun_id,run-B\nupdate.1.git_commit,fedcba9876543210fedcba9876543210fedcba98\nupdate.1.git_dirty,yes\nupdate.1.run_id,run-A\n' >"$T/md/manifest.csv"
+cat >"$T/md/want" <<MD
+**$T/md**: Test GPU, run \`run-B\` (of the 2 runs in the file, the one with the most shapes paired), 2026-01-02 10:00-10:05 UTC, commit 0123456
+
+| suite | shapes | speedup over the best vendor (geomean) | faster | tie | slower |
+| --- | ---: | ---: | ---: | ---: | ---: |
+| llm | 1 | 1.050x | 0 | 1 | 0 |
+| ref | 1 | 1.050x | 0 | 1 | 0 |
+| smoke | 1 | 2.000x | 1 | 0 | 0 |
+| other | 1 | 0.500x | 0 | 0 | 1 |
+| all | 3 | 1.016x | 1 | 1 | 1 |
+MD
+run versus --markdown "$T/md/"
+if [ "$RC" -eq 0 ] && diff "$T/md/want" "$T/out" >"$T/diff"; then ok "versus --markdown: the busiest run per suite, with its GPU, dates and commit"
+else bad "versus --markdown: the busiest run per suite, with its GPU, dates and commit" "exit $RC" "$(cat "$T/diff" "$T/err")"; fi
+run versus --markdown --run run-A "$T/md"
+expect "versus --markdown --run: that run, the commit of the --update that made it" 0 \
+    "run \`run-A\`, 2026-01-01 08:00 UTC, commit fedcba9 with uncommitted changes" "| smoke | 1 | 4.000x | 1 | 0 | 0 |" "| all | 1 | 4.000x | 1 | 0 | 0 |"
+run versus --markdown "$T/vo"
+expect "versus --markdown: a file from before run ids exits 1 saying so" 1 "predate run ids"
+run versus --markdown --any-run "$T/md"
+expect "versus --markdown --any-run exits 2: a summary is of one run" 2 "--markdown summarises one run"
 run versus "$T/none.csv";                expect "versus with a missing file exits 2 naming it" 2 "$T/none.csv"
 run versus;                              expect "versus without results exits 2" 2 "needs a results folder"
 
