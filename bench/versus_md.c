@@ -123,12 +123,10 @@ static void run_prefix(const csv_table *m, const char *run, char *out, size_t le
     out[0] = 0;
     for (size_t r = 0; m && r < m->nrows; r++) {
         const char *k = m->rows[r][0];
-        const size_t kl = strlen(k);
-        if (kl >= 6 && !strcmp(k + kl - 6, "run_id") && !strcmp(m->rows[r][1], run) &&
-            (kl == 6 || !strncmp(k, "update.", 7))) {
-            snprintf(out, len, "%.*s", (int)(kl - 6), k);
-            return;
-        }
+        const size_t digits = strncmp(k, "update.", 7) ? 0 : strspn(k + 7, "0123456789");
+        if (!digits || strcmp(k + 7 + digits, ".run_id") || strcmp(m->rows[r][1], run)) continue;
+        snprintf(out, len, "%.*s", (int)(7 + digits + 1), k);
+        return;
     }
 }
 
