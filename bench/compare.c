@@ -23,6 +23,31 @@ static const char *verdict(const perf_entry *a, const perf_entry *b)
     return v == SPREAD_TIE ? "same-within-noise" : spread_name(v);
 }
 
+/* "   run ids: A (3 rows), B (1 row); 2 rows without one" under a side's path; and on stderr,
+ * when the side mixes runs, that its rows were not all measured together. 0 or -1. */
+static int describe_runs(const perf_side *s, const char *label)
+{
+    perf_run *runs = NULL;
+    size_t nr = 0;
+    long none = 0;
+    if (perf_runs(s, &runs, &nr, &none) != 0) return -1;
+    printf("   run ids:");
+    if (!nr) printf(" none (its rows %s)", s->has_run_id ? "have no run id" : "predate run ids");
+    char list[512] = "";
+    size_t o = 0;
+    for (size_t k = 0; k < nr; k++) {
+        printf("%s %s (%ld row%s)", k ? "," : "", runs[k].id, runs[k].rows, runs[k].rows == 1 ? "" : "s");
+        if (o < sizeof list) o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", k ? ", " : "", runs[k].id);
+    }
+    if (nr && none) printf("; %ld row%s without one", none, none == 1 ? "" : "s");
+    printf("\n");
+    if (nr + (nr && none) > 1)
+        fprintf(stderr, "fabench compare: %s holds rows of %zu runs (%s%s): they were not all measured together\n", label,
+                nr + (none > 0), list, none ? ", and rows without a run id" : "");
+    free(runs);
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -32,7 +57,9 @@ static void usage(FILE *f)
             "ratio B/A of the median times: below 1, B is faster. The verdict uses the spreads:\n"
             "faster when B's p80 is below A's p20, slower when B's p20 is above A's p80, else\n"
             "same-within-noise. Then the geometric mean of B/A per implementation and overall.\n"
-            "Rows that are not ok on either side are listed as not comparable.\n\n"
+            "Rows that are not ok on either side are listed as not comparable. A and B are two\n"
+            "results, two runs by nature: the run ids (run_id) each side holds are listed under\n"
+            "its name, and stderr warns when a side mixes several runs.\n\n"
             "  --csv FILE   also write the table as CSV (atomically)\n\n"
             "Exit status: 0 compared, 1 nothing in common, 2 bad usage or input (FILE:LINE: field).\n");
 }
@@ -109,8 +136,11 @@ int cmd_compare(int argc, char **argv)
     static const char *const hdr[] = {"impl", "backend_a", "backend_b", "name", "shape", "a_median_us", "a_p20_us",
                                       "a_p80_us", "b_median_us", "b_p20_us", "b_p80_us", "ratio", "verdict"};
     csv_table *out = csv_out ? csvt_new(hdr, sizeof hdr / sizeof hdr[0]) : NULL;
-    printf("A: %s\nB: %s\nB/A of the median time: below 1, B is faster (verdict from the p20..p80 spreads)\n\n",
-           s[0].path, s[1].path);
+    for (int k = 0; k < 2; k++) {
+        printf("%s: %s\n", k ? "B" : "A", s[k].path);
+        describe_runs(&s[k], k ? "B" : "A");
+    }
+    printf("B/A of the median time: below 1, B is faster (verdict from the p20..p80 spreads)\n\n");
     const int wn = perf_col_width(s[0].e, s[0].n, 0, "name", 20), ws = perf_col_width(s[0].e, s[0].n, 1, "shape", 20);
     printf("%-16s %-15s %-*s %-*s %11s %11s %7s  %s\n", "impl", "backend", wn, "name", ws, "shape", "A us", "B us", "B/A",
            "verdict");

@@ -174,6 +174,14 @@ if grep -q "fx-decode" "$T/out"; then bad "versus: the cross-run shape is not in
 run versus --any-run "$T/vx"
 expect "versus --any-run: pairs across runs and says how many crossed" 0 \
     "2.000 over 2 shapes;" "--any-run: 1 of 2 shapes paired rows of different runs (or without a run id)"
+# compare pairs two results (two runs by nature) and says which runs each side holds
+run compare "$T/vx" "$T/vs"
+expect "compare: each side's run ids, and a warning for a side of several runs" 0 \
+    "   run ids: run-A (3 rows), run-B (1 row)" "   run ids: run-A (8 rows)" \
+    "fabench compare: A holds rows of 2 runs (run-A, run-B): they were not all measured together"
+if grep -q "B holds" "$T/err"; then bad "compare: no warning for a side of one run"; else ok "compare: no warning for a side of one run"; fi
+run compare "$GOOD" "$T/vs"
+expect "compare: a side without run ids says so" 0 "   run ids: none (its rows predate run ids)"
 # a perf.csv from before run ids (no run_id column): nothing pairs unless --any-run
 mkdir -p "$T/vo"; cut -d, -f1-25 "$T/vs/perf.csv" >"$T/vo/perf.csv"
 run versus "$T/vo"
