@@ -85,6 +85,34 @@ run check-results "$T/results/pthread-haswell-amd-epyc/"; expect "check-results:
 run check-results "$T/results/nu/";      expect "check-results: a trailing slash does not hide a misnamed folder" 1 \
     "does not name the folder 'results/nu'"
 
+# tools/rounds.sh's rounds-perf.csv (rows once per round, each round its own run id) is
+# checked as a perf.csv against rounds-manifest.csv beside it; repeats only across runs
+# rounds_dir NAME SED-SCRIPT: a folder with two rounds of the good rows (run ids r1, r2),
+# its rounds-manifest.csv, and SED-SCRIPT applied to its rounds-perf.csv
+rounds_dir() {
+    local d="$T/$1/pthread-haswell-amd-epyc"
+    rm -rf "$T/$1"; mkdir -p "$d"
+    { sed 's/\r$//; 1s/$/,run_id/; 2,$s/$/,r1/' "$GOOD/perf.csv"; sed 's/\r$//; 1d; s/$/,r2/' "$GOOD/perf.csv"; } >"$d/rounds-perf.csv"
+    cp "$GOOD/manifest.csv" "$d/rounds-manifest.csv"
+    sed -i "$2" "$d/rounds-perf.csv"
+    run check-results "$d"
+    D=$d
+}
+rounds_dir rounds-good ''
+expect "check-results: rounds-perf.csv of two rounds, each its own run, is clean" 0 "0 problems" "2 files in 1 results folder"
+if grep -q "rounds-perf.csv: note: not a known" "$T/out"; then bad "check-results: rounds-perf.csv is a known file"; else ok "check-results: rounds-perf.csv is a known file"; fi
+rounds_dir rounds-repeat '2p'
+expect "check-results: a row repeated within one round's run is a problem" 1 "$D/rounds-perf.csv:3: gpu: the same (gpu, backend, impl, config, name, dtype, batch, run_id) as line 2"
+rounds_dir rounds-tflops '4s/\(,[0-9]*,\)\([0-9.]*\)\(,[0-9.]*,[0-9.e-]*,[0-9.e-]*,ok\)/\10.9999\3/'
+expect "check-results: rounds-perf.csv's rows by perf.csv's rules (tflops against the shape)" 1 "$D/rounds-perf.csv:4: tflops"
+rounds_dir rounds-gpu '5s/^pthread-haswell-AMD EPYC,/another gpu,/'
+expect "check-results: rounds-perf.csv's GPU against rounds-manifest.csv's" 1 "$D/rounds-perf.csv:5: gpu: 'another gpu' is not this folder's GPU"
+rounds_dir rounds-nomanifest ''; rm "$D/rounds-manifest.csv"; run check-results "$D"
+expect "check-results: rounds-perf.csv without rounds-manifest.csv is a problem" 1 "$D/rounds-manifest.csv: manifest: missing"
+rounds_dir rounds-old 's/,r[12]$//; 1s/,run_id$//'
+expect "check-results: a rounds-perf.csv from before run ids: repeats not checked, a note says so" 0 "0 problems" \
+    "no run_id column (written before run ids)"
+
 # ---------- compare ----------
 run compare "$GOOD" "$GOOD/perf.csv";    expect "compare: a folder with itself: all same within noise, geomean 1" 0 \
     "1.000 over 2: 0 faster, 0 slower, 2 same within noise"
