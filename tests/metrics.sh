@@ -416,6 +416,35 @@ PY
     if bash plots/render.sh "$T/vend" >"$T/render3.log" 2>&1 && [ -s "$T/vend/plots/speedup.png" ] && [ -s "$T/vend/plots/speedup.svg" ]; then
         ok "render.sh draws speedup when a vendor shares a shape"
     else bad "render.sh draws speedup when a vendor shares a shape" "$(cat "$T/render3.log")"; fi
+    # speedup counts a win only beyond the spreads, as versus does: ours faster (disjoint), a
+    # tie (5% apart, the spreads overlapping) and slower; a tie's bar is grey; and its note says
+    # how many shapes paired rows of different runs (fx-decode's vendor row is of another run)
+    mkdir -p "$T/vtie"; cp "$GOOD/manifest.csv" "$T/vtie/"
+    rewrite_perf "$GOOD/perf.csv" "$T/vtie/perf.csv" <<'PY'
+for r in rows:
+    emit(dict(r, run_id="run-A"))
+    emit(dict(r, name="fx-tie", run_id="run-A"))
+    emit(dict(scaled(r, 2.0 if r["name"] == "fx-prefill" else 0.5), impl="cudnn", config="",
+              run_id="run-A" if r["name"] == "fx-prefill" else "run-B"))
+    emit(dict(scaled(r, 1.05), name="fx-tie", impl="cudnn", config="", run_id="run-A"))
+PY
+    if python3 plots/prep.py "$T/vtie/perf.csv" "$T/vtie/manifest.csv" "$T/vtie/plots" "$T/vtie/work" >/dev/null; then
+        why=$(python3 - "$T/vtie/work/speedup" <<'PY'
+import re, sys
+d = sys.argv[1]
+vars_gp = open(d + "/vars.gp").read()
+if "faster on 1, tied on 2, slower on 1 of 4 shapes" not in vars_gp:  # fx-tie: one shape per dims
+    print("title: %s" % re.findall(r"P_title\[1\] = (.*)", vars_gp))
+colors = {int(l.split()[0]): int(l.split()[2]) for l in open(d + "/sp1.dat") if not l.startswith("#")}
+if sorted(set(colors.values())) != sorted({0x009E73, 0xD55E00, 0x999999}):
+    print("bar colors: %s" % colors)
+if "1 shape pairs rows of different runs" not in vars_gp:
+    print("note: %s" % re.findall(r"^note = (.*)", vars_gp, re.M))
+PY
+)
+    else why="prep.py failed"; fi
+    if [ -z "$why" ]; then ok "speedup figure: faster / tie / slower beyond the spreads, ties grey, runs crossed noted"
+    else bad "speedup figure: faster / tie / slower beyond the spreads, ties grey, runs crossed noted" "$why"; fi
     # ragged, mixed and paged rows: their own bars figure, and out of the dense line figures
     mkdir -p "$T/batch"; cp "$GOOD/manifest.csv" "$T/batch/"
     python3 - "$GOOD/perf.csv" "$T/batch/perf.csv" <<'PY'
