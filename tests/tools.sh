@@ -287,6 +287,33 @@ check "rounds.sh: zero rounds exits 2" "[ $? -eq 2 ]"
 FAKEFAB_LOG="$T/fakefab.log" FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 1 "$T/rdr" --rest 1.5 >/dev/null 2>&1; rc=$?
 check "rounds.sh --rest: passed to ours and the vendors alike" \
       "[ $rc -eq 0 ] && grep -q '^run .*--rest 1.5' '$T/fakefab.log' && grep -q '^vendors .*--rest 1.5' '$T/fakefab.log'"
+# tools/readme-summary.sh: README's summary block is what the committed results give (its
+# numbers cannot be typed by hand); a number typed into it fails --check; a rewrite restores it
+tools/readme-summary.sh --check >"$T/rsum.log" 2>&1; rc=$?
+check "readme-summary.sh --check: README's summary block is what the committed results give" "[ $rc -eq 0 ]"
+[ $rc -eq 0 ] || sed 's/^/#   /' "$T/rsum.log" | head -30
+cp README.md "$T/README.md"
+sed -i '/<!-- summary:begin -->/,/<!-- summary:end -->/s/^| all | \([0-9]*\) | [0-9.]*x |/| all | \1 | 9.999x |/' "$T/README.md"
+tools/readme-summary.sh --check --readme "$T/README.md" >"$T/rsum.log" 2>&1; rc=$?
+check "readme-summary.sh --check: a number typed into the block fails, showing it and how to fix it" \
+      "[ $rc -eq 1 ] && grep -q '^-| all | [0-9]* | 9.999x |' '$T/rsum.log' && grep -q 'make summary' '$T/rsum.log'"
+tools/readme-summary.sh --readme "$T/README.md" && cmp -s README.md "$T/README.md"
+check "readme-summary.sh rewrites the block, and nothing else" "[ $? -eq 0 ]"
+# per folder: a perf.csv with run ids at any depth gets its table, one without run ids a line
+mkdir -p "$T/sres/gpu-new/study" "$T/sres/gpu-old"
+H=gpu,backend,impl,name,dtype,batch,hq,hkv,sq,skv,d,causal,median_us,p20_us,p80_us,status
+R=G,cuda,portable,smoke-mha-s64-d64-causal,bf16,1,2,2,64,64,64,1,100,95,105,ok
+V=G,cuda,cudnn,smoke-mha-s64-d64-causal,bf16,1,2,2,64,64,64,1,200,190,210,ok
+printf '%s\n' "$H,run_id,utc" "$R,r1,2026-01-01T00:00:00Z" "$V,r1,2026-01-01T00:01:00Z" >"$T/sres/gpu-new/study/perf.csv"
+printf '%s\n' "$H" "$R" "$V" >"$T/sres/gpu-old/perf.csv"
+tools/readme-summary.sh --print --results "$T/sres" >"$T/rsum.out" 2>&1; rc=$?
+check "readme-summary.sh: a study's table by suite, and one line for a folder from before run ids" \
+      "[ $rc -eq 0 ] && grep -qF '**$T/sres/gpu-new/study**: G, run \`r1\`, 2026-01-01 00:00-00:01 UTC, commit unknown' '$T/rsum.out' &&
+       grep -qxF '| smoke | 1 | 2.000x | 1 | 0 | 0 |' '$T/rsum.out' &&
+       grep -qxF -- '- \`$T/sres/gpu-old/perf.csv\`: 2 rows from before run ids (no run_id column): not summarized' '$T/rsum.out'"
+grep -v 'summary:end' README.md >"$T/nomark.md"
+tools/readme-summary.sh --readme "$T/nomark.md" >/dev/null 2>"$T/err"; rc=$?
+check "readme-summary.sh: a README without its markers exits 2 saying which" "[ $rc -eq 2 ] && grep -q 'summary:end' '$T/err'"
 # a failed row of ours (round 1 times out) still takes its round: the vendor of round 2 is
 # paired with ours of round 2 (75/80 and 95/100: median 0.944), not with round 3's
 cat > "$T/fakefab2" <<'FAKE'
