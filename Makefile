@@ -1,6 +1,7 @@
 # fabench: `make` builds $(BUILD)/fabench; `make test` builds and runs the tests;
 # `make sanitize` runs tests under ASan+UBSan, `make valgrind` a smoke run under memcheck,
-# `make fuzz` the parsers' fuzzers; `make plots` draws results/<gpu>/plots/; `make clean`.
+# `make fuzz` the parsers' fuzzers; `make plots` draws results/<gpu>/plots/; `make summary`
+# writes README.md's summary of the results; `make clean`.
 CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2 -g
@@ -14,7 +15,7 @@ LIBOBJ  := $(filter-out $(BUILD)/obj/bench/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTS   := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test clean plots sanitize valgrind
+.PHONY: all test clean plots summary sanitize valgrind
 all: $(BUILD)/fabench
 
 $(BUILD)/fabench: $(OBJ)
@@ -43,6 +44,10 @@ test: $(BUILD)/fabench $(TESTS)
 # PNG and SVG figures for every results/<gpu>/ with a perf.csv (needs gnuplot, python3)
 plots:
 	@bash plots/render.sh
+
+# README.md's "The answer so far" block, from the results' perf.csv files (fabench versus --markdown)
+summary: $(BUILD)/fabench
+	@FABENCH=$(BUILD)/fabench bash tools/readme-summary.sh
 
 # The unit tests, a slice of the end-to-end tests and a smoke run, built with AddressSanitizer
 # and UndefinedBehaviorSanitizer into build/asan (PoCL's own leaks are suppressed by name).

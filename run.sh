@@ -10,7 +10,8 @@
 # input exits 2 before any result file is touched. An earlier run's files (perf.csv,
 # manifest.csv, code metrics, portability.csv, figures) are moved to
 # results/<gpu-slug>/archive/<time>/, never overwritten; explored.csv and tuning.csv are the
-# tuner's resumable records and stay where they are.
+# tuner's resumable records and stay where they are. Every row of one pass carries one run
+# id (FABENCH_RUN_ID, run.sh-<UTC time>-<pid> unless the caller set one).
 set -eu
 cd "$(dirname "$0")"
 
@@ -29,6 +30,7 @@ usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budge
   --resume       go on with the run in the results folder instead of archiving it: shapes
                  perf.csv already has a row for (per implementation) are not run again, so
                  a run cut short (a time-limited GPU slot) is finished by the same command
+                 (its rows carry this pass's run id: versus pairs rows of one run only)
   --update       measure the suite again into the results folder instead of archiving it:
                  each shape's rows are replaced where they stand (per implementation), the
                  manifest records the commands under update.N. keys, and --tune keeps a
@@ -57,6 +59,11 @@ while [ $# -gt 0 ]; do
 done
 
 [ $((resume + update)) -le 1 ] || { echo "run.sh: --resume skips the shapes that have rows, --update measures them again: one of them" >&2; exit 2; }
+
+# one pass, one run: tune, run and vendors of every device write rows (and manifest keys)
+# with this id, so that versus pairs the kernel's rows with the vendors' of this pass and no
+# other; an id the caller set (FABENCH_RUN_ID) is kept, and fabench checks it before any work
+export FABENCH_RUN_ID=${FABENCH_RUN_ID-run.sh-$(date -u +%Y%m%dT%H%M%SZ)-$$}
 
 bash tools/ensure-deps.sh run
 make -s -j"$(nproc 2>/dev/null || echo 2)" all
@@ -181,7 +188,7 @@ for i in "${!sels[@]}"; do
     # lines), check-results' line, where the figures are
     table=$($fab versus "$dir" 2>&1) || table=$(grep '^\[[0-9]*/[0-9]*\]' "$log" || true)
     checked=$($fab check-results --quiet "$dir" 2>&1) || checked+=$'\n'"run.sh: $dir: check-results found problems (above)"
-    summary+=("== $dir: $sel ($name), suite $s" "$table" "$figs" "$checked" "$note")
+    summary+=("== $dir: $sel ($name), suite $s, run $FABENCH_RUN_ID" "$table" "$figs" "$checked" "$note")
 done
 
 echo "run.sh: summary"

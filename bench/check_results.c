@@ -609,7 +609,24 @@ static const file_spec specs[] = {
     {"codegen_summary.csv", summary_cols, N(summary_cols), rule_summary, {"gpu", "backend", "source", NULL}},
     {"codegen_distance.csv", distance_cols, N(distance_cols), rule_distance,
      {"source", "set", "a_gpu", "a_backend", "a_class", "a_config", "b_gpu", "b_backend", "b_class", "b_config", NULL}},
+    /* tools/rounds.sh: perf.csv's rows once per round (each round a run of its own), and
+     * their manifest; checked with perf.csv's schema and rules against that manifest */
+    {"rounds-perf.csv", perf_cols, N(perf_cols), rule_perf,
+     {"gpu", "backend", "impl", "config", "name", "dtype", "batch", "run_id", NULL}},
+    {"rounds-manifest.csv", manifest_cols, N(manifest_cols), NULL, {"key", NULL}},
 };
+
+/* perf.csv's and rounds-perf.csv's rows: a shape needs every dimension */
+static int is_perf(const file_spec *spec)
+{
+    return !strcmp(spec->file, "perf.csv") || !strcmp(spec->file, "rounds-perf.csv");
+}
+
+/* a manifest: the folder's, or rounds.sh's beside its rows */
+static int is_manifest(const char *file)
+{
+    return !strcmp(file, "manifest.csv") || !strcmp(file, "rounds-manifest.csv");
+}
 
 /* perf.csv's key also needs the other shape columns */
 static void row_key(const file_ctx *fc, size_t r, char *out, size_t len)
@@ -618,7 +635,7 @@ static void row_key(const file_ctx *fc, size_t r, char *out, size_t len)
     out[0] = 0;
     for (int i = 0; fc->spec->key[i] && o < len; i++)
         o += (size_t)snprintf(out + o, len - o, "%s\x1f", val(fc, r, fc->spec->key[i]));
-    if (!strcmp(fc->spec->file, "perf.csv")) {
+    if (is_perf(fc->spec)) {
         static const char *const more[] = {"hq", "hkv", "sq", "skv", "d", "causal", NULL};
         for (int i = 0; more[i] && o < len; i++) o += (size_t)snprintf(out + o, len - o, "%s\x1f", val(fc, r, more[i]));
     }
@@ -769,7 +786,7 @@ static void check_file(checker *ck, const char *dir, const file_spec *spec, csv_
         return;
     }
     char gpu_buf[256];
-    if (strcmp(spec->file, "manifest.csv") && strcmp(spec->file, "loc.csv"))
+    if (!is_manifest(spec->file) && strcmp(spec->file, "loc.csv"))
         load_manifest_facts(&fc, manifest, gpu_buf, sizeof gpu_buf);
     if (fc.t->ncols == 0) {
         problem(&fc, 1, "file", "empty: no header");
@@ -801,9 +818,12 @@ static void check_file(checker *ck, const char *dir, const file_spec *spec, csv_
         for (size_t i = 0; i < spec->ncols; i++) have_all &= fc.col[i] >= 0 || !(spec->cols[i].flags & REQ);
         if (spec->rule && have_all) spec->rule(&fc, r);
     }
-    if (!strcmp(spec->file, "manifest.csv") && fc.col[0] == 0 && fc.col[1] == 1) check_manifest(&fc, dir);
-    check_unique(&fc);
-    if (fc.t->nrows == 0 && strcmp(spec->file, "manifest.csv")) note(ck, path, "no rows");
+    if (is_manifest(spec->file) && fc.col[0] == 0 && fc.col[1] == 1) check_manifest(&fc, dir);
+    if (!strcmp(spec->file, "rounds-perf.csv") && csvt_col(fc.t, "run_id") < 0)
+        note(ck, path, "no run_id column (written before run ids): its rows repeat once per round, so whether "
+             "they are unique is not checked");
+    else check_unique(&fc);
+    if (fc.t->nrows == 0 && !is_manifest(spec->file)) note(ck, path, "no rows");
     (void)before;
     csvt_free(fc.t);
 }
@@ -872,6 +892,21 @@ static int exists(const char *path)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* The manifest at path that a folder's files need, read; a problem when it is missing (why:
+ * what needs it and how to write it). NULL when missing or unreadable (its own check says
+ * why). */
+static csv_table *needed_manifest(checker *ck, const char *path, const char *why)
+{
+    char err[FB_ERRLEN];
+    csv_table *m = NULL;
+    if (!exists(path)) {
+        ck->problems++;
+        printf("%s: manifest: missing: %s\n", path, why);
+        return NULL;
+    }
+    return csvt_read(path, &m, err, sizeof err) == 0 ? m : NULL;
+}
+
 static void check_folder(checker *ck, const char *dir, int depth)
 {
     DIR *d = opendir(dir);
@@ -892,23 +927,22 @@ static void check_folder(checker *ck, const char *dir, int depth)
     }
     closedir(d);
     qsort(names, n, sizeof *names, cmp_str);
-    int data_files = 0;
-    for (size_t i = 0; i < n; i++)
-        data_files += is_known(names[i]) && strcmp(names[i], "manifest.csv") && strcmp(names[i], "loc.csv");
-    char mpath[4200];
-    snprintf(mpath, sizeof mpath, "%s/manifest.csv", dir);
-    csv_table *manifest = NULL;
-    if (data_files || exists(mpath)) {
-        ck->folders++;
-        char err[FB_ERRLEN];
-        if (!exists(mpath)) {
-            ck->problems++;
-            printf("%s: manifest: missing: every results folder needs the manifest of the run that wrote it "
-                   "(fabench run --manifest DIR/manifest.csv)\n", mpath);
-        } else if (csvt_read(mpath, &manifest, err, sizeof err) != 0) {
-            manifest = NULL;
-        }
+    int data_files = 0, rounds = 0; /* rounds: rounds-perf.csv, whose manifest is rounds-manifest.csv */
+    for (size_t i = 0; i < n; i++) {
+        rounds |= !strcmp(names[i], "rounds-perf.csv");
+        data_files += is_known(names[i]) && !is_manifest(names[i]) && strcmp(names[i], "loc.csv") &&
+                      strcmp(names[i], "rounds-perf.csv");
     }
+    char mpath[4200], rpath[4200];
+    snprintf(mpath, sizeof mpath, "%s/manifest.csv", dir);
+    snprintf(rpath, sizeof rpath, "%s/rounds-manifest.csv", dir);
+    csv_table *manifest = NULL, *rmanifest = NULL;
+    if (data_files || exists(mpath) || rounds) ck->folders++;
+    if (data_files || exists(mpath))
+        manifest = needed_manifest(ck, mpath, "every results folder needs the manifest of the run that wrote it "
+                                              "(fabench run --manifest DIR/manifest.csv)");
+    if (rounds)
+        rmanifest = needed_manifest(ck, rpath, "rounds-perf.csv needs the manifest tools/rounds.sh writes beside it");
     for (size_t i = 0; i < n; i++) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
@@ -920,7 +954,8 @@ static void check_folder(checker *ck, const char *dir, int depth)
         if (!is_known(names[i])) { note(ck, p, "not a known results file; not checked"); continue; }
         if (!strcmp(names[i], "loc.csv") && depth > 0) note(ck, p, "loc.csv belongs at the top of results/");
         for (size_t s = 0; s < N(specs); s++)
-            if (!strcmp(specs[s].file, names[i])) check_file(ck, dir, &specs[s], manifest);
+            if (!strcmp(specs[s].file, names[i]))
+                check_file(ck, dir, &specs[s], !strcmp(names[i], "rounds-perf.csv") ? rmanifest : manifest);
     }
     if (exists(mpath) && data_files) {
         char pt[4200], pe[4200];
@@ -929,6 +964,7 @@ static void check_folder(checker *ck, const char *dir, int depth)
         if (exists(pt) && exists(pe)) cross_check_tuning(ck, dir);
     }
     csvt_free(manifest);
+    csvt_free(rmanifest);
     for (size_t i = 0; i < n; i++) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
@@ -948,12 +984,17 @@ static void usage(FILE *f)
             "Validates results folders: DIR and every folder under it (archive/ and plots/ aside).\n"
             "Checks each known file (perf.csv, explored.csv, tuning.csv, codegen.csv, compiled.csv,\n"
             "manifest.csv, vendor_configs.csv, portability.csv, codegen_summary.csv,\n"
-            "codegen_distance.csv, loc.csv, convergence.csv): required columns, value types, ok rows with finite\n"
-            "timings (p20 <= median <= p80, TFLOP/s and GB/s that agree with the shape) and errors\n"
-            "within the verification tolerances, no duplicate rows, the folder's manifest with its\n"
+            "codegen_distance.csv, loc.csv, convergence.csv, tools/rounds.sh's rounds-perf.csv and\n"
+            "rounds-manifest.csv): required columns, value types, ok rows with finite timings\n"
+            "(p20 <= median <= p80, TFLOP/s and GB/s that agree with the shape) and errors within\n"
+            "the verification tolerances, no duplicate rows, the folder's manifest with its\n"
             "required keys (gpu, gpu_slug, date, git_commit, host, a <backend>.command), and that\n"
-            "tuning.csv's winners are ok rows of explored.csv. A folder under results/ is named by\n"
-            "its GPU's slug (gpu_slug); a folder elsewhere (a run of your own) may have any name.\n\n"
+            "tuning.csv's winners are ok rows of explored.csv. rounds-perf.csv is checked as a\n"
+            "perf.csv against rounds-manifest.csv beside it; its rows repeat once per round, each\n"
+            "round a run of its own, so they are unique per run_id (a file without that column,\n"
+            "written before run ids, is not checked for repeats: a note says so). A folder under\n"
+            "results/ is named by its GPU's slug (gpu_slug); a folder elsewhere (a run of your\n"
+            "own) may have any name.\n\n"
             "Each problem is a line FILE:LINE: FIELD: MESSAGE on stdout; notes (unknown files or\n"
             "columns) are not problems. --quiet leaves the notes out.\n"
             "Exit status: 0 clean, 1 problems found, 2 bad usage.\n");

@@ -1,6 +1,6 @@
 /* commands.h: the subcommands of the fabench command line, each in its own file
  * (run_cmd.c, tune.c, vendors_cmd.c, codegen.c, loc.c, check_results.c, compare.c,
- * codegen_summary.c, portability.c); main.c dispatches to them. */
+ * versus.c, codegen_summary.c, portability.c); main.c dispatches to them. */
 #ifndef FABENCH_COMMANDS_H
 #define FABENCH_COMMANDS_H
 

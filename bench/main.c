@@ -24,7 +24,8 @@ static void usage_main(FILE *f)
             "  loc       non-blank, non-comment lines of C/C++/CUDA/OpenCL/Python sources\n"
             "  check-results    validate a results folder: columns, types, timings, tolerances, manifest\n"
             "  compare          B/A median time per (impl, shape) of two results, with a verdict\n"
-            "  versus           the portable kernel against each vendor and the best one per shape, geomeans\n"
+            "  versus           the portable kernel against each vendor and the best one per shape, rows\n"
+            "                   of one run; geomeans, faster / tie / slower; --markdown: a summary\n"
             "  codegen-summary  code diversity of compiled configurations: codegen_summary.csv\n"
             "  portability      other GPUs' tuned winners on this device, as %% of its own best\n"
             "  help      this text\n");

@@ -101,6 +101,9 @@ int manifest_fill(csv_table *t, const rt_device *dev, int argc, char **argv)
     gmtime_r(&now, &tm);
     strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     manifest_set(t, "date", buf);
+    /* the run its rows carry (perf.csv's run_id): versus --markdown finds the commit of a
+     * run by it, an --update's among its update.N. keys */
+    manifest_set(t, "run_id", fb_run_id());
     if (gethostname(buf, sizeof buf) == 0) { buf[sizeof buf - 1] = 0; manifest_set(t, "host", buf); }
     first_line("uname -srm 2>/dev/null", buf, sizeof buf);
     manifest_set(t, "os", buf);
@@ -208,5 +211,8 @@ int manifest_note_command(csv_table *t, const char *prefix, int argc, char **arg
     snprintf(key, sizeof key, "%s.command", prefix);
     if (manifest_set(t, key, buf) != 0) return -1;
     snprintf(key, sizeof key, "%s.date", prefix);
-    return manifest_set(t, key, date);
+    if (manifest_set(t, key, date) != 0) return -1;
+    /* each command's run: run and vendors of one pass share it (run.sh), or show they did not */
+    snprintf(key, sizeof key, "%s.run_id", prefix);
+    return manifest_set(t, key, fb_run_id());
 }

@@ -28,8 +28,8 @@ int manifest_update(const char *path, const rt_device *dev, int argc, char **arg
 /* The highest N of the update.N. keys in t (0 when there are none): the record a command
  * that manifest_update(..., update = 1, ...) began is the last one. */
 long manifest_last_update(const csv_table *t);
-/* PREFIX.command (the command line) and PREFIX.date (now, UTC): a later step's record in
- * a manifest that keeps the run's own keys. 0 or -1. */
+/* PREFIX.command (the command line), PREFIX.date (now, UTC) and PREFIX.run_id (the run its
+ * rows carry): a later step's record in a manifest that keeps the run's own keys. 0 or -1. */
 int manifest_note_command(csv_table *t, const char *prefix, int argc, char **argv);
 /* Adds or replaces one key. 0 or -1. */
 int manifest_set(csv_table *t, const char *key, const char *value);

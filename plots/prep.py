@@ -527,7 +527,7 @@ def bars_figure(fig, rows, all_impls, color_of, date, outdir, tmp, title_text, s
 
 
 VENDOR_FA2 = "torch-flash"
-FASTER, SLOWER, FA2_COLOR = "#009E73", "#D55E00", "#0072B2"
+FASTER, SLOWER, TIE, FA2_COLOR = "#009E73", "#D55E00", "#999999", "#0072B2"
 SHAPE_FIELDS = ("name", "dtype", "batch", "hq", "hkv", "sq", "skv", "d", "causal")
 
 
@@ -554,6 +554,22 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def spread_verdict(ours, theirs):
+    """ours against theirs as fabench versus says it: faster only when ours' p80 is below
+    their p20, slower only when ours' p20 is above their p80; overlapping spreads: a tie."""
+    if num(ours, "p80_us") < num(theirs, "p20_us"):
+        return "faster"
+    if num(ours, "p20_us") > num(theirs, "p80_us"):
+        return "slower"
+    return "tie"
+
+
+def crossed_runs(ours, theirs):
+    """The two rows are not of one run (run_id): different ids, or a row without one."""
+    a, b = ours.get("run_id", ""), theirs.get("run_id", "")
+    return not a or a != b
+
+
 def speedup_figure(rows, all_rows, date, outdir, tmp):
     """speedup: per shape, the best vendor's median time over the portable kernel's (one
     panel per backend of the portable kernel), as a bar from 1; a marker for the speedup
@@ -563,11 +579,12 @@ def speedup_figure(rows, all_rows, date, outdir, tmp):
         return tuple(r[f] for f in SHAPE_FIELDS)
 
     def fastest(rs):
+        """(median, impl, row) of the row with the lowest median, or None"""
         best = None
         for r in rs:
             t = num(r, "median_us")
             if math.isfinite(t) and t > 0 and (best is None or t < best[0]):
-                best = (t, r["impl"])
+                best = (t, r["impl"], r)
         return best
 
     order = []
@@ -594,7 +611,8 @@ def speedup_figure(rows, all_rows, date, outdir, tmp):
         if r["impl"] != "portable":
             run_on.setdefault(skey(r), set()).add(r["impl"])
 
-    shapes = []  # (key, {backend: (vs best, best impl, vs fa2 or None)}, partial)
+    shapes = []  # (key, {backend: (vs best, best impl, vs fa2 or None, verdict)}, partial)
+    ncrossed = 0  # shapes whose rows paired are not of one run (fabench versus leaves them out)
     for k in order:
         rs = by_shape[k]
         best = fastest(x for x in rs if x["impl"] != "portable")
@@ -603,7 +621,9 @@ def speedup_figure(rows, all_rows, date, outdir, tmp):
         for b in backends:
             mine = fastest(x for x in rs if x["impl"] == "portable" and x["backend"] == b)
             if mine and best:
-                per[b] = (best[0] / mine[0], best[1], fa2[0] / mine[0] if fa2 else None)
+                per[b] = (best[0] / mine[0], best[1], fa2[0] / mine[0] if fa2 else None,
+                          spread_verdict(mine[2], best[2]))
+                ncrossed += crossed_runs(mine[2], best[2])
         if per:
             shapes.append((k, per, len(run_on.get(k, ())) < len(vendors_all)))
     if not shapes:
@@ -629,15 +649,16 @@ def speedup_figure(rows, all_rows, date, outdir, tmp):
     p_title = []
     npartial = 0
     for pi, b in enumerate(backends, 1):
-        sb, sf = [], []
+        sb, sf, verdicts = [], [], []
         vals = [1.0]
         with open(os.path.join(d, "sp%d.dat" % pi), "w") as fh:
             fh.write("# y vs_best color vs_fa2 best_label fa2_label\n")
             for i, (k, per, partial) in enumerate(shapes):
                 if b not in per:
                     continue
-                s, impl, f = per[b]
+                s, impl, f, verdict = per[b]
                 sb.append(s)
+                verdicts.append(verdict)
                 vals.append(s)
                 if f is not None:
                     sf.append(f)
@@ -645,12 +666,13 @@ def speedup_figure(rows, all_rows, date, outdir, tmp):
                 if partial and pi == 1:
                     npartial += 1
                 fh.write('%d %.6g %d %s "%s" "%s"\n' % (
-                    i, s, int((FASTER if s >= 1 else SLOWER)[1:], 16),
+                    i, s, int({"faster": FASTER, "slower": SLOWER, "tie": TIE}[verdict][1:], 16),
                     "%.6g" % f if f is not None else "NaN",
                     "%s %s%s" % (fmt_ratio(s), impl, "*" if partial else ""),
                     fmt_ratio(f) if f is not None else "-"))
-        title = "{/:Bold portable / %s}   faster on %d of %d shapes\ngeomean %s vs the best" \
-            " vendor" % (gp_enh(b), sum(1 for x in sb if x >= 1), len(sb), fmt_ratio(geomean(sb)))
+        title = "{/:Bold portable / %s}   faster on %d, tied on %d, slower on %d of %d shapes\ngeomean" \
+            " %s vs the best vendor" % (gp_enh(b), verdicts.count("faster"), verdicts.count("tie"),
+                                       verdicts.count("slower"), len(sb), fmt_ratio(geomean(sb)))
         if sf:
             title += ", %s vs FA2%s" % (fmt_ratio(geomean(sf)),
                                         "" if len(sf) == len(sb) else " (%d shapes)" % len(sf))
@@ -690,8 +712,16 @@ def speedup_figure(rows, all_rows, date, outdir, tmp):
     v.set("plot_top", 1 - float(top_px) / height)
     v.set("plot_bot", float(bot_px) / height)
     v.set("note_y", 14.0 / height)
-    v.set("note", "* some of the %d vendors have no row at all for this shape: the best of"
-          " those that ran" % len(vendors_all) if npartial else "")
+    notes = []
+    if npartial:
+        notes.append("* some of the %d vendors have no row at all for this shape: the best of"
+                     " those that ran" % len(vendors_all))
+    if ncrossed:
+        notes.append("%d shape%s pair%s rows of different runs (run_id), or without a run id:"
+                     " fabench versus leaves %s out unless --any-run"
+                     % (ncrossed, "" if ncrossed == 1 else "s", "s" if ncrossed == 1 else "",
+                        "it" if ncrossed == 1 else "them"))
+    v.set("note", ";  ".join(notes))
     v.set("nshapes", len(shapes))
     v.set("npanels", len(backends))
     v.array("P_left", [(name_px + i * (panel_px + text_px)) / width
@@ -706,6 +736,7 @@ def speedup_figure(rows, all_rows, date, outdir, tmp):
     v.array("P_xtics", p_xtics)
     v.set("c_faster", FASTER)
     v.set("c_slower", SLOWER)
+    v.set("c_tie", TIE)
     v.set("c_fa2", FA2_COLOR)
     v.write(os.path.join(d, "vars.gp"))
     return None

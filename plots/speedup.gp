@@ -2,7 +2,8 @@
 # row per shape (in perf.csv's order, model families split by thin lines), one panel per
 # backend of the portable kernel, each with its own x range; x (log scale): the best
 # vendor's median time / the portable kernel's, as a bar from 1 (green: faster, vermillion:
-# slower), a marker for the speedup over FlashAttention-2 alone; right of each panel, the
+# slower, grey: a tie, the two rows' p20..p80 spreads overlapping), a marker for the speedup
+# over FlashAttention-2 alone; right of each panel, the
 # ratio and the vendor it is against, then the ratio to FlashAttention-2.
 # Drawn twice: PNG (pngcairo), then SVG.
 
@@ -97,11 +98,12 @@ do for [term = 1:2] {
     set bmargin at screen 0
     set xrange [0:1]
     set yrange [0:1]
-    set key at screen 0.5, screen key_y center top horizontal maxcols 3 maxrows 1 Left reverse samplen 2 width 1 \
+    set key at screen 0.5, screen key_y center top horizontal maxcols 4 maxrows 1 Left reverse samplen 2 width 1 \
         font "Sans,11" nobox
     plot NaN notitle, \
          keyentry with boxes fc rgb c_faster title "portable faster than the best vendor", \
          keyentry with boxes fc rgb c_slower title "portable slower than the best vendor", \
+         keyentry with boxes fc rgb c_tie title "tie (p20..p80 spreads overlap)", \
          keyentry with points pt 13 ps 1.4 lc rgb c_fa2 title "speedup over FlashAttention-2 (torch-flash)"
     unset multiplot
     set output

@@ -85,22 +85,56 @@ run check-results "$T/results/pthread-haswell-amd-epyc/"; expect "check-results:
 run check-results "$T/results/nu/";      expect "check-results: a trailing slash does not hide a misnamed folder" 1 \
     "does not name the folder 'results/nu'"
 
+# tools/rounds.sh's rounds-perf.csv (rows once per round, each round its own run id) is
+# checked as a perf.csv against rounds-manifest.csv beside it; repeats only across runs
+# rounds_dir NAME SED-SCRIPT: a folder with two rounds of the good rows (run ids r1, r2),
+# its rounds-manifest.csv, and SED-SCRIPT applied to its rounds-perf.csv
+rounds_dir() {
+    local d="$T/$1/pthread-haswell-amd-epyc"
+    rm -rf "$T/$1"; mkdir -p "$d"
+    { sed 's/\r$//; 1s/$/,run_id/; 2,$s/$/,r1/' "$GOOD/perf.csv"; sed 's/\r$//; 1d; s/$/,r2/' "$GOOD/perf.csv"; } >"$d/rounds-perf.csv"
+    cp "$GOOD/manifest.csv" "$d/rounds-manifest.csv"
+    sed -i "$2" "$d/rounds-perf.csv"
+    run check-results "$d"
+    D=$d
+}
+rounds_dir rounds-good ''
+expect "check-results: rounds-perf.csv of two rounds, each its own run, is clean" 0 "0 problems" "2 files in 1 results folder"
+if grep -q "rounds-perf.csv: note: not a known" "$T/out"; then bad "check-results: rounds-perf.csv is a known file"; else ok "check-results: rounds-perf.csv is a known file"; fi
+rounds_dir rounds-repeat '2p'
+expect "check-results: a row repeated within one round's run is a problem" 1 "$D/rounds-perf.csv:3: gpu: the same (gpu, backend, impl, config, name, dtype, batch, run_id) as line 2"
+rounds_dir rounds-tflops '4s/\(,[0-9]*,\)\([0-9.]*\)\(,[0-9.]*,[0-9.e-]*,[0-9.e-]*,ok\)/\10.9999\3/'
+expect "check-results: rounds-perf.csv's rows by perf.csv's rules (tflops against the shape)" 1 "$D/rounds-perf.csv:4: tflops"
+rounds_dir rounds-gpu '5s/^pthread-haswell-AMD EPYC,/another gpu,/'
+expect "check-results: rounds-perf.csv's GPU against rounds-manifest.csv's" 1 "$D/rounds-perf.csv:5: gpu: 'another gpu' is not this folder's GPU"
+rounds_dir rounds-nomanifest ''; rm "$D/rounds-manifest.csv"; run check-results "$D"
+expect "check-results: rounds-perf.csv without rounds-manifest.csv is a problem" 1 "$D/rounds-manifest.csv: manifest: missing"
+rounds_dir rounds-old 's/,r[12]$//; 1s/,run_id$//'
+expect "check-results: a rounds-perf.csv from before run ids: repeats not checked, a note says so" 0 "0 problems" \
+    "no run_id column (written before run ids)"
+
 # ---------- compare ----------
 run compare "$GOOD" "$GOOD/perf.csv";    expect "compare: a folder with itself: all same within noise, geomean 1" 0 \
     "1.000 over 2: 0 faster, 0 slower, 2 same within noise"
 # rewrite_perf SRC DST: DST is SRC's perf.csv remade by the Python snippet on stdin, which
-# sees `rows` (SRC's rows as dicts), `emit(row)` and `scaled(row, k)` (its times times k)
+# sees `rows` (SRC's rows as dicts), `emit(row)` and `scaled(row, k)` (its times times k); a
+# column an emitted row adds (run_id) is appended to the header, empty in the rows without it
 rewrite_perf() {
     python3 -c '
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+out = []
+emit = out.append
+def scaled(r, k):
+    return dict(r, **{c: "%.3f" % (k * float(r[c])) for c in ("median_us", "p20_us", "p80_us", "min_us")})
+exec(sys.stdin.read())
+cols = list(rows[0].keys())
+for r in out:
+    cols += [c for c in r if c not in cols]
 with open(sys.argv[2], "w", newline="") as f:
-    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+    w = csv.DictWriter(f, fieldnames=cols, restval="", lineterminator="\n")
     w.writeheader()
-    emit = w.writerow
-    def scaled(r, k):
-        return dict(r, **{c: "%.3f" % (k * float(r[c])) for c in ("median_us", "p20_us", "p80_us", "min_us")})
-    exec(sys.stdin.read())
+    w.writerows(out)
 ' "$1" "$2"
 }
 mkdir -p "$T/cmp"
@@ -123,26 +157,85 @@ run versus "$GOOD";                      expect "versus: a folder with no vendor
 mkdir -p "$T/vs"
 # vendors beside the portable rows: cudnn 2x the portable time on fx-prefill and 0.5x on
 # fx-decode, torch-flash 4x on both, and a failed row that must not count
+# (all of one run, run-A; the spreads apart: ours faster than cudnn on fx-prefill, slower on fx-decode)
 rewrite_perf "$GOOD/perf.csv" "$T/vs/perf.csv" <<'PY'
 for r in rows:
+    r = dict(r, run_id="run-A")
     emit(r)
     emit(dict(scaled(r, 2.0 if r["name"] == "fx-prefill" else 0.5), impl="cudnn", config=""))
     emit(dict(scaled(r, 4.0), impl="torch-flash", config=""))
     emit(dict(r, impl="flex", config="", status="wrong", median_us="", p20_us="", p80_us="", min_us=""))
 PY
 run versus "$T/vs" --csv "$T/vs/vs.csv"
-expect "versus: the best vendor per shape, geomeans per vendor, fastest count" 0 \
-    "geomean speedup over the best vendor per shape: 1.000 over 2 shapes; the portable kernel fastest on 1" \
-    "geomean speedup over cudnn          1.000 over 2 shapes" "geomean speedup over torch-flash    4.000 over 2 shapes"
+expect "versus: the best vendor per shape, geomeans per vendor, faster / tie / slower beyond the spreads" 0 \
+    "geomean speedup over the best vendor per shape: 1.000 over 2 shapes; the portable kernel faster on 1, tied on 0, slower on 1" \
+    "geomean speedup over cudnn          1.000 over 2 shapes: faster on 1, tied on 0, slower on 1" \
+    "geomean speedup over torch-flash    4.000 over 2 shapes: faster on 2, tied on 0, slower on 0" \
+    "pairs: rows of one run (run_id): run-A 2 shapes"
 if grep -q "flex" "$T/out"; then bad "versus: a failed vendor row does not count"; else ok "versus: a failed vendor row does not count"; fi
-if [ -f "$T/vs/vs.csv" ] && grep -q "^opencl,fx-prefill,.*,cudnn,.*,2.0000,cudnn=2.000;torch-flash=4.000,,,,$" "$T/vs/vs.csv"; then
-    ok "versus --csv writes the per-shape table"; else bad "versus --csv writes the per-shape table" "$(cat "$T/vs/vs.csv" 2>/dev/null)"; fi
+if grep -q "fastest" "$T/out"; then bad "versus: no 'fastest' count (wins need the spreads apart)"; else ok "versus: no 'fastest' count (wins need the spreads apart)"; fi
+if [ -f "$T/vs/vs.csv" ] && grep -q "^opencl,fx-prefill,.*,cudnn,.*,2.0000,cudnn=2.000;torch-flash=4.000,,,,,faster,run-A$" "$T/vs/vs.csv"; then
+    ok "versus --csv writes the per-shape table, its verdict and run"; else bad "versus --csv writes the per-shape table, its verdict and run" "$(cat "$T/vs/vs.csv" 2>/dev/null)"; fi
+# a tie: the best vendor's median 5% above ours, the spreads overlapping: 'faster' needs ours'
+# p80 below the vendor's p20 (the old count called speedup >= 1 the fastest)
+mkdir -p "$T/vt"
+rewrite_perf "$GOOD/perf.csv" "$T/vt/perf.csv" <<'PY'
+for r in rows:
+    r = dict(r, run_id="run-A")
+    emit(r)
+    emit(dict(scaled(r, 1.05), impl="cudnn", config=""))
+PY
+run versus "$T/vt"
+expect "versus: overlapping spreads are a tie, not a win" 0 \
+    "1.050 over 2 shapes; the portable kernel faster on 0, tied on 2, slower on 0" " tie"
+# rows of different runs: fx-prefill's cudnn row is of run-A as ours, fx-decode's of run-B
+mkdir -p "$T/vx"
+rewrite_perf "$GOOD/perf.csv" "$T/vx/perf.csv" <<'PY'
+for r in rows:
+    emit(dict(r, run_id="run-A"))
+    emit(dict(scaled(r, 2.0), impl="cudnn", config="", run_id="run-A" if r["name"] == "fx-prefill" else "run-B"))
+PY
+run versus "$T/vx"
+expect "versus: only rows of one run pair; the shape that would pair across runs is left out, saying how to include it" 0 \
+    "2.000 over 1 shape;" "fabench versus: 1 shape left out: ours and the vendors' rows are of different runs" "--any-run"
+if grep -q "fx-decode" "$T/out"; then bad "versus: the cross-run shape is not in the table"; else ok "versus: the cross-run shape is not in the table"; fi
+run versus --any-run "$T/vx"
+expect "versus --any-run: pairs across runs and says how many crossed" 0 \
+    "2.000 over 2 shapes;" "--any-run: 1 of 2 shapes paired rows of different runs (or without a run id)"
+# compare pairs two results (two runs by nature) and says which runs each side holds
+run compare "$T/vx" "$T/vs"
+expect "compare: each side's run ids, and a warning for a side of several runs" 0 \
+    "   run ids: run-A (3 rows), run-B (1 row)" "   run ids: run-A (8 rows)" \
+    "fabench compare: A holds rows of 2 runs (run-A, run-B): they were not all measured together"
+if grep -q "B holds" "$T/err"; then bad "compare: no warning for a side of one run"; else ok "compare: no warning for a side of one run"; fi
+run compare "$GOOD" "$T/vs"
+expect "compare: a side without run ids says so" 0 "   run ids: none (its rows predate run ids)"
+# a perf.csv from before run ids (no run_id column): nothing pairs unless --any-run
+mkdir -p "$T/vo"; cut -d, -f1-25 "$T/vs/perf.csv" >"$T/vo/perf.csv"
+run versus "$T/vo"
+expect "versus: rows without run ids do not pair; exit 1 saying --any-run would" 1 "2 shapes left out" "--any-run"
+run versus --any-run "$T/vo"
+expect "versus --any-run: rows without run ids pair, and are counted as crossing" 0 "1.000 over 2 shapes;" "2 of 2 shapes paired rows of different runs"
+# rounds: ours and cudnn in run r1, then again in run r2 (each pairs in its own run); --run picks one
+mkdir -p "$T/vr"
+rewrite_perf "$GOOD/perf.csv" "$T/vr/perf.csv" <<'PY'
+for k, run in ((2.0, "r1"), (0.5, "r2")):
+    for r in rows:
+        emit(dict(r, run_id=run))
+        emit(dict(scaled(r, k), impl="cudnn", config="", run_id=run))
+PY
+run versus "$T/vr"
+expect "versus: rows of two runs each pair within their run" 0 "1.000 over 4 shapes;" "r1 2 shapes, r2 2 shapes" "faster on 2, tied on 0, slower on 2"
+run versus --run r2 "$T/vr"
+expect "versus --run: only that run's rows" 0 "0.500 over 2 shapes;" "faster on 0, tied on 0, slower on 2"
+run versus --run nosuch "$T/vr"
+expect "versus --run with a run the file does not hold exits 2 naming its runs" 2 "nosuch" "r1, r2"
 # rows with the GPU's readings: the clocks and power of both sides beside each shape
 mkdir -p "$T/vsr"; sed "s/\r\$//; $TEL; /,cudnn,/s/,1605,688.3,/,1710,640.5,/" "$T/vs/perf.csv" >"$T/vsr/perf.csv"
 run versus "$T/vsr" --csv "$T/vsr/vs.csv"
 expect "versus: the SM clocks and power of the portable row and the best vendor's" 0 "SM MHz (portable / vendor), W" \
     " 1605 / 1710   688 / 640" "per SM cycle (each side's time times the SM clock it ran at): geomean 1.065 over 2 shapes"
-if grep -q "^opencl,fx-prefill,.*;torch-flash=4.000,1605,1710,688.3,640.5$" "$T/vsr/vs.csv"; then
+if grep -q "^opencl,fx-prefill,.*;torch-flash=4.000,1605,1710,688.3,640.5,faster,run-A$" "$T/vsr/vs.csv"; then
     ok "versus --csv: the readings' columns"; else bad "versus --csv: the readings' columns" "$(cat "$T/vsr/vs.csv")"; fi
 # a vendor row without readings (an older run's): '-' where a reading would be
 mkdir -p "$T/vsn"; sed '/,cudnn,/s/,1710,640.5,63,sw_power_cap$/,,,,/' "$T/vsr/perf.csv" >"$T/vsn/perf.csv"
@@ -174,7 +267,7 @@ run compare "$T/vs/perf.csv" "$T/cmpp/perf.csv"
 expect "compare: p20 above the median exits 2 naming the file and field" 2 "$T/cmpp/perf.csv:" "p20_us"
 printf 'name,batch,hq,hkv,sq,skv,d,causal\nfx-decode,1,1,1,1,1,64,0\n' >"$T/vs/one.csv"
 run versus --shapes "$T/vs/one.csv" "$T/vs"
-expect "versus --shapes: only the named shapes" 0 "the best vendor per shape: 0.500 over 1 shape; the portable kernel fastest on 0"
+expect "versus --shapes: only the named shapes" 0 "the best vendor per shape: 0.500 over 1 shape; the portable kernel faster on 0, tied on 0, slower on 1"
 run versus --shapes "$T/notperf.csv" "$T/vs"; expect "versus --shapes with a file without a name column exits 2 naming FILE:1" 2 "$T/notperf.csv:1: name: required column missing"
 # wide shapes and long names are printed whole (the shape column cut 'c1' to 'c')
 mkdir -p "$T/vsw"
@@ -186,6 +279,43 @@ run versus "$T/vsw"
 expect "versus: a wide shape and a long name are not cut" 0 "fx-decode-llama3-70b-instruct-b128-s16384 " "bf16 b128 h64/8 q4096 k16384 d64 c1 "
 run compare "$T/vsw" "$T/vsw"
 expect "compare: a wide shape and a long name are not cut" 0 "fx-decode-llama3-70b-instruct-b128-s16384 " "bf16 b128 h64/8 q4096 k16384 d64 c1 "
+# --markdown: one run (the one with the most shapes paired, or --run), per suite of
+# bench/suites/ (a shape of two suites in both, one of none under 'other'), the manifest's
+# GPU and commit (an --update command's own keys for its run), the rows' dates
+mkdir -p "$T/md"
+cat >"$T/md/perf.csv" <<'CSV'
+gpu,backend,impl,name,dtype,batch,hq,hkv,sq,skv,d,causal,median_us,p20_us,p80_us,status,run_id,utc
+Test GPU,cuda,portable,smoke-mha-s64-d64-causal,bf16,1,2,2,64,64,64,1,100,95,105,ok,run-A,2026-01-01T08:00:00Z
+Test GPU,cuda,cudnn,smoke-mha-s64-d64-causal,bf16,1,2,2,64,64,64,1,400,390,410,ok,run-A,2026-01-01T08:00:10Z
+Test GPU,cuda,portable,smoke-mha-s64-d64-causal,bf16,1,2,2,64,64,64,1,100,95,105,ok,run-B,2026-01-02T10:00:00Z
+Test GPU,cuda,portable,ref-b4-h32-s4096-d128,bf16,4,32,32,4096,4096,128,0,100,90,110,ok,run-B,2026-01-02T10:01:00Z
+Test GPU,cuda,portable,fx-other,bf16,1,2,2,64,64,64,0,100,95,105,ok,run-B,2026-01-02T10:02:00Z
+Test GPU,cuda,cudnn,smoke-mha-s64-d64-causal,bf16,1,2,2,64,64,64,1,200,190,210,ok,run-B,2026-01-02T10:03:00Z
+Test GPU,cuda,cudnn,ref-b4-h32-s4096-d128,bf16,4,32,32,4096,4096,128,0,105,100,110,ok,run-B,2026-01-02T10:04:00Z
+Test GPU,cuda,cudnn,fx-other,bf16,1,2,2,64,64,64,0,50,45,55,ok,run-B,2026-01-02T10:05:30Z
+CSV
+printf 'key,value\ngpu,Test GPU\ngit_commit,0123456789abcdef0123456789abcdef01234567\ngit_dirty,no\ndate,2026-01-02T10:05:31Z\nrun_id,run-B\nupdate.1.git_commit,fedcba9876543210fedcba9876543210fedcba98\nupdate.1.git_dirty,yes\nupdate.1.run_id,run-A\n' >"$T/md/manifest.csv"
+cat >"$T/md/want" <<MD
+**$T/md**: Test GPU, run \`run-B\` (of the 2 runs in the file, the one with the most shapes paired), 2026-01-02 10:00-10:05 UTC, commit 0123456
+
+| suite | shapes | speedup over the best vendor (geomean) | faster | tie | slower |
+| --- | ---: | ---: | ---: | ---: | ---: |
+| llm | 1 | 1.050x | 0 | 1 | 0 |
+| ref | 1 | 1.050x | 0 | 1 | 0 |
+| smoke | 1 | 2.000x | 1 | 0 | 0 |
+| other | 1 | 0.500x | 0 | 0 | 1 |
+| all | 3 | 1.016x | 1 | 1 | 1 |
+MD
+run versus --markdown "$T/md/"
+if [ "$RC" -eq 0 ] && diff "$T/md/want" "$T/out" >"$T/diff"; then ok "versus --markdown: the busiest run per suite, with its GPU, dates and commit"
+else bad "versus --markdown: the busiest run per suite, with its GPU, dates and commit" "exit $RC" "$(cat "$T/diff" "$T/err")"; fi
+run versus --markdown --run run-A "$T/md"
+expect "versus --markdown --run: that run, the commit of the --update that made it" 0 \
+    "run \`run-A\`, 2026-01-01 08:00 UTC, commit fedcba9 with uncommitted changes" "| smoke | 1 | 4.000x | 1 | 0 | 0 |" "| all | 1 | 4.000x | 1 | 0 | 0 |"
+run versus --markdown "$T/vo"
+expect "versus --markdown: a file from before run ids exits 1 saying so" 1 "predate run ids"
+run versus --markdown --any-run "$T/md"
+expect "versus --markdown --any-run exits 2: a summary is of one run" 2 "--markdown summarises one run"
 run versus "$T/none.csv";                expect "versus with a missing file exits 2 naming it" 2 "$T/none.csv"
 run versus;                              expect "versus without results exits 2" 2 "needs a results folder"
 
@@ -286,6 +416,35 @@ PY
     if bash plots/render.sh "$T/vend" >"$T/render3.log" 2>&1 && [ -s "$T/vend/plots/speedup.png" ] && [ -s "$T/vend/plots/speedup.svg" ]; then
         ok "render.sh draws speedup when a vendor shares a shape"
     else bad "render.sh draws speedup when a vendor shares a shape" "$(cat "$T/render3.log")"; fi
+    # speedup counts a win only beyond the spreads, as versus does: ours faster (disjoint), a
+    # tie (5% apart, the spreads overlapping) and slower; a tie's bar is grey; and its note says
+    # how many shapes paired rows of different runs (fx-decode's vendor row is of another run)
+    mkdir -p "$T/vtie"; cp "$GOOD/manifest.csv" "$T/vtie/"
+    rewrite_perf "$GOOD/perf.csv" "$T/vtie/perf.csv" <<'PY'
+for r in rows:
+    emit(dict(r, run_id="run-A"))
+    emit(dict(r, name="fx-tie", run_id="run-A"))
+    emit(dict(scaled(r, 2.0 if r["name"] == "fx-prefill" else 0.5), impl="cudnn", config="",
+              run_id="run-A" if r["name"] == "fx-prefill" else "run-B"))
+    emit(dict(scaled(r, 1.05), name="fx-tie", impl="cudnn", config="", run_id="run-A"))
+PY
+    if python3 plots/prep.py "$T/vtie/perf.csv" "$T/vtie/manifest.csv" "$T/vtie/plots" "$T/vtie/work" >/dev/null; then
+        why=$(python3 - "$T/vtie/work/speedup" <<'PY'
+import re, sys
+d = sys.argv[1]
+vars_gp = open(d + "/vars.gp").read()
+if "faster on 1, tied on 2, slower on 1 of 4 shapes" not in vars_gp:  # fx-tie: one shape per dims
+    print("title: %s" % re.findall(r"P_title\[1\] = (.*)", vars_gp))
+colors = {int(l.split()[0]): int(l.split()[2]) for l in open(d + "/sp1.dat") if not l.startswith("#")}
+if sorted(set(colors.values())) != sorted({0x009E73, 0xD55E00, 0x999999}):
+    print("bar colors: %s" % colors)
+if "1 shape pairs rows of different runs" not in vars_gp:
+    print("note: %s" % re.findall(r"^note = (.*)", vars_gp, re.M))
+PY
+)
+    else why="prep.py failed"; fi
+    if [ -z "$why" ]; then ok "speedup figure: faster / tie / slower beyond the spreads, ties grey, runs crossed noted"
+    else bad "speedup figure: faster / tie / slower beyond the spreads, ties grey, runs crossed noted" "$why"; fi
     # ragged, mixed and paged rows: their own bars figure, and out of the dense line figures
     mkdir -p "$T/batch"; cp "$GOOD/manifest.csv" "$T/batch/"
     python3 - "$GOOD/perf.csv" "$T/batch/perf.csv" <<'PY'

@@ -35,6 +35,14 @@ for r in 1 2; do
     fi
 done
 
+# the manifest names the run too: run_id (versus --markdown finds a run's commit by it) and
+# the command's own run.run_id
+FABENCH_RUN_ID=pass-2 "$FB" run --device opencl:0 --shapes "$T/two.csv" --out "$T/m-perf.csv" --budget 0.02 --quiet \
+    --manifest "$T/manifest.csv"
+if grep -qx 'run_id,pass-2' "$T/manifest.csv" && grep -qx 'run\.run_id,pass-2' "$T/manifest.csv"; then
+    ok "the manifest records the run id: run_id and run.run_id"
+else bad "the manifest records the run id" "$(grep run_id "$T/manifest.csv")"; fi
+
 # without FABENCH_RUN_ID every process names its own run
 "$FB" run --device opencl:0 --shapes "$T/two.csv" --out "$T/a.csv" --budget 0.02 --quiet
 "$FB" run --device opencl:0 --shapes "$T/two.csv" --out "$T/b.csv" --budget 0.02 --quiet

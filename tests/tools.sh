@@ -102,6 +102,10 @@ fi
 if ./run.sh --quick --results "$T/rs" >"$T/rs.log" 2>&1; then
     pf=$(ls "$T"/rs/*/perf.csv | head -1); d=$(dirname "$pf")
     n1=$(wc -l < "$pf"); names1=$(cut -d, -f5 "$pf")
+    # one pass, one run id (run.sh-<UTC time>-<pid>): in every row, in the manifest, in the summary
+    id1=$(awk -F, 'NR==1{for(i=1;i<=NF;i++) if($i=="run_id") c=i} NR>1{print $c}' "$pf" | sort -u)
+    check "run.sh: one run id for the pass, in its rows, manifest and summary ($id1)" \
+          "[[ '$id1' =~ ^run\.sh-[0-9]{8}T[0-9]{6}Z-[0-9]+$ ]] && grep -qx 'run_id,$id1' '$d/manifest.csv' && grep -q '^== .*, run $id1$' '$T/rs.log'"
     ./run.sh --quick --results "$T/rs" --update >"$T/rs2.log" 2>&1; rc=$?
     check "run.sh --update exits 0, archives nothing" "[ $rc -eq 0 ] && [ ! -d '$d/archive' ]"
     check "run.sh --update: the same rows, in the same order" "[ \$(wc -l < '$pf') -eq $n1 ] && [ \"\$(cut -d, -f5 '$pf')\" = \"$names1\" ]"
@@ -110,6 +114,10 @@ if ./run.sh --quick --results "$T/rs" >"$T/rs.log" 2>&1; then
     ./run.sh --suite smoke --tune 2 --budget 0.02 --results "$T/rs" --update >"$T/rs4.log" 2>&1; rc=$?
     check "run.sh --tune --update: tune --merge, noted under update.N., the run's own keys kept" \
           "[ $rc -eq 0 ] && grep -q '^update\\.[0-9]*\\.tune\\.command,.*--merge' '$d/manifest.csv' && [ \"\$(grep '^date,' '$d/manifest.csv')\" = '$date1' ] && ! grep -q '^tune\\.command,' '$d/manifest.csv'"
+    # tune and run of that pass (two processes) share its run id, another than the first pass's
+    ids=$(grep -E '^update\.[0-9]+\.(tune|run)\.run_id,' "$d/manifest.csv" | tail -n 2 | cut -d, -f2 | sort -u)
+    check "run.sh --tune: tune and run of one pass share its run id ($ids)" \
+          "[ \$(printf '%s\n' '$ids' | wc -l) -eq 1 ] && [[ '$ids' =~ ^run\.sh- ]] && [ '$ids' != '$id1' ]"
     ./run.sh --quick --results "$T/rs" >"$T/rs3.log" 2>&1
     check "run.sh without --update archives the earlier run" "ls '$d'/archive/*/perf.csv >/dev/null 2>&1"
 else
@@ -246,11 +254,12 @@ cat > "$T/fakefab" <<'FAKE'
 cmd=$1; shift; out=; cfg=
 echo "$cmd $*" >> "${FAKEFAB_LOG:-/dev/null}"
 while [ $# -gt 0 ]; do case "$1" in --out) out=$2; shift 2 ;; --config) cfg=$2; shift 2 ;; *) shift ;; esac; done
-[ -e "$out" ] || echo "impl,config,name,median_us,tflops,status,config_source,sm_mhz" > "$out"
+[ -e "$out" ] || echo "impl,config,name,median_us,tflops,status,config_source,sm_mhz,run_id" > "$out"
+row() { echo "$1,${FABENCH_RUN_ID:-}" >> "$out"; }  # the run it is told, as fabench's rows
 n=$(grep -c '^cudnn,' "$out")
-if [ "$cmd" = run ] && [ -z "$cfg" ]; then echo "portable,T,s,100,2.0,ok,tuning.csv (exact class),1980" >> "$out"
-elif [ "$cmd" = run ]; then echo "portable,$cfg,s,200,1.0,ok,--config,1800" >> "$out"
-else [ "$n" -eq 0 ] && echo "cudnn,v,s,110,1.8,ok,,1700" >> "$out" || echo "cudnn,v,s,90,2.2,ok,,1900" >> "$out"; fi
+if [ "$cmd" = run ] && [ -z "$cfg" ]; then row "portable,T,s,100,2.0,ok,tuning.csv (exact class),1980"
+elif [ "$cmd" = run ]; then row "portable,$cfg,s,200,1.0,ok,--config,1800"
+else [ "$n" -eq 0 ] && row "cudnn,v,s,110,1.8,ok,,1700" || row "cudnn,v,s,90,2.2,ok,,1900"; fi
 FAKE
 chmod +x "$T/fakefab"
 printf 'name,batch,hq,hkv,sq,skv,d,causal\ns,1,2,1,48,48,64,1\n' > "$T/rs.csv"
@@ -259,6 +268,13 @@ check "rounds.sh: two rounds, tuned + --config + vendors each, summarised per sh
       "[ $rc -eq 0 ] && [ \$(grep -c . '$T/rd/rounds-perf.csv') -eq 7 ] && grep -q '^s,portable,2,2,2,2,1980,,$' '$T/rd/rounds.csv' && grep -q '^s,portable --config X=1,2,1,1,1,1800,,$' '$T/rd/rounds.csv'"
 # in cycles: round 1 110 us x 1700 MHz over 100 x 1980 = 0.944, round 2 90 x 1900 / 198000 = 0.864
 check "rounds.sh: the vendor's time over ours, per round, median 1.000; in SM cycles 0.904" "grep -q '^s,cudnn,2,2,1.8,2.2,1800,1.000,0.904$' '$T/rd/rounds.csv'"
+# each round its own run: <base>-r<N>, ours and the vendors of a round sharing it, so that
+# rounds-perf.csv's rows are unique per run id (base: rounds-<UTC time>-<pid>, or the caller's)
+check "rounds.sh: each round's rows carry its own run id, rounds-...-r1 then -r2" \
+      "[ \"\$(cut -d, -f9 '$T/rd/rounds-perf.csv' | sed 1d | sed -E 's/^rounds-[0-9]{8}T[0-9]{6}Z-[0-9]+-//' | tr '\n' ' ')\" = 'r1 r1 r1 r2 r2 r2 ' ]"
+FABENCH_RUN_ID=probe-7 FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 2 "$T/rdid" >/dev/null 2>&1
+check "rounds.sh: a FABENCH_RUN_ID the caller set is the base: probe-7-r1, probe-7-r2" \
+      "[ \"\$(cut -d, -f9 '$T/rdid/rounds-perf.csv' | sed 1d | sort -u | tr '\n' ' ')\" = 'probe-7-r1 probe-7-r2 ' ]"
 FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 2 "$T/rd" >/dev/null 2>"$T/err"; rc=$?
 check "rounds.sh: an OUT_DIR that holds a rounds-perf.csv exits 2 (nothing mixed in)" "[ $rc -eq 2 ] && grep -q 'exists' '$T/err'"
 cp "$T/rd/rounds.csv" "$T/rd/rounds.first"; rm "$T/rd/rounds.csv"
@@ -271,6 +287,33 @@ check "rounds.sh: zero rounds exits 2" "[ $? -eq 2 ]"
 FAKEFAB_LOG="$T/fakefab.log" FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 1 "$T/rdr" --rest 1.5 >/dev/null 2>&1; rc=$?
 check "rounds.sh --rest: passed to ours and the vendors alike" \
       "[ $rc -eq 0 ] && grep -q '^run .*--rest 1.5' '$T/fakefab.log' && grep -q '^vendors .*--rest 1.5' '$T/fakefab.log'"
+# tools/readme-summary.sh: README's summary block is what the committed results give (its
+# numbers cannot be typed by hand); a number typed into it fails --check; a rewrite restores it
+tools/readme-summary.sh --check >"$T/rsum.log" 2>&1; rc=$?
+check "readme-summary.sh --check: README's summary block is what the committed results give" "[ $rc -eq 0 ]"
+[ $rc -eq 0 ] || sed 's/^/#   /' "$T/rsum.log" | head -30
+cp README.md "$T/README.md"
+sed -i '/<!-- summary:begin -->/,/<!-- summary:end -->/s/^| all | \([0-9]*\) | [0-9.]*x |/| all | \1 | 9.999x |/' "$T/README.md"
+tools/readme-summary.sh --check --readme "$T/README.md" >"$T/rsum.log" 2>&1; rc=$?
+check "readme-summary.sh --check: a number typed into the block fails, showing it and how to fix it" \
+      "[ $rc -eq 1 ] && grep -q '^-| all | [0-9]* | 9.999x |' '$T/rsum.log' && grep -q 'make summary' '$T/rsum.log'"
+tools/readme-summary.sh --readme "$T/README.md" && cmp -s README.md "$T/README.md"
+check "readme-summary.sh rewrites the block, and nothing else" "[ $? -eq 0 ]"
+# per folder: a perf.csv with run ids at any depth gets its table, one without run ids a line
+mkdir -p "$T/sres/gpu-new/study" "$T/sres/gpu-old"
+H=gpu,backend,impl,name,dtype,batch,hq,hkv,sq,skv,d,causal,median_us,p20_us,p80_us,status
+R=G,cuda,portable,smoke-mha-s64-d64-causal,bf16,1,2,2,64,64,64,1,100,95,105,ok
+V=G,cuda,cudnn,smoke-mha-s64-d64-causal,bf16,1,2,2,64,64,64,1,200,190,210,ok
+printf '%s\n' "$H,run_id,utc" "$R,r1,2026-01-01T00:00:00Z" "$V,r1,2026-01-01T00:01:00Z" >"$T/sres/gpu-new/study/perf.csv"
+printf '%s\n' "$H" "$R" "$V" >"$T/sres/gpu-old/perf.csv"
+tools/readme-summary.sh --print --results "$T/sres" >"$T/rsum.out" 2>&1; rc=$?
+check "readme-summary.sh: a study's table by suite, and one line for a folder from before run ids" \
+      "[ $rc -eq 0 ] && grep -qF '**$T/sres/gpu-new/study**: G, run \`r1\`, 2026-01-01 00:00-00:01 UTC, commit unknown' '$T/rsum.out' &&
+       grep -qxF '| smoke | 1 | 2.000x | 1 | 0 | 0 |' '$T/rsum.out' &&
+       grep -qxF -- '- \`$T/sres/gpu-old/perf.csv\`: 2 rows from before run ids (no run_id column): not summarized' '$T/rsum.out'"
+grep -v 'summary:end' README.md >"$T/nomark.md"
+tools/readme-summary.sh --readme "$T/nomark.md" >/dev/null 2>"$T/err"; rc=$?
+check "readme-summary.sh: a README without its markers exits 2 saying which" "[ $rc -eq 2 ] && grep -q 'summary:end' '$T/err'"
 # a failed row of ours (round 1 times out) still takes its round: the vendor of round 2 is
 # paired with ours of round 2 (75/80 and 95/100: median 0.944), not with round 3's
 cat > "$T/fakefab2" <<'FAKE'

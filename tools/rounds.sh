@@ -23,9 +23,11 @@
 #   --l2-flush        flush L2 before every run, the vendors' too
 #   --summary-only    no runs: summarise OUT_DIR's rounds-perf.csv into rounds.csv again
 #                     (DEVICE and SHAPES are not read)
+# Each round is a run of its own: its rows carry the run id <base>-r<N> (base: FABENCH_RUN_ID
+# when set, else rounds-<UTC time>-<pid>), so rounds-perf.csv's rows are unique per run_id.
 set -u
 if [ $# -lt 4 ]; then
-    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 dev=$1; shapes=$2; rounds=$3; out=$4; shift 4
@@ -59,8 +61,12 @@ log=$out/rounds.log
 common=(--device "$dev" --shapes "$shapes" --budget "$budget" "${rest[@]}" "${flush[@]}" --out "$out/rounds-perf.csv" --append
         --manifest "$out/rounds-manifest.csv")
 [ "$only" -eq 1 ] || : >"$out/rounds-marks.txt"  # this run's marks only
+# <base>-r<N> fits fabench's 64 characters: the base is cut to 58
+base=${FABENCH_RUN_ID:-rounds-$(date -u +%Y%m%dT%H%M%SZ)-$$}
+base=${base:0:58}
 for r in $(seq 1 "$rounds"); do  # none with --summary-only
     echo "== round $r" >>"$log"
+    export FABENCH_RUN_ID=$base-r$r  # ours and the vendors of this round: one run
     # every row of a round carries its number in the log; rounds-perf.csv rows keep their order
     "$fab" run "${common[@]}" --tuned "${tuning[@]}" >>"$log" 2>&1
     rc=$?; [ $rc -le 1 ] || { echo "rounds.sh: fabench run failed (exit $rc); see $log" >&2; exit $rc; }
