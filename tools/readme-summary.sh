@@ -4,7 +4,8 @@
 # README.md's "The answer so far" is generated, never typed: the block between
 # <!-- summary:begin --> and <!-- summary:end --> is rewritten from the results. For every
 # results/<gpu>/ folder, each perf.csv in it (the GPU's own first, then studies at any depth
-# such as crosscheck/shapes25/, one perf.csv a run; archive/ and plots/ aside) that has run
+# such as crosscheck/shapes25/, one perf.csv a run; archive/, plots/ and probes/, a session's
+# scratch, aside) that has run
 # ids gets `fabench versus --markdown`'s table: one run (the one with the most shapes paired),
 # per suite, ours against the best vendor of each shape in that run. A perf.csv without a
 # run_id column gets one line: its rows predate run ids and are not summarized. In a git
@@ -46,7 +47,7 @@ fi
 
 # the perf.csv files of one GPU's folder: its own first, then the deeper ones by path
 perf_files() {
-    find "$1" \( -name archive -o -name plots \) -prune -o -name perf.csv -type f -print |
+    find "$1" \( -name archive -o -name plots -o -name probes \) -prune -o -name perf.csv -type f -print |
         awk -F/ '{ print NF "\t" $0 }' | sort -t "$(printf '\t')" -k1,1n -k2 | cut -f2-
 }
 
