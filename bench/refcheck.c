@@ -409,7 +409,7 @@ double fb_unit_roundoff(dtype_t dt)
  * small by luck (a row of one key is a V row, exact) still allows the kernel's own output
  * rounding. fp32: a correct kernel differs from the plain one by accumulation order over
  * the keys, not by a final rounding, so its error is no multiple of plain_err; the floor
- * covers that noise (README's verification section has the measurements). */
+ * covers that noise (docs/method.md's section on verification has the measurements). */
 double fb_floor_ulps(dtype_t dt)
 {
     return dt == DT_FP32 ? 64.0 : 2.0;

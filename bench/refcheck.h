@@ -74,7 +74,7 @@ uint64_t fb_rand_below(uint64_t *state, uint64_t n);
  * the reference, u the dtype's unit roundoff (2^-24, 2^-11, 2^-8) and max |ref(r)| the
  * largest reference output of the row. Every quantity is per row, so a wrong region of
  * small outputs (long rows, |o| ~ 0.02) is not hidden by large ones elsewhere (a causal
- * first row is a V row, |o| up to 4). README.md's section on verification has the numbers. */
+ * first row is a V row, |o| up to 4). docs/method.md's section on verification has the numbers. */
 #define FB_VERIFY_RATIO 2.0
 double fb_floor_ulps(dtype_t dt);
 double fb_unit_roundoff(dtype_t dt);

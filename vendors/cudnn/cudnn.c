@@ -1,7 +1,8 @@
 /* cudnn.c: the cuDNN vendor: cuDNN's fused flash-attention forward (cudnn_graph.c) on the
  * harness's inputs, on the harness's own CUDA context and stream (rt "cuda" opens the device's
  * primary context, which cuDNN's runtime shares), so bench/timing.c times it as it times ours:
- * gated batches, events from rt->mark, the L2 flush on the same stream. For each shape every
+ * a captured launch graph replayed (gated batches where capture fails), events from rt->mark,
+ * the L2 flush on the same stream. For each shape every
  * engine config cuDNN's heuristics offer (for graphs with the softmax statistics virtual and
  * real) is built, run once, verified by the harness and timed; the fastest verified one
  * (cudnn_search.c) is kept for the session. Device memory and copies go through the driver
