@@ -1,6 +1,6 @@
 # fabench: `make` builds $(BUILD)/fabench; `make test` builds and runs the tests;
 # `make sanitize` runs tests under ASan+UBSan, `make valgrind` a smoke run under memcheck,
-# `make fuzz` the parsers' fuzzers; `make plots` draws results/<gpu>/plots/; `make summary`
+# `make fuzz` the parsers' fuzzers, `make test-long` all of the long ones (CI runs it); `make plots` draws results/<gpu>/plots/; `make summary`
 # writes README.md's summary of the results; `make clean`.
 CC      ?= cc
 BUILD   ?= build
@@ -15,7 +15,7 @@ LIBOBJ  := $(filter-out $(BUILD)/obj/bench/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTS   := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test clean plots summary sanitize valgrind
+.PHONY: all test test-long clean plots summary sanitize valgrind
 all: $(BUILD)/fabench
 
 $(BUILD)/fabench: $(OBJ)
@@ -40,6 +40,14 @@ $(BUILD)/tests/test_telemetry: | $(BUILD)/tests/libfake_nvml.so
 # failed and skipped (each skip listed above it with its reason).
 test: $(BUILD)/fabench $(TESTS)
 	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/timing.sh tests/adapter.sh tests/tools.sh tests/faults.sh tests/cudnn.sh tests/metrics.sh
+
+# What `make test` leaves out for time: every wgmma compile case of test_nvrtc (the quick
+# run compiles every fourth), the sanitizer build, valgrind and the fuzzers
+test-long: $(BUILD)/tests/test_nvrtc
+	FABENCH_TEST_LONG=1 bash tests/run-all.sh $(BUILD)/tests/test_nvrtc
+	$(MAKE) sanitize
+	$(MAKE) valgrind
+	$(MAKE) fuzz
 
 # PNG and SVG figures for every results/<gpu>/ with a perf.csv (needs gnuplot, python3)
 plots:
