@@ -1,0 +1,286 @@
+/* test_fallback.c: what `run --tuned` takes for a shape without a tuned class: the regimes,
+ * the features, fallback.csv's conditions, a rule's configuration made for a shape, and the
+ * per-regime defaults (valid for generated shapes on every device the tests describe). No
+ * device needed. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "csvio.h"
+#include "fallback.h"
+#include "shapes.h"
+#include "test_shape.h"
+#include "test_skip.h"
+
+static char tmpdir[256], root[1024];
+
+/* the devices the tests describe (tests/test_tune.c's) */
+static const rt_device_info hop = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
+                                   .static_shared_bytes = 48 * 1024,
+                                   .features = RT_FEAT_MMA_SYNC | RT_FEAT_WGMMA | RT_FEAT_TMA,
+                                   .max_grid = {2147483647, 65535, 65535}};
+static const rt_device_info hop_notma = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
+                                         .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC | RT_FEAT_WGMMA};
+static const rt_device_info a100 = {.compute_units = 108, .max_group_size = 1024, .shared_bytes = 163 * 1024,
+                                    .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC};
+static const rt_device_info small = {.compute_units = 46, .max_group_size = 1024, .shared_bytes = 99 * 1024,
+                                     .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC};
+static const rt_device_info amd = {.compute_units = 304, .max_group_size = 1024, .shared_bytes = 64 * 1024,
+                                   .static_shared_bytes = 64 * 1024, .features = RT_FEAT_MFMA,
+                                   .max_grid = {2147483647, 65535, 65535}};
+static const rt_device_info cpu = {.compute_units = 2, .max_group_size = 4096, .shared_bytes = 512 * 1024,
+                                   .static_shared_bytes = 512 * 1024};
+
+static shape_t paged(shape_t s, int page)
+{
+    s.page = page;
+    return s;
+}
+
+static shape_t ragged(shape_t s)
+{
+    s.nlens = 2;
+    s.lens[0] = 0.5;
+    s.lens[1] = 1.0;
+    return s;
+}
+
+/* tests/data/gen-shapes-dev.csv: tools/gen-shapes.py --seed 1 (a development seed) */
+static shape_list_t dev_shapes(void)
+{
+    char p[1200], err[FB_ERRLEN];
+    shape_list_t l;
+    snprintf(p, sizeof p, "%s/tests/data/gen-shapes-dev.csv", root);
+    int rc = shapes_load(p, &l, err, sizeof err);
+    if (rc) print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_true(l.n >= 100);
+    return l;
+}
+
+static void test_regimes(void **state)
+{
+    (void)state;
+    const struct {
+        shape_t s;
+        fb_regime r;
+        int dec;
+    } cases[] = {
+        {mk(16, 32, 8, 1, 4096, 128, 1), FB_REG_DECODE, 1},
+        {mk(1, 16, 1, 16, 7777, 128, 0), FB_REG_DECODE, 1},       /* Sq up to 16: decode */
+        {mk(1, 16, 1, 17, 7777, 128, 0), FB_REG_SHORT, 0},
+        {mk(128, 32, 8, 256, 256, 128, 1), FB_REG_SHORT, 0},
+        {mk(128, 32, 8, 257, 257, 128, 1), FB_REG_LONG, 0},
+        {mk(1, 32, 8, 512, 8192, 128, 1), FB_REG_LONG, 0},         /* chunked prefill */
+        {mk(4, 32, 32, 4096, 1000, 96, 0), FB_REG_LONG, 0},        /* Sq > Skv */
+        {mk(1, 1, 1, 1, 1, 64, 0), FB_REG_DECODE, 1},              /* 1 x 1 */
+        {paged(mk(64, 32, 8, 1, 4096, 128, 1), 16), FB_REG_PAGED, 1},
+        {paged(mk(4, 32, 8, 4096, 4096, 128, 1), 64), FB_REG_PAGED, 0},
+        {ragged(mk(8, 32, 8, 1024, 1024, 128, 1)), FB_REG_RAGGED, 0},
+        {ragged(mk(8, 32, 8, 1, 4096, 128, 1)), FB_REG_RAGGED, 1},
+        {paged(ragged(mk(8, 32, 8, 1024, 1024, 128, 1)), 16), FB_REG_PAGED, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (fallback_regime(&cases[i].s) != cases[i].r || fallback_decode_like(&cases[i].s) != cases[i].dec)
+            fail_msg("case %zu: regime %s decode %d, want %s %d", i, fallback_regime_name(fallback_regime(&cases[i].s)),
+                     fallback_decode_like(&cases[i].s), fallback_regime_name(cases[i].r), cases[i].dec);
+        fb_regime back;
+        assert_int_equal(fallback_regime_parse(fallback_regime_name(cases[i].r), &back), 0);
+        assert_int_equal(back, cases[i].r);
+    }
+    /* a mixed batch: three of four sequences decode, so it counts as decoding */
+    shape_t mixed = mk(8, 32, 8, 2048, 4096, 128, 1);
+    mixed.nlens = 1;
+    mixed.lens[0] = 1.0;
+    mixed.nqlens = 4;
+    double qp[4] = {1, 1e-4, 1e-4, 1e-4};
+    memcpy(mixed.qlens, qp, sizeof qp);
+    assert_int_equal(fallback_regime(&mixed), FB_REG_RAGGED);
+    assert_int_equal(fallback_decode_like(&mixed), 1);
+    fb_regime r;
+    assert_int_equal(fallback_regime_parse("prefill", &r), -1);
+}
+
+static void test_features(void **state)
+{
+    (void)state;
+    double f[FB_NFEAT];
+    shape_t dec = mk(5, 16, 1, 1, 7777, 128, 0); /* the MQA decode */
+    fallback_features(&dec, &hop, f);
+    assert_true(f[FB_F_DECODE] == 1 && f[FB_F_D] == 128 && f[FB_F_GQA] == 16 && f[FB_F_CAUSAL] == 0);
+    assert_true(f[FB_F_SQ] == 1 && f[FB_F_SKV] == 7777 && f[FB_F_KVQ] == 7777);
+    assert_true(fabs(f[FB_F_FILL] - 5.0 / 132) < 1e-12); /* B x Hkv work-groups */
+    shape_t pre = mk(2, 32, 8, 300, 300, 64, 1);
+    fallback_features(&pre, &a100, f);
+    assert_true(fabs(f[FB_F_FILL] - 2.0 * 32 * 3 / 108) < 1e-12); /* B x Hq x ceil(Sq / 128) */
+    shape_t rag = ragged(mk(4, 8, 2, 256, 256, 64, 1));          /* sequences of 128, 256, 128, 256 */
+    fallback_features(&rag, &cpu, f);
+    assert_true(fabs(f[FB_F_FILL] - 8.0 * (1 + 2 + 1 + 2) / 2) < 1e-12);
+    shape_t chunk = mk(1, 32, 8, 512, 8192, 128, 1);
+    fallback_features(&chunk, &hop, f);
+    assert_true(f[FB_F_KVQ] == 16);
+}
+
+static void test_conditions_text(void **state)
+{
+    (void)state;
+    fb_rule r = {0};
+    char err[FB_ERRLEN], text[512];
+    assert_int_equal(fallback_conds_parse("decode=1 & d<=80 & fill>1.94", &r, err, sizeof err), 0);
+    assert_int_equal(r.ncond, 3);
+    assert_true(r.cond[0].feat == FB_F_DECODE && r.cond[0].gt == 1 && r.cond[0].thr == 0.5);
+    assert_true(r.cond[1].feat == FB_F_D && r.cond[1].gt == 0 && r.cond[1].thr == 80);
+    assert_true(r.cond[2].feat == FB_F_FILL && r.cond[2].gt == 1 && r.cond[2].thr == 1.94);
+    fallback_conds_str(&r, text, sizeof text);
+    assert_string_equal(text, "decode=1 & d<=80 & fill>1.94");
+    double f[FB_NFEAT] = {[FB_F_DECODE] = 1, [FB_F_D] = 64, [FB_F_FILL] = 2};
+    r.regime = FB_REG_PAGED;
+    assert_true(fallback_rule_matches(&r, FB_REG_PAGED, f));
+    assert_false(fallback_rule_matches(&r, FB_REG_DECODE, f)); /* another regime's rule */
+    f[FB_F_FILL] = 1.94;
+    assert_false(fallback_rule_matches(&r, FB_REG_PAGED, f));
+    assert_int_equal(fallback_conds_parse("any", &r, err, sizeof err), 0);
+    assert_int_equal(r.ncond, 0);
+    fallback_conds_str(&r, text, sizeof text);
+    assert_string_equal(text, "any");
+    static const char *const bad[] = {"", "size<=3", "d<80", "d<=", "decode<=1", "causal=2", "d<=80 &", "d<=80 d>64", "fill>x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (fallback_conds_parse(bad[i], &r, err, sizeof err) == 0) fail_msg("'%s' parsed", bad[i]);
+    fallback_split_str(0, text, sizeof text);
+    assert_string_equal(text, "auto");
+    fallback_split_str(3.88, text, sizeof text);
+    assert_string_equal(text, "fill=3.88");
+}
+
+/* A rule's configuration made for a shape: SPLIT_KV from the fill target, PACK_GQA within
+ * what the shape allows, what a ragged batch cannot do dropped, kconfig_check's verdict. */
+static void test_instantiate(void **state)
+{
+    (void)state;
+    kconfig c;
+    char reason[512];
+    const char *x = "MMA=mma;BLOCK_M=16;BLOCK_N=32;NUM_WARPS=2;WARP_M=1;STAGES=3;PACK_GQA=1;KPAD=1;KV_WARPS=2";
+    shape_t w128 = mk(16, 32, 8, 1, 1024, 128, 1), mqa = mk(5, 16, 1, 1, 7777, 128, 0);
+    assert_int_equal(fallback_instantiate(x, 0.97, &w128, DT_BF16, &hop, &c, reason, sizeof reason), 0);
+    assert_int_equal(c.split_kv, 1); /* 128 work-groups already fill 0.97 x 132 */
+    assert_int_equal(fallback_instantiate(x, 0.97, &mqa, DT_BF16, &hop, &c, reason, sizeof reason), 0);
+    assert_int_equal(c.split_kv, 26); /* 5 work-groups: split to about 128 */
+    assert_int_equal(c.pack_gqa, 1);
+    /* every field is marked set: completing it again changes nothing */
+    kconfig again = c;
+    kconfig_complete(&again, &hop, &mqa, DT_BF16);
+    char a[KCONFIG_STR_MAX], b[KCONFIG_STR_MAX];
+    kconfig_str(&c, a, sizeof a);
+    kconfig_str(&again, b, sizeof b);
+    assert_string_equal(a, b);
+    /* the split never passes the key tiles nor 32 */
+    shape_t shortk = mk(1, 8, 1, 1, 300, 128, 0);
+    assert_int_equal(fallback_instantiate(x, 32, &shortk, DT_BF16, &hop, &c, reason, sizeof reason), 0);
+    assert_int_equal(c.split_kv, 5); /* 300 keys, 64 a step */
+    /* one query head a KV head: nothing to pack */
+    shape_t mha = mk(16, 16, 16, 1, 1024, 128, 1);
+    assert_int_equal(fallback_instantiate(x, 1, &mha, DT_BF16, &hop, &c, reason, sizeof reason), 0);
+    assert_int_equal(c.pack_gqa, 0);
+    /* packed 64-row stripes need Sq % 64 = 0: unpacked otherwise */
+    const char *p3 = "MMA=wgmma;BLOCK_M=192;BLOCK_N=128;NUM_WARPS=12;WARP_M=1;STAGES=2;PACK_GQA=3;KPAD=1;WG_SWIZZLE=1;WG_TMA=1;WG_WS=1";
+    shape_t odd = mk(2, 32, 8, 1000, 1000, 128, 1);
+    assert_int_equal(fallback_instantiate(p3, 0, &odd, DT_BF16, &hop, &c, reason, sizeof reason), 0);
+    assert_int_equal(c.pack_gqa, 0);
+    shape_t even = mk(2, 32, 8, 1024, 1024, 128, 1);
+    assert_int_equal(fallback_instantiate(p3, 0, &even, DT_BF16, &hop, &c, reason, sizeof reason), 0);
+    assert_int_equal(c.pack_gqa, 3);
+    /* a ragged batch: no split, no packing */
+    shape_t rg = ragged(mk(8, 32, 8, 1, 4096, 128, 1));
+    assert_int_equal(fallback_instantiate(x, 4, &rg, DT_BF16, &hop, &c, reason, sizeof reason), 0);
+    assert_true(c.split_kv == 1 && c.pack_gqa == 0);
+    /* what the device or the head dim cannot take is refused, with kconfig_check's reason */
+    assert_int_equal(fallback_instantiate(p3, 0, &odd, DT_BF16, &a100, &c, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "sm_90"));
+    shape_t d192 = mk(2, 32, 8, 1024, 1024, 192, 1);
+    assert_int_equal(fallback_instantiate(p3, 0, &d192, DT_BF16, &hop, &c, reason, sizeof reason), ST_UNSUPPORTED);
+    assert_non_null(strstr(reason, "head dims"));
+    assert_int_equal(fallback_instantiate("BLOCK_M=17", 0, &odd, DT_BF16, &hop, &c, reason, sizeof reason), ST_UNSUPPORTED);
+}
+
+/* The per-regime defaults pass kconfig_check for every generated shape (and a few edges) on
+ * every device the tests describe, in every dtype; a decode shape never gets a prefill tile. */
+static void test_defaults_valid(void **state)
+{
+    (void)state;
+    shape_list_t l = dev_shapes();
+    const rt_device_info *devs[] = {&hop, &hop_notma, &a100, &small, &amd, &cpu};
+    const char *names[] = {"hopper", "hopper-no-tma", "a100", "small", "amd", "cpu"};
+    const dtype_t dts[] = {DT_BF16, DT_FP16, DT_FP32};
+    shape_t extra[] = {mk(5, 16, 1, 1, 7777, 128, 0), mk(1, 1, 1, 1, 1, 32, 0),  mk(3, 48, 6, 4, 5000, 192, 1),
+                       mk(2, 28, 4, 700, 700, 96, 0), mk(1, 8, 8, 4096, 1000, 80, 0), mk(64, 64, 8, 8, 3000, 256, 1)};
+    int regimes[FB_NREG] = {0};
+    long checked = 0;
+    for (size_t di = 0; di < sizeof devs / sizeof devs[0]; di++)
+        for (size_t ti = 0; ti < sizeof dts / sizeof dts[0]; ti++)
+            for (size_t i = 0; i < l.n + sizeof extra / sizeof extra[0]; i++) {
+                const shape_t *s = i < l.n ? &l.v[i] : &extra[i - l.n];
+                kconfig c;
+                char reason[512];
+                fallback_default(s, dts[ti], devs[di], &c);
+                if (kconfig_check(&c, devs[di], s, dts[ti], reason, sizeof reason) != ST_OK)
+                    fail_msg("%s on %s in %s: %s", s->name, names[di], dtype_name(dts[ti]), reason);
+                regimes[fallback_regime(s)]++;
+                checked++;
+                if (fallback_decode_like(s) && !shape_ragged(s) && (c.mma == MMA_WGMMA || c.block_m > 64))
+                    fail_msg("%s on %s: a prefill tile for a decode shape (MMA %d, BLOCK_M %d)", s->name, names[di], c.mma, c.block_m);
+            }
+    for (int r = 0; r < FB_NREG; r++)
+        if (!regimes[r]) fail_msg("no generated shape of regime %s", fallback_regime_name((fb_regime)r));
+    print_message("%ld defaults checked (%zu shapes, 6 devices, 3 dtypes)\n", checked, l.n + sizeof extra / sizeof extra[0]);
+    /* where the device has them: warp-specialised wgmma for long prefill, mma for decode */
+    kconfig c;
+    shape_t pre = mk(2, 32, 32, 2000, 2000, 96, 0);
+    fallback_default(&pre, DT_BF16, &hop, &c);
+    assert_true(c.mma == MMA_WGMMA && c.wg_tma && c.wg_ws);
+    fallback_default(&pre, DT_BF16, &a100, &c);
+    assert_int_equal(c.mma, MMA_SYNC);
+    shape_t dec = mk(2, 32, 4, 4, 3000, 128, 1); /* 4 x 8 = 32 packed rows: two warps of 16 */
+    fallback_default(&dec, DT_BF16, &hop, &c);
+    assert_true(c.mma == MMA_SYNC && c.block_m == 32 && c.pack_gqa == 1);
+    shapes_free(&l);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (fb_root(root, sizeof root) != 0) {
+        print_error("fb_root failed: run from build/tests/ under the project or set FABENCH_ROOT\n");
+        return -1;
+    }
+    snprintf(tmpdir, sizeof tmpdir, "%s/fabench-fallback.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_regimes),
+        cmocka_unit_test(test_features),
+        cmocka_unit_test(test_conditions_text),
+        cmocka_unit_test(test_instantiate),
+        cmocka_unit_test(test_defaults_valid),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
