@@ -16,6 +16,7 @@
 
 #include "attn.h"
 #include "csvio.h"
+#include "fallback.h"
 #include "manifest.h"
 #include "shapes.h"
 #include "search.h"
@@ -648,68 +649,129 @@ long tune_table_classes(const char *path, const rt_device *dev)
     return n;
 }
 
+/* Reads the tuning table at path and checks every row (a bad row spoils the table): 0 and
+ * *out with its config and shape_class columns in *cf and *cc; 1 when it cannot be read
+ * (source says why); 2 when it is malformed (err). */
+static int tuning_table_read(const char *table_path, csv_table **out, int *cf, int *cc, char *source, size_t srclen,
+                             char *err, size_t errlen)
+{
+    csv_table *t;
+    int rc = csvt_read(table_path, &t, err, errlen);
+    if (rc != 0) {
+        snprintf(source, srclen, "no tuning table (%s)", err);
+        return rc == FB_EXIT_BADINPUT ? 2 : 1;
+    }
+    int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend");
+    *cc = csvt_col(t, "shape_class"), *cf = csvt_col(t, "config");
+    if (cg < 0 || cb < 0 || *cc < 0 || *cf < 0) {
+        snprintf(err, errlen, "%s:1: not a tuning table (needs gpu, backend, shape_class, config)", table_path);
+        csvt_free(t);
+        return 2;
+    }
+    for (size_t i = 0; i < t->nrows; i++) {
+        kconfig probe = {0};
+        char perr[FB_ERRLEN];
+        tune_class tc;
+        if (!t->rows[i][*cf][0] || kconfig_parse(t->rows[i][*cf], &probe, perr, sizeof perr) != 0) {
+            snprintf(err, errlen, "%s:%d: field 'config': %.800s", table_path, t->row_line[i], t->rows[i][*cf][0] ? perr : "empty");
+            csvt_free(t);
+            return 2;
+        }
+        if (tune_class_parse(t->rows[i][*cc], &tc) != 0) {
+            snprintf(err, errlen, "%s:%d: field 'shape_class': '%.80s' is not a shape class (DTYPE-dD-cC-gG-qQ-kK[-wW][-vV][-pP])",
+                     table_path, t->row_line[i], t->rows[i][*cc]);
+            csvt_free(t);
+            return 2;
+        }
+    }
+    *out = t;
+    return 0;
+}
+
+/* fallback.csv beside the tuning table at table_path */
+static void fallback_path_beside(const char *table_path, char *out, size_t len)
+{
+    const char *slash = strrchr(table_path, '/');
+    if (slash) snprintf(out, len, "%.*s/fallback.csv", (int)(slash - table_path), table_path);
+    else snprintf(out, len, "fallback.csv");
+}
+
 int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
                 char *source, size_t srclen, char *err, size_t errlen)
 {
-    return tune_lookup_for(table_path, dev->info.name, dev->rt->name, s, dt, cfg, source, srclen, err, errlen);
+    csv_table *t = NULL;
+    int cf = -1, cc = -1;
+    char nosrc[FB_ERRLEN + 32];
+    const int rc = tuning_table_read(table_path, &t, &cf, &cc, nosrc, sizeof nosrc, err, errlen);
+    if (rc == 2) return 2;
+    char want[96];
+    tune_class_key(s, dt, want, sizeof want);
+    const int cg = t ? csvt_col(t, "gpu") : -1, cb = t ? csvt_col(t, "backend") : -1;
+    for (size_t i = 0; t && i < t->nrows; i++) {
+        if (strcmp(t->rows[i][cg], dev->info.name) || strcmp(t->rows[i][cb], dev->rt->name) || strcmp(t->rows[i][cc], want))
+            continue;
+        kconfig c = {0};
+        if (kconfig_parse(t->rows[i][cf], &c, err, errlen) != 0) { /* checked above: cannot happen */
+            csvt_free(t);
+            return 2;
+        }
+        *cfg = c;
+        snprintf(source, srclen, "tuned %s", want);
+        csvt_free(t);
+        return 1;
+    }
+    csvt_free(t);
+    /* no row of the class: the fitted rule of its regime and features, else the regime's default */
+    char fpath[2048];
+    fallback_path_beside(table_path, fpath, sizeof fpath);
+    fb_rules rules;
+    const int fr = rc == 0 ? fallback_read(fpath, dev->info.name, dev->rt->name, &rules, err, errlen) : 1;
+    if (fr == 2) return 2;
+    const char *why = rc != 0 ? "no tuning table" : fr == 1 ? "no fallback.csv beside the tuning table"
+                      : rules.n == 0 ? "fallback.csv has no rules of this GPU and runtime" : NULL;
+    fallback_pick(fr == 0 && rules.n ? &rules : NULL, "fallback.csv", s, dt, &dev->info, why, cfg, source, srclen);
+    if (fr == 0) fallback_rules_free(&rules);
+    return 1;
+}
+
+int tune_lookup_nearest(const csv_table *t, const char *gpu, const char *backend, const shape_t *s, dtype_t dt,
+                        const char *const *skip, size_t nskip, kconfig *cfg, char *source, size_t srclen)
+{
+    const int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend"), cc = csvt_col(t, "shape_class"), cf = csvt_col(t, "config");
+    char want[96];
+    tune_class_key(s, dt, want, sizeof want);
+    size_t best = t->nrows;
+    double best_dist = INFINITY;
+    for (size_t i = 0; cg >= 0 && cb >= 0 && cc >= 0 && cf >= 0 && i < t->nrows; i++) {
+        if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
+        size_t k = 0;
+        while (k < nskip && strcmp(skip[k], t->rows[i][cc])) k++;
+        if (k < nskip) continue;
+        const double d = tune_class_distance(t->rows[i][cc], want, INFINITY, INFINITY);
+        if (d < best_dist) { best_dist = d; best = i; }
+    }
+    char err[FB_ERRLEN];
+    kconfig c = {0};
+    if (best == t->nrows || kconfig_parse(t->rows[best][cf], &c, err, sizeof err) != 0) {
+        snprintf(source, srclen, "default (no tuned class for %s)", want);
+        return 0;
+    }
+    if (best_dist > 0) c.set &= ~(uint64_t)(CFG_SPLIT_KV | CFG_PACK_GQA);
+    *cfg = c;
+    snprintf(source, srclen, "%s %s", best_dist == 0 ? "tuned" : "nearest", t->rows[best][cc]);
+    return 1;
 }
 
 int tune_lookup_for(const char *table_path, const char *gpu, const char *backend, const shape_t *s, dtype_t dt,
                     kconfig *cfg, char *source, size_t srclen, char *err, size_t errlen)
 {
     csv_table *t;
-    int rc = csvt_read(table_path, &t, err, errlen);
-    if (rc != 0) {
-        snprintf(source, srclen, "no tuning table (%s)", err);
-        return rc == FB_EXIT_BADINPUT ? 2 : 0;
-    }
-    int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend"), cc = csvt_col(t, "shape_class"), cf = csvt_col(t, "config");
-    if (cg < 0 || cb < 0 || cc < 0 || cf < 0) {
-        snprintf(err, errlen, "%s:1: not a tuning table (needs gpu, backend, shape_class, config)", table_path);
-        csvt_free(t);
-        return 2;
-    }
-    char want[96];
-    tune_class_key(s, dt, want, sizeof want);
-    int best = -1;
-    double best_dist = INFINITY;
-    for (size_t i = 0; i < t->nrows; i++) {
-        kconfig probe = {0};
-        char perr[FB_ERRLEN];
-        tune_class tc;
-        if (!t->rows[i][cf][0] || kconfig_parse(t->rows[i][cf], &probe, perr, sizeof perr) != 0) { /* any bad row spoils the table */
-            snprintf(err, errlen, "%s:%d: field 'config': %.800s", table_path, t->row_line[i], t->rows[i][cf][0] ? perr : "empty");
-            csvt_free(t);
-            return 2;
-        }
-        if (tune_class_parse(t->rows[i][cc], &tc) != 0) {
-            snprintf(err, errlen, "%s:%d: field 'shape_class': '%.80s' is not a shape class (DTYPE-dD-cC-gG-qQ-kK[-wW][-vV][-pP])",
-                     table_path, t->row_line[i], t->rows[i][cc]);
-            csvt_free(t);
-            return 2;
-        }
-    }
-    const size_t br = nearest_row(t, gpu, backend, want, NULL, &best_dist);
-    best = br < t->nrows ? (int)br : -1;
-    if (best < 0) {
-        snprintf(source, srclen, "default (no tuned class for %s)", want);
-        csvt_free(t);
-        return 0;
-    }
-    kconfig c = {0};
-    if (kconfig_parse(t->rows[best][cf], &c, err, errlen) != 0) {
-        char msg[FB_ERRLEN];
-        snprintf(msg, sizeof msg, "%s:%d: field 'config': %s", table_path, t->row_line[best], err);
-        snprintf(err, errlen, "%s", msg);
-        csvt_free(t);
-        return 2;
-    }
-    /* split-KV and GQA packing depend on the shape: re-derived unless the class matches */
-    if (best_dist > 0) c.set &= ~(uint64_t)(CFG_SPLIT_KV | CFG_PACK_GQA);
-    *cfg = c;
-    snprintf(source, srclen, "%s %s", best_dist == 0 ? "tuned" : "nearest", t->rows[best][cc]);
+    int cf, cc;
+    int rc = tuning_table_read(table_path, &t, &cf, &cc, source, srclen, err, errlen);
+    if (rc != 0) return rc == 2 ? 2 : 0;
+    rc = tune_lookup_nearest(t, gpu, backend, s, dt, NULL, 0, cfg, source, srclen);
     csvt_free(t);
-    return 1;
+    return rc;
 }
 
 /* The explored row of this device, runtime, class and configuration (the last of them);

@@ -315,15 +315,14 @@ printf '%s\n%s\n%s\n' "$HDR,lens" "rg-varied,5,2,1,24,40,64,1,0.1;0.4;0.5;1.0;0.
 run run --device opencl:0 --shapes "$T/ragged.csv" --out "$T/ragged.out.csv" --verify-only --quiet
 check "shapes: a lens column runs ragged and dense rows, all ok" 0
 csv_py "shapes: ragged perf.csv rows are ok" "$PY_PERF" "$T/ragged.out.csv" "$PERF_COLS" 2 verify
-# --tuned: a ragged batch that takes a dense class's row (the only one) runs without what
-# ragged batches cannot do (split-KV and its fused merge, GQA packing, the longest-first
-# order, persistence)
+# --tuned: a ragged batch whose class's row holds what ragged batches cannot do (split-KV and
+# its fused merge, GQA packing, the longest-first order, persistence) runs without them
 gpu=$(head -n 2 "$T/ragged.out.csv" | python3 -c 'import csv, sys; print(list(csv.reader(sys.stdin))[1][0])' 2>/dev/null)
-printf '%s\n"%s",opencl,bf16-d64-c1-g2-q32-k64,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=2;PACK_GQA=1;KPAD=1;GRID_LPT=1;WG_PERSIST=1;SPLIT_FUSE=1,1.0,1.0,1,1,x,exhaustive,2026-01-01T00:00:00Z\n' \
+printf '%s\n"%s",opencl,bf16-d64-c1-g2-q32-k64-v75,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=2;PACK_GQA=1;KPAD=1;GRID_LPT=1;WG_PERSIST=1;SPLIT_FUSE=1,1.0,1.0,1,1,x,exhaustive,2026-01-01T00:00:00Z\n' \
     "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" "$gpu" >"$T/rtune.csv"
 head -n 2 "$T/ragged.csv" >"$T/ragged1.csv"
 run run --device opencl:0 --shapes "$T/ragged1.csv" --out "$T/rtuned.csv" --tuned --tuning "$T/rtune.csv" --verify-only --quiet
-check "--tuned: a ragged batch drops a dense row's SPLIT_KV, PACK_GQA, GRID_LPT, WG_PERSIST, SPLIT_FUSE and runs" 0
+check "--tuned: a ragged batch drops its row's SPLIT_KV, PACK_GQA, GRID_LPT, WG_PERSIST, SPLIT_FUSE and runs" 0
 if grep -q 'ragged: SPLIT_KV=1, PACK_GQA=0, WG_PERSIST=0, GRID_LPT=0, SPLIT_FUSE=0' "$T/rtuned.csv" && grep -q ',ok,' "$T/rtuned.csv"
 then ok "--tuned: the row's config_source names what was dropped"
 else bad "--tuned: the row's config_source names what was dropped" "$(tail -1 "$T/rtuned.csv")"; fi
@@ -334,6 +333,36 @@ check "run --tuned names the tuning table it reads and its classes for this devi
     err "fabench run: tuning table $T/rtune.csv, 1 class of this GPU and runtime"
 run run --device opencl:0 --shapes "$T/ragged1.csv" --out "$T/rtuned.csv" --verify-only
 check "run without --tuned says it reads no tuning table" 0 err "fabench run: no tuning table (no --tuned): the runtime's default configurations"
+
+# --tuned without a row of the shape's class: fallback.csv's rule for its regime and features
+# (beside the tuning table), else the regime's default; config_source says which
+mkdir -p "$T/fb"
+printf '%s\n"%s",opencl,bf16-d64-c1-g2-q32-k64-w2,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=1;PACK_GQA=0;KPAD=1,1.0,1.0,1,1,x,exhaustive,2026-01-01T00:00:00Z\n' \
+    "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" "$gpu" >"$T/fb/tuning.csv"
+printf '%s\n%s\n%s\n%s\n' "$HDR" "fb-decode,2,4,1,1,100,64,1" "fb-short,1,2,2,40,40,32,0" "fb-tuned,1,2,1,32,64,64,1" >"$T/fb.csv"
+run run --device opencl:0 --shapes "$T/fb.csv" --out "$T/fb.out.csv" --tuned --tuning "$T/fb/tuning.csv" --verify-only
+check "run --tuned without fallback.csv: the regime's default, and stderr says fallback.csv is missing" 0 \
+    err "no fallback.csv beside it (\`fabench fit-fallback\` writes it)"
+printf '%s\n"%s",opencl,1,decode,gqa>2 & fill<=8,MMA=fma;BLOCK_M=16;BLOCK_N=32;NUM_WARPS=2;WARP_M=1;STAGES=1;KPAD=1,fill=4,2,2,0,1.000,a test rule\n' \
+    "gpu,backend,rule,regime,conditions,config,split_kv,classes,within_10pct,untimed,geomean,why" "$gpu" >"$T/fb/fallback.csv"
+run run --device opencl:0 --shapes "$T/fb.csv" --out "$T/fb.out.csv" --tuned --tuning "$T/fb/tuning.csv" --verify-only --quiet
+check "run --tuned with fallback.csv: every shape runs" 0
+csv_py "run --tuned: config_source names the tuned class, the rule (its regime and conditions) or the regime's default" '
+import csv, sys
+rows = {r["name"]: r for r in csv.DictReader(open(sys.argv[1]))}
+want = {"fb-decode": "rule 1 of fallback.csv (decode: gqa>2 & fill<=8)",
+        "fb-short": "default for short-prefill (no rule of fallback.csv matches)",
+        "fb-tuned": "tuned bf16-d64-c1-g2-q32-k64-w2"}
+for n, w in want.items():
+    r = rows.get(n)
+    if not r or r["config_source"] != w or r["status"] != "ok": print("%s: %r" % (n, r and (r["config_source"], r["status"])))
+# the rule: B x Hkv = 2 work-groups on 2 compute units, split to about 4 a compute unit
+if "SPLIT_KV=4;" not in rows["fb-decode"]["config"] or "BLOCK_N=32;NUM_WARPS=2" not in rows["fb-decode"]["config"]:
+    print("fb-decode config %r" % rows["fb-decode"]["config"])
+' "$T/fb.out.csv"
+printf 'gpu,backend,rule\n"%s",opencl,x\n' "$gpu" >"$T/fb/fallback.csv"
+run run --device opencl:0 --shapes "$T/fb.csv" --out "$T/fb.out.csv" --tuned --tuning "$T/fb/tuning.csv" --dry-run
+check "run --tuned: a malformed fallback.csv is bad input, named" 2 err "$T/fb/fallback.csv:1: not a fallback table"
 
 # tune: what the run would take without the class's row (the runtime's default, the nearest
 # other class's row) always contends in the class's head-to-head, so the row written is never

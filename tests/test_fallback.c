@@ -1,7 +1,7 @@
 /* test_fallback.c: what `run --tuned` takes for a shape without a tuned class: the regimes,
- * the features, fallback.csv's conditions, a rule's configuration made for a shape, and the
- * per-regime defaults (valid for generated shapes on every device the tests describe). No
- * device needed. */
+ * the features, fallback.csv's conditions, a rule's configuration made for a shape, the
+ * per-regime defaults (valid for generated shapes on every device the tests describe), and
+ * the lookup chain: tuned class, rule, default. No device needed. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <setjmp.h>
@@ -20,6 +20,7 @@
 #include "shapes.h"
 #include "test_shape.h"
 #include "test_skip.h"
+#include "tune.h"
 
 static char tmpdir[256], root[1024];
 
@@ -39,6 +40,14 @@ static const rt_device_info amd = {.compute_units = 304, .max_group_size = 1024,
                                    .max_grid = {2147483647, 65535, 65535}};
 static const rt_device_info cpu = {.compute_units = 2, .max_group_size = 4096, .shared_bytes = 512 * 1024,
                                    .static_shared_bytes = 512 * 1024};
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
 
 static shape_t paged(shape_t s, int page)
 {
@@ -254,6 +263,60 @@ static void test_defaults_valid(void **state)
     shapes_free(&l);
 }
 
+/* run --tuned's lookup: the class's row, else fallback.csv's rule (beside the tuning table),
+ * else the regime's default, each named in the source; a malformed fallback.csv is bad input */
+static void test_lookup_chain(void **state)
+{
+    (void)state;
+    char p[600], f[600], src[600], err[FB_ERRLEN];
+    snprintf(p, sizeof p, "%s/tuning.csv", tmpdir);
+    snprintf(f, sizeof f, "%s/fallback.csv", tmpdir);
+    unlink(f);
+    write_file(p, "gpu,backend,shape_class,config\n"
+                  "G,opencl,bf16-d128-c1-g4-q1-k4096-w128,MMA=fma;BLOCK_M=16;BLOCK_N=32;NUM_WARPS=1;SPLIT_KV=8\n");
+    rt_device dev = {.rt = rt_find("opencl"), .index = 0, .info = cpu};
+    snprintf(dev.info.name, sizeof dev.info.name, "G");
+    kconfig c;
+    shape_t exact = mk(16, 32, 8, 1, 4096, 128, 1), dec = mk(5, 16, 1, 1, 7777, 128, 0), pre = mk(1, 8, 8, 1000, 1000, 64, 1);
+    assert_int_equal(tune_lookup(p, &dev, &exact, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_string_equal(src, "tuned bf16-d128-c1-g4-q1-k4096-w128");
+    assert_int_equal(c.split_kv, 8);
+    assert_int_equal(tune_lookup(p, &dev, &dec, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_string_equal(src, "default for decode (no fallback.csv beside the tuning table)");
+    write_file(f, "gpu,backend,rule,regime,conditions,config,split_kv,classes,within_10pct,untimed,geomean,why\n"
+                  "Other,opencl,1,decode,any,MMA=fma;BLOCK_M=64,auto,1,1,0,1.000,another GPU's\n"
+                  "G,opencl,1,decode,gqa>4 & fill<=4,MMA=fma;BLOCK_M=16;BLOCK_N=64;NUM_WARPS=2;WARP_M=1;STAGES=1;KPAD=1,fill=8,2,2,0,1.010,test\n"
+                  "G,opencl,2,decode,gqa<=4,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;KPAD=1,auto,2,2,0,1.000,test\n");
+    assert_int_equal(tune_lookup(p, &dev, &dec, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_string_equal(src, "rule 1 of fallback.csv (decode: gqa>4 & fill<=4)");
+    assert_true(c.block_n == 64 && c.num_warps == 2 && c.split_kv == 3); /* 5 work-groups x 3 ~ 8 per compute unit of 2 */
+    assert_int_equal(tune_lookup(p, &dev, &pre, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_string_equal(src, "default for long-prefill (no rule of fallback.csv matches)");
+    dev.info.name[0] = 'H'; /* another GPU: none of the table's rows are its */
+    assert_int_equal(tune_lookup(p, &dev, &dec, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_string_equal(src, "default for decode (fallback.csv has no rules of this GPU and runtime)");
+    dev.info.name[0] = 'G';
+    /* a rule whose configuration does not fit the shape: the default, saying why */
+    write_file(f, "gpu,backend,rule,regime,conditions,config,split_kv,classes,within_10pct,untimed,geomean,why\n"
+                  "G,opencl,1,decode,any,MMA=mma;BLOCK_M=16;BLOCK_N=32;NUM_WARPS=1,auto,1,1,0,1.000,x\n");
+    assert_int_equal(tune_lookup(p, &dev, &dec, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_non_null(strstr(src, "default for decode (rule 1 of fallback.csv does not fit: MMA=mma needs"));
+    static const char *const bad[] = {
+        "G,opencl,x,decode,any,MMA=fma,auto,1,1,0,1,w\n", "G,opencl,1,prefill,any,MMA=fma,auto,1,1,0,1,w\n",
+        "G,opencl,1,decode,d<<3,MMA=fma,auto,1,1,0,1,w\n", "G,opencl,1,decode,any,BLOCK_M=17,auto,1,1,0,1,w\n",
+        "G,opencl,1,decode,any,MMA=fma,fill=0,1,1,0,1,w\n", "G,opencl,1,decode,any,MMA=fma,auto,-1,1,0,1,w\n"};
+    static const char *const field[] = {"'rule'", "'regime'", "'conditions'", "'config'", "'split_kv'", "'classes'"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[600];
+        snprintf(text, sizeof text, "%s%s", "gpu,backend,rule,regime,conditions,config,split_kv,classes,within_10pct,untimed,geomean,why\n",
+                 bad[i]);
+        write_file(f, text);
+        assert_int_equal(tune_lookup(p, &dev, &dec, DT_BF16, &c, src, sizeof src, err, sizeof err), 2);
+        if (!strstr(err, ":2: field ") || !strstr(err, field[i]) || !strstr(err, f)) fail_msg("case %zu: '%s'", i, err);
+    }
+    unlink(f);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -281,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_conditions_text),
         cmocka_unit_test(test_instantiate),
         cmocka_unit_test(test_defaults_valid),
+        cmocka_unit_test(test_lookup_chain),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
