@@ -334,42 +334,33 @@ static int failed_before(const csv_table *e, const rt_device *dev, const char *c
     return r >= 0 && strcmp(e->rows[r][csvt_col(e, "status")], "ok") != 0;
 }
 
-/* What `run --tuned` would take for a class without its tuning.csv row: the runtime's default
- * configuration (kind 0) and, where the table has another class of this dtype, head dim and
- * causality, that nearest class's row as the run would take it (kind 1); each completed for
- * the class's representative shape. */
+/* What `run --tuned` would take for a class without its tuning.csv row (kind 1: fallback.csv's
+ * rule for its regime and features, else the regime's default: fallback_pick) and the
+ * runtime's default configuration (kind 0, where it differs); each made for the class's
+ * representative shape. */
 #define TUNE_FALLBACKS 2
-static size_t nearest_row(const csv_table *t, const char *gpu, const char *backend, const char *want, const char *exclude,
-                          double *dist);
-static int config_from_other_class(const char *row_cfg, const shape_t *s, kconfig *c);
 typedef struct {
     char cfg[TUNE_FALLBACKS][KCONFIG_STR_MAX]; /* [0]: what the run takes without the row */
-    int kind[TUNE_FALLBACKS];                  /* 0: the default, 1: the nearest class's row */
-    char near_class[96];                       /* kind 1's class */
+    int kind[TUNE_FALLBACKS];                  /* 0: the runtime's default, 1: run --tuned's fallback */
+    char source[600];                          /* kind 1's config_source */
     int n;
 } fallbacks;
 
-/* The fallbacks of class key, whose representative shape is s, from the tuning table as it
- * stands (its other classes' rows). */
-static void class_fallbacks(const csv_table *tuning, const rt_device *dev, const char *key, const shape_t *s, dtype_t dt,
-                            fallbacks *fb)
+/* The fallbacks of a class whose representative shape is s; rules: fallback.csv's for this
+ * GPU and runtime (NULL: no fallback.csv in the results folder). */
+static void class_fallbacks(const fb_rules *rules, const rt_device *dev, const shape_t *s, dtype_t dt, fallbacks *fb)
 {
-    double dist;
     kconfig c;
-    const size_t r = nearest_row(tuning, dev->info.name, dev->rt->name, key, key, &dist);
-    const int cf = csvt_col(tuning, "config"), cc = csvt_col(tuning, "shape_class");
     fb->n = 0;
-    fb->near_class[0] = 0;
-    if (r < tuning->nrows && cf >= 0 && cc >= 0 && config_from_other_class(tuning->rows[r][cf], s, &c) == 0) {
-        kconfig_complete(&c, &dev->info, s, dt);
-        kconfig_str(&c, fb->cfg[fb->n], sizeof fb->cfg[0]);
-        snprintf(fb->near_class, sizeof fb->near_class, "%s", tuning->rows[r][cc]);
-        fb->kind[fb->n++] = 1;
-    }
+    fallback_pick(rules && rules->n ? rules : NULL, "fallback.csv", s, dt, &dev->info,
+                  rules ? "fallback.csv has no rules of this GPU and runtime" : "no fallback.csv in the results folder", &c,
+                  fb->source, sizeof fb->source);
+    kconfig_str(&c, fb->cfg[fb->n], sizeof fb->cfg[0]);
+    fb->kind[fb->n++] = 1;
     c = (kconfig){0};
     kconfig_complete(&c, &dev->info, s, dt);
     kconfig_str(&c, fb->cfg[fb->n], sizeof fb->cfg[0]);
-    fb->kind[fb->n++] = 0;
+    if (strcmp(fb->cfg[0], fb->cfg[1])) fb->kind[fb->n++] = 0;
 }
 
 /* Adds the explored row of configuration cfg run as res (step: its place in the class's
@@ -422,9 +413,9 @@ static int fallback_row(csv_table *e, const char *path, const rt_device *dev, co
  * H200 the short back-to-back timings ranked configurations within 3-10% of each other
  * differently from the runs that then measured them (NOTES.md, stop 20). `force`: time
  * whatever contenders there are even when nothing is stale (the search's best is not one
- * of them: kernels/space.csv does not declare it). What `run` would take for the class
- * without its row, fb->cfg[] (the runtime's default, the nearest other class's row), always
- * contends: a row slower than them there is never written, and without --merge's recorded
+ * of them: kernels/space.csv does not declare it). What `run --tuned` would take for the
+ * class without its row and the runtime's default, fb->cfg[] (class_fallbacks), always
+ * contend: a row slower than them there is never written, and without --merge's recorded
  * row the first of them keeps its place within TUNE_KEEP_MARGIN, as the recorded row does.
  * Without an earlier run's rows the search's best meets them alone. A fallback without an
  * explored row of the class gets one (fallback_row). A contender that fails in any round
@@ -440,7 +431,7 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
                         int quiet, char *best_cfg, size_t best_len, double *best_us, char *err, size_t errlen)
 {
     static const char *const src_name[] = {"this run's best", "an earlier run's row", "this run's", "tuning.csv's row",
-                                           "the default", "the nearest class's row"};
+                                           "the runtime's default", "run --tuned without the row:"};
     enum { NCON = TUNE_REMATCH_TOP + 3 + TUNE_FALLBACKS };
     const char *con[NCON], *top[TUNE_REMATCH_TOP], *earliest_best;
     int src[NCON], top_earlier[TUNE_REMATCH_TOP], ncon = 0, stale = 0;
@@ -546,7 +537,7 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
             if (failed[k]) fprintf(stderr, "fabench tune: %s: timed again %s: out, it failed (%s)\n", cls, con[k], src_name[src[k]]);
             else
                 fprintf(stderr, "fabench tune: %s: timed again %s: %.3f us (%s%s%s)%s\n", cls, con[k], us[k], src_name[src[k]],
-                        src[k] == 5 ? " " : "", src[k] == 5 ? fb->near_class : "",
+                        src[k] == 5 ? " " : "", src[k] == 5 ? fb->source : "",
                         k != w ? "" : w == fastest ? ", the winner" : ", the winner (kept: within the margin of the fastest)");
         }
     snprintf(best_cfg, best_len, "%s", con[w]);
@@ -602,38 +593,6 @@ int tune_ragged_drop(kconfig *c, uint64_t keep, char *dropped, size_t len)
             if (n < len) n += (size_t)snprintf(dropped + n, len - n, "%s%s", n ? ", " : "", drop[k].name);
         }
     return n > 0;
-}
-
-/* The row of table t for this GPU and runtime whose class is nearest the class want (same
- * dtype, head dim and causality), skipping rows of class exclude (NULL: none) and rows whose
- * class does not parse; t->nrows if none. *dist: its distance (0: the class itself). */
-static size_t nearest_row(const csv_table *t, const char *gpu, const char *backend, const char *want, const char *exclude,
-                          double *dist)
-{
-    const int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend"), cc = csvt_col(t, "shape_class");
-    size_t best = t->nrows;
-    *dist = INFINITY;
-    for (size_t i = 0; cg >= 0 && cb >= 0 && cc >= 0 && i < t->nrows; i++) {
-        if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
-        if (exclude && !strcmp(t->rows[i][cc], exclude)) continue;
-        const double d = tune_class_distance(t->rows[i][cc], want, INFINITY, INFINITY);
-        if (d < *dist) { *dist = d; best = i; }
-    }
-    return best;
-}
-
-/* The configuration `run --tuned` takes for shape s from a row of another class: the row's,
- * split-KV and GQA packing derived for s again, and for a ragged batch without what ragged
- * batches do not support; 0, or -1 when the row's configuration does not parse. */
-static int config_from_other_class(const char *row_cfg, const shape_t *s, kconfig *c)
-{
-    char err[FB_ERRLEN];
-    *c = (kconfig){0};
-    if (kconfig_parse(row_cfg, c, err, sizeof err) != 0) return -1;
-    c->set &= ~(uint64_t)(CFG_SPLIT_KV | CFG_PACK_GQA);
-    char dropped[256];
-    if (shape_ragged(s)) tune_ragged_drop(c, 0, dropped, sizeof dropped);
-    return 0;
 }
 
 long tune_table_classes(const char *path, const rt_device *dev)
@@ -1162,12 +1121,27 @@ int cmd_tune(int argc, char **argv)
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
+    /* what `run --tuned` takes for a class without its row contends in its head-to-head: the
+     * rules of fallback.csv in the results folder, where there is one */
+    char p_fallback[1100];
+    fb_rules rules;
+    snprintf(p_fallback, sizeof p_fallback, "%s/fallback.csv", dir);
+    const int frc = fallback_read(p_fallback, dev.info.name, dev.rt->name, &rules, err, sizeof err);
+    const int have_rules = frc == 0;
+    if (frc == 2) {
+        fprintf(stderr, "fabench tune: %s\n", err);
+        csvt_free(explored);
+        csvt_free(tuning);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
     attn_runner *runner;
     if (attn_open(&dev, &runner, err, sizeof err) != 0) {
         fprintf(stderr, "fabench tune: %s\n", err);
         csvt_free(explored);
         csvt_free(tuning);
         shapes_free(&shapes);
+        if (have_rules) fallback_rules_free(&rules);
         return 1;
     }
     attn_opts ao;
@@ -1437,7 +1411,7 @@ int cmd_tune(int argc, char **argv)
                     keys[ci], declared ? declared->source : "kernels/space.csv");
         if (best >= 0 && !fatal && !stop_requested && !restart) {
             fallbacks fb;
-            class_fallbacks(tuning, &dev, keys[ci], s, dt, &fb);
+            class_fallbacks(have_rules ? &rules : NULL, &dev, s, dt, &fb);
             const int hh = head_to_head(runner, s, dt, &ao, rematch_budget, explored, p_explored, inflight, strategy,
                                         explored_n + 1, &dev, keys[ci], first_row, new_cfg, recorded, &fb,
                                         (const char *const *)decl, ndecl, best_undeclared, quiet, best_cfg, sizeof best_cfg,
@@ -1544,5 +1518,6 @@ int cmd_tune(int argc, char **argv)
     csvt_free(explored);
     csvt_free(tuning);
     shapes_free(&shapes);
+    if (have_rules) fallback_rules_free(&rules);
     return fatal ? 1 : stop_requested ? 130 : restart ? TUNE_RESTART_EXIT : 0;
 }

@@ -364,26 +364,28 @@ printf 'gpu,backend,rule\n"%s",opencl,x\n' "$gpu" >"$T/fb/fallback.csv"
 run run --device opencl:0 --shapes "$T/fb.csv" --out "$T/fb.out.csv" --tuned --tuning "$T/fb/tuning.csv" --dry-run
 check "run --tuned: a malformed fallback.csv is bad input, named" 2 err "$T/fb/fallback.csv:1: not a fallback table"
 
-# tune: what the run would take without the class's row (the runtime's default, the nearest
-# other class's row) always contends in the class's head-to-head, so the row written is never
-# slower there. The space holds one candidate, neither of them; a planted row of a nearby class
-# (same dtype, head dim and causality) stands for the nearest class. (A shallow tune wrote a
-# row that made the next run slower: nothing but the search's short timings decided.)
+# tune: what the run would take without the class's row (run --tuned's fallback: here the rule
+# of fallback.csv in the results folder; and the runtime's default) always contends in the
+# class's head-to-head, so the row written is never slower there. The space holds one
+# candidate, neither of them. (A shallow tune wrote a row that made the next run slower:
+# nothing but the search's short timings decided.)
 printf '%s\n%s\n' "$HDR" "hh,1,2,1,48,48,64,1" >"$T/hh.csv"
 printf 'param,value,when\nMMA,fma,\nBLOCK_M,16,\nBLOCK_N,16,\nNUM_WARPS,1,\nSTAGES,1,\nWARP_M,1,\nKPAD,0,\n' >"$T/hh-space.csv"
 mkdir -p "$T/hh"
 printf '%s\n"%s",opencl,bf16-d64-c1-g2-q128-k128-w2,MMA=fma;BLOCK_M=32;BLOCK_N=32;NUM_WARPS=2;WARP_M=1;STAGES=1;SPLIT_KV=1;PACK_GQA=0;KPAD=1,1.0,1.0,1,1,x,random,2026-01-01T00:00:00Z\n' \
     "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" "$gpu" >"$T/hh/tuning.csv"
+printf '%s\n"%s",opencl,1,short-prefill,any,MMA=fma;BLOCK_M=32;BLOCK_N=32;NUM_WARPS=2;WARP_M=1;STAGES=1;PACK_GQA=0;KPAD=1,auto,1,1,0,1.000,planted\n' \
+    "gpu,backend,rule,regime,conditions,config,split_kv,classes,within_10pct,untimed,geomean,why" "$gpu" >"$T/hh/fallback.csv"
 run tune --device opencl:0 --shapes "$T/hh.csv" --results "$T/hh" --space "$T/hh-space.csv" --strategy random --budget 1 --rep-budget 0.01
-check "tune: the default and the nearest class's row contend beside the search's best" 0 \
-    err "(this run's best)" err "(the default)" err "(the nearest class's row bf16-d64-c1-g2-q128-k128-w2)"
+check "tune: the runtime's default and run --tuned's fallback contend beside the search's best" 0 \
+    err "(this run's best)" err "(the runtime's default)" err "(run --tuned without the row: rule 1 of fallback.csv (short-prefill: any))"
 # the row written: the head-to-head's winner, never slower there than the default
 python3 - "$T/hh/tuning.csv" "$T/stderr" >"$T/hh.why" <<'PY'
 import csv, re, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["shape_class"] != "bf16-d64-c1-g2-q128-k128-w2"]
 times = {m.group(1): (float(m.group(2)), m.group(3))
          for m in re.finditer(r"timed again (\S+): ([0-9.]+) us \(([^)]*)\)", open(sys.argv[2]).read())}
-dflt = [t for t, src in times.values() if src == "the default"]
+dflt = [t for t, src in times.values() if src == "the runtime's default"]
 if len(rows) != 1 or rows[0]["config"] not in times or not dflt or times[rows[0]["config"]][0] > dflt[0]:
     print("row %s, times %s" % ([r["config"] for r in rows], times))
 PY
