@@ -364,6 +364,59 @@ printf 'gpu,backend,rule\n"%s",opencl,x\n' "$gpu" >"$T/fb/fallback.csv"
 run run --device opencl:0 --shapes "$T/fb.csv" --out "$T/fb.out.csv" --tuned --tuning "$T/fb/tuning.csv" --dry-run
 check "run --tuned: a malformed fallback.csv is bad input, named" 2 err "$T/fb/fallback.csv:1: not a fallback table"
 
+# fit-fallback: the rules fitted to a results folder (the fixture: tests/data/fallback), and
+# --loo's check, leaving one class out at a time
+run fit-fallback
+check "fit-fallback without --results exits 2" 2 err "--results DIR is required"
+run fit-fallback --results "$T/no-such-dir"
+check "fit-fallback: a folder without tables exits 2 naming the file" 2 err "$T/no-such-dir/tuning.csv"
+mkdir -p "$T/fx"
+cp "$DATA/fallback/tuning.csv" "$DATA/fallback/explored.csv" "$DATA/fallback/manifest.csv" "$T/fx/"
+run fit-fallback --results "$T/fx" --loo
+check "fit-fallback --loo: rules and the per-regime check, with the nearest-class lookup beside them" 0 \
+    out "Fixture GPU / cuda: 9 classes (9 of today's keys; 1 without a shape left out)" out "3 rules" \
+    out "leave one class out (9 classes)" out "fitted rule" out "nearest class (before)"
+csv_py "fit-fallback: fallback.csv, fallback_loo.csv and its summary, as the fixture was built" '
+import csv, sys
+d = sys.argv[1]
+rules = list(csv.DictReader(open(d + "/fallback.csv")))
+got = [(r["rule"], r["regime"], r["conditions"], r["split_kv"]) for r in rules]
+want = [("1", "decode", "fill<=2", "fill=0.97"), ("2", "decode", "fill>2", "fill=3.88"), ("3", "long-prefill", "any", "auto")]
+if got != want: print("rules %r" % got)
+loo = list(csv.DictReader(open(d + "/fallback_loo.csv")))
+if len(loo) != 9 or any(r["rule_ratio"] != "1.0000" for r in loo): print("loo %r" % [(r["shape_class"], r["rule_ratio"]) for r in loo])
+s = {(r["regime"], r["method"]): r for r in csv.DictReader(open(d + "/fallback_loo_summary.csv"))}
+a, n = s[("all", "fitted rule")], s[("all", "nearest class (before)")]
+if (a["within_10pct"], a["untimed"], n["within_10pct"], n["untimed"]) != ("9", "0", "3", "0"): print("summary %r %r" % (a, n))
+' "$T/fx"
+run fit-fallback --results "$T/fx" --backend opencl
+check "fit-fallback --backend without its device in the manifest exits 2 saying so" 2 err "no opencl.arch"
+
+# tools/gen-shapes.py: random realistic shapes, checked by fabench run --dry-run, and a few
+# at the CPU's scale run --tuned with the fixture's rules (verified)
+if [ "$HAVE_PY" -eq 1 ]; then
+    python3 tools/gen-shapes.py --seed 1 --count 40 --kinds decode,prefill,chunked,cross,tiny,paged,ragged,mixed \
+        --out "$T/gen.csv" 2>"$T/gen.err"
+    if grep -q "seed 1 is a development seed" "$T/gen.err" && [ "$(wc -l <"$T/gen.csv")" -eq 41 ]; then
+        ok "gen-shapes.py: 40 shapes, and seed 1 is named a development seed"
+    else bad "gen-shapes.py: 40 shapes, and seed 1 is named a development seed" "$(cat "$T/gen.err")"; fi
+    run run --device opencl:0 --shapes "$T/gen.csv" --out "$T/gen.out.csv" --dry-run
+    check "gen-shapes.py: its shapes pass fabench run --dry-run" 0 err "40 shapes on opencl:0, every input checked"
+    python3 tools/gen-shapes.py --seed 1 --count 40 --kinds decode,prefill,chunked,cross,tiny,paged,ragged,mixed --out "$T/gen2.csv" 2>/dev/null
+    if cmp -s "$T/gen.csv" "$T/gen2.csv"; then ok "gen-shapes.py: the same seed gives the same file"
+    else bad "gen-shapes.py: the same seed gives the same file"; fi
+    python3 tools/gen-shapes.py --seed 2 --count 6 --tiny --kinds decode,chunked,cross,tiny,paged,mixed --out "$T/gent.csv" 2>/dev/null
+    rm -f "$T/fb/fallback.csv"
+    run run --device opencl:0 --shapes "$T/gent.csv" --out "$T/gent.out.csv" --tuned --tuning "$T/fb/tuning.csv" --verify-only --quiet
+    check "gen-shapes.py --tiny: six shapes of six kinds verify on PoCL with their regimes' defaults" 0
+    if python3 tools/gen-shapes.py --seed 1 --count 3 --kinds decode,bogus >/dev/null 2>"$T/gen.err"; then
+        bad "gen-shapes.py: an unknown kind fails"
+    elif grep -q "unknown kind bogus" "$T/gen.err"; then ok "gen-shapes.py: an unknown kind fails, naming it"
+    else bad "gen-shapes.py: an unknown kind fails, naming it" "$(cat "$T/gen.err")"; fi
+else
+    skipc "gen-shapes.py: python3 is missing"
+fi
+
 # tune: what the run would take without the class's row (run --tuned's fallback: here the rule
 # of fallback.csv in the results folder; and the runtime's default) always contends in the
 # class's head-to-head, so the row written is never slower there. The space holds one

@@ -1,7 +1,9 @@
 /* test_fallback.c: what `run --tuned` takes for a shape without a tuned class: the regimes,
- * the features, fallback.csv's conditions, a rule's configuration made for a shape, the
- * per-regime defaults (valid for generated shapes on every device the tests describe), and
- * the lookup chain: tuned class, rule, default. No device needed. */
+ * the features, fallback.csv's conditions and rows (written, read back, the same picks),
+ * the rules fitted to a small fixture (tests/data/fallback/) and to the committed H100 and
+ * H200 tables (a decode shape never takes a prefill's rule), the per-regime defaults (valid
+ * for generated shapes on every device the tests describe), the leave-one-class-out check
+ * on the fixture, and the lookup chain: tuned class, rule, default. No device needed. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <setjmp.h>
@@ -17,6 +19,7 @@
 
 #include "csvio.h"
 #include "fallback.h"
+#include "fallback_fit.h"
 #include "shapes.h"
 #include "test_shape.h"
 #include "test_skip.h"
@@ -263,6 +266,256 @@ static void test_defaults_valid(void **state)
     shapes_free(&l);
 }
 
+static fit_set *load_fixture(void)
+{
+    char dir[1200], err[FB_ERRLEN] = "";
+    snprintf(dir, sizeof dir, "%s/tests/data/fallback", root);
+    fit_set *fs = NULL;
+    int rc = fit_load(dir, NULL, "cuda", NULL, 0, &fs, err, sizeof err);
+    if (rc) print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    return fs;
+}
+
+/* The fixture: three decode classes at B x Hkv = 128 won by two key warps unsplit, three at
+ * 512 by one warp, three long prefills by one mma tile; a class whose shape no suite has. */
+static void test_fit_fixture(void **state)
+{
+    (void)state;
+    fit_set *fs = load_fixture();
+    size_t ncls, nlive, nskip, ncand;
+    fit_counts(fs, &ncls, &nlive, &nskip, &ncand);
+    assert_int_equal(ncls, 9);
+    assert_int_equal(nlive, 9);
+    assert_int_equal(nskip, 1);
+    char first[96];
+    assert_int_equal(fit_unreproduced(fs, first, sizeof first), 0);
+    assert_string_equal(fit_gpu(fs), "Fixture GPU");
+    assert_int_equal(fit_device(fs)->compute_units, 132);
+    fb_rules r;
+    assert_int_equal(fit_rules(fs, &r), 0);
+    assert_int_equal(r.n, 3);
+    char conds[256];
+    fallback_conds_str(&r.v[0], conds, sizeof conds);
+    assert_string_equal(conds, "fill<=2");
+    assert_non_null(strstr(r.v[0].config, "KV_WARPS=2"));
+    assert_null(strstr(r.v[0].config, "SPLIT_KV"));
+    assert_true(r.v[0].fill == 0.97); /* its own split: 128 work-groups over 132 compute units */
+    fallback_conds_str(&r.v[1], conds, sizeof conds);
+    assert_string_equal(conds, "fill>2");
+    assert_true(r.v[1].regime == FB_REG_DECODE && r.v[1].fill == 3.88);
+    assert_true(r.v[2].regime == FB_REG_LONG && r.v[2].ncond == 0 && r.v[2].fill == 0);
+    for (size_t i = 0; i < r.n; i++) {
+        assert_int_equal(r.v[i].id, (int)i + 1);
+        assert_true(r.v[i].classes == 3 && r.v[i].within10 == 3 && r.v[i].untimed == 0 && r.v[i].geomean == 1.0);
+        assert_non_null(strstr(r.v[i].why, "fitted on 3 classes"));
+    }
+    fallback_rules_free(&r);
+    fit_free(fs);
+}
+
+/* fallback.csv written and read back picks the same configurations, with the same source,
+ * for every generated shape: the fixture's rules, and the H100's committed tables' */
+static void roundtrip(fit_set *fs, const rt_device_info *dev, const shape_list_t *l)
+{
+    fb_rules mem, back;
+    char p[600], err[FB_ERRLEN];
+    assert_int_equal(fit_rules(fs, &mem), 0);
+    csv_table *t = csvt_new(fallback_header, fallback_ncols);
+    assert_non_null(t);
+    assert_int_equal(fallback_table_add(t, fit_gpu(fs), fit_backend(fs), &mem), 0);
+    snprintf(p, sizeof p, "%s/fallback.csv", tmpdir);
+    assert_int_equal(csvt_write_atomic(t, p, err, sizeof err), 0);
+    csvt_free(t);
+    int rc = fallback_read(p, fit_gpu(fs), fit_backend(fs), &back, err, sizeof err);
+    if (rc) print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(back.n, mem.n);
+    for (size_t i = 0; i < mem.n; i++) {
+        assert_int_equal(back.v[i].id, mem.v[i].id);
+        assert_int_equal(back.v[i].regime, mem.v[i].regime);
+        assert_int_equal(back.v[i].ncond, mem.v[i].ncond);
+        for (int k = 0; k < mem.v[i].ncond; k++)
+            assert_true(back.v[i].cond[k].feat == mem.v[i].cond[k].feat && back.v[i].cond[k].gt == mem.v[i].cond[k].gt &&
+                        back.v[i].cond[k].thr == mem.v[i].cond[k].thr);
+        assert_string_equal(back.v[i].config, mem.v[i].config);
+        assert_true(back.v[i].fill == mem.v[i].fill);
+    }
+    long rules_used = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        kconfig a, b;
+        char sa[600], sb[600], ta[KCONFIG_STR_MAX], tb[KCONFIG_STR_MAX];
+        const dtype_t dt = l->v[i].has_dtype ? l->v[i].dtype : DT_BF16;
+        long ka = fallback_pick(&mem, "fallback.csv", &l->v[i], dt, dev, NULL, &a, sa, sizeof sa);
+        long kb = fallback_pick(&back, "fallback.csv", &l->v[i], dt, dev, NULL, &b, sb, sizeof sb);
+        kconfig_str(&a, ta, sizeof ta);
+        kconfig_str(&b, tb, sizeof tb);
+        assert_int_equal(ka, kb);
+        assert_string_equal(sa, sb);
+        assert_string_equal(ta, tb);
+        rules_used += ka >= 0;
+    }
+    print_message("%s: %zu rules, %ld of %zu shapes took one\n", fit_gpu(fs), mem.n, rules_used, l->n);
+    assert_true(rules_used > 0);
+    fallback_rules_free(&mem);
+    fallback_rules_free(&back);
+}
+
+static fit_set *load_committed(const char *slug)
+{
+    char dir[1200], err[FB_ERRLEN] = "";
+    snprintf(dir, sizeof dir, "%s/results/%s", root, slug);
+    fit_set *fs = NULL;
+    if (access(dir, R_OK) != 0) return NULL;
+    int rc = fit_load(dir, NULL, "cuda", NULL, 0, &fs, err, sizeof err);
+    if (rc) print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    return fs;
+}
+
+static void test_fit_roundtrip(void **state)
+{
+    (void)state;
+    shape_list_t l = dev_shapes();
+    fit_set *fs = load_fixture();
+    roundtrip(fs, fit_device(fs), &l);
+    fit_free(fs);
+    fs = load_committed("nvidia-h100-80gb-hbm3");
+    if (!fs) {
+        shapes_free(&l);
+        SKIP_BECAUSE("results/nvidia-h100-80gb-hbm3 is not in this checkout");
+    }
+    roundtrip(fs, fit_device(fs), &l);
+    fit_free(fs);
+    shapes_free(&l);
+}
+
+/* With the rules fitted to the committed H100 and H200 tables, a decode shape takes a rule of
+ * its own regime (in the paged and ragged regimes one that says decode=1) or the decode
+ * default, never a prefill's; the issue's MQA decode, which the nearest-class lookup gave a
+ * q4096 prefill class's configuration, now splits its cache over the GPU. */
+static void test_decode_never_prefill(void **state)
+{
+    (void)state;
+    shape_list_t l = dev_shapes();
+    const char *slugs[] = {"nvidia-h100-80gb-hbm3", "nvidia-h200"};
+    int any = 0;
+    for (size_t g = 0; g < 2; g++) {
+        fit_set *fs = load_committed(slugs[g]);
+        if (!fs) continue;
+        any = 1;
+        fb_rules r;
+        assert_int_equal(fit_rules(fs, &r), 0);
+        for (size_t i = 0; i < r.n; i++) { /* every rule says which kind of work it serves */
+            int has = 0;
+            for (int k = 0; k < r.v[i].ncond; k++) has |= r.v[i].cond[k].feat == FB_F_DECODE;
+            if ((r.v[i].regime == FB_REG_PAGED || r.v[i].regime == FB_REG_RAGGED) && !has)
+                fail_msg("%s rule %d (%s) does not say decode=0 or 1", slugs[g], r.v[i].id, fallback_regime_name(r.v[i].regime));
+        }
+        shape_t mqa = mk(5, 16, 1, 1, 7777, 128, 0);
+        unsigned seed = 12345;
+        for (size_t i = 0; i < l.n + 200; i++) {
+            shape_t s;
+            if (i < l.n) s = l.v[i];
+            else { /* more decode shapes: random heads, lengths, batches; some paged */
+                static const int hq[] = {8, 16, 32, 48, 64, 71}, ds[] = {32, 64, 80, 96, 128, 192, 256};
+                seed = seed * 1103515245u + 12345u;
+                const int h = hq[(seed >> 8) % 6], kv = (seed >> 12) % 3 == 0 ? 1 : (seed >> 12) % 3 == 1 ? h : (h % 8 ? h : 8);
+                s = mk(1 + (int)((seed >> 16) % 64), h, kv, 1 + (int)((seed >> 4) % 8), 100 + (int)((seed >> 3) % 30000),
+                       ds[(seed >> 20) % 7], (int)((seed >> 24) & 1));
+                if ((seed >> 26) % 4 == 0) s.page = 16 << ((seed >> 28) % 3);
+            }
+            if (i == l.n) s = mqa;
+            if (!fallback_decode_like(&s)) continue;
+            kconfig c;
+            char src[600];
+            const long k = fallback_pick(&r, "fallback.csv", &s, DT_BF16, fit_device(fs), NULL, &c, src, sizeof src);
+            if (k >= 0) {
+                const fb_rule *ru = &r.v[k];
+                int dec_ok = ru->regime == FB_REG_DECODE;
+                for (int q = 0; q < ru->ncond; q++)
+                    if (ru->cond[q].feat == FB_F_DECODE) dec_ok = ru->cond[q].gt == 1;
+                if (ru->regime != fallback_regime(&s) || !dec_ok) fail_msg("%s: %s: %s", slugs[g], s.name, src);
+            }
+            /* (a mixed batch's prefilling sequences share its tile) */
+            if (!shape_ragged(&s) && (c.mma == MMA_WGMMA || c.block_m > 64)) fail_msg("%s: %s: a prefill tile (%s)", slugs[g], s.name, src);
+        }
+        /* the shape: the nearest-class lookup took a prefill class's configuration */
+        kconfig c;
+        char src[600];
+        csv_table *t;
+        char p[1200], err[FB_ERRLEN];
+        snprintf(p, sizeof p, "%s/results/%s/tuning.csv", root, slugs[g]);
+        assert_int_equal(csvt_read(p, &t, err, sizeof err), 0);
+        if (tune_lookup_nearest(t, fit_gpu(fs), "cuda", &mqa, DT_BF16, NULL, 0, &c, src, sizeof src) == 1 && g == 0) {
+            assert_string_equal(src, "nearest bf16-d128-c0-g1-q4096-k4096");
+            kconfig_complete(&c, fit_device(fs), &mqa, DT_BF16);
+            assert_int_equal(c.mma, MMA_WGMMA);
+        }
+        csvt_free(t);
+        assert_true(fallback_pick(&r, "fallback.csv", &mqa, DT_BF16, fit_device(fs), NULL, &c, src, sizeof src) >= 0);
+        print_message("%s: the MQA decode takes %s: SPLIT_KV=%d\n", slugs[g], src, c.split_kv);
+        assert_true(c.mma == MMA_SYNC && c.split_kv >= 8);
+        assert_non_null(strstr(src, "(decode: "));
+        fallback_rules_free(&r);
+        fit_free(fs);
+    }
+    shapes_free(&l);
+    if (!any) SKIP_BECAUSE("neither committed GPU folder is in this checkout");
+}
+
+/* fit_loo on the fixture, by hand: leaving one decode class out, the other two of its fill
+ * keep their rule, whose fill target gives the held-out class its own unsplit winner (1.0);
+ * the nearest-class lookup takes a neighbour's row with SPLIT_KV derived again, 2, timed at
+ * 1.15 (B x Hkv = 128), 1.12 or 1.30 (512); the prefills agree; no default was ever timed. */
+static void test_loo_fixture(void **state)
+{
+    (void)state;
+    fit_set *fs = load_fixture();
+    csv_table *rows = csvt_new(fit_loo_header, fit_loo_ncols), *sum = csvt_new(fit_loo_summary_header, fit_loo_summary_ncols);
+    assert_true(rows && sum);
+    assert_int_equal(fit_loo(fs, rows, sum), 0);
+    assert_int_equal(rows->nrows, 9);
+    const int cc = csvt_col(rows, "shape_class"), cr = csvt_col(rows, "rule_ratio"), cn = csvt_col(rows, "nearest_ratio"),
+              cd = csvt_col(rows, "default_ratio"), cs = csvt_col(rows, "rule_source");
+    for (size_t i = 0; i < rows->nrows; i++) {
+        char *const *r = rows->rows[i];
+        const int dec = strstr(r[cc], "-q1-") != NULL, w128 = strstr(r[cc], "-w128") != NULL;
+        assert_string_equal(r[cr], "1.0000");
+        assert_string_equal(r[cd], "");
+        if (!dec) assert_string_equal(r[cn], "1.0000");
+        else if (w128) assert_string_equal(r[cn], "1.1500");
+        else assert_true(!strcmp(r[cn], "1.1200") || !strcmp(r[cn], "1.3000"));
+        assert_non_null(strstr(r[cs], dec ? (w128 ? "(decode: fill<=2)" : "(decode: fill>2)") : "(long-prefill: any)"));
+    }
+    /* the summary: per regime and in all, each method */
+    const struct { const char *regime, *method, *timed, *within, *untimed, *share; } want[] = {
+        {"decode", "fitted rule", "6", "6", "0", "1.000"},
+        {"decode", "regime default", "0", "0", "6", ""},
+        {"decode", "nearest class (before)", "6", "0", "0", "0.000"},
+        {"long-prefill", "fitted rule", "3", "3", "0", "1.000"},
+        {"long-prefill", "nearest class (before)", "3", "3", "0", "1.000"},
+        {"all", "fitted rule", "9", "9", "0", "1.000"},
+        {"all", "nearest class (before)", "9", "3", "0", "0.333"},
+    };
+    for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+        int found = 0;
+        for (size_t i = 0; i < sum->nrows; i++) {
+            char *const *r = sum->rows[i];
+            if (strcmp(r[csvt_col(sum, "regime")], want[w].regime) || strcmp(r[csvt_col(sum, "method")], want[w].method)) continue;
+            found = 1;
+            assert_string_equal(r[csvt_col(sum, "timed")], want[w].timed);
+            assert_string_equal(r[csvt_col(sum, "within_10pct")], want[w].within);
+            assert_string_equal(r[csvt_col(sum, "untimed")], want[w].untimed);
+            assert_string_equal(r[csvt_col(sum, "share_of_timed")], want[w].share);
+        }
+        if (!found) fail_msg("no summary row %s / %s", want[w].regime, want[w].method);
+    }
+    csvt_free(rows);
+    csvt_free(sum);
+    fit_free(fs);
+}
+
 /* run --tuned's lookup: the class's row, else fallback.csv's rule (beside the tuning table),
  * else the regime's default, each named in the source; a malformed fallback.csv is bad input */
 static void test_lookup_chain(void **state)
@@ -344,6 +597,10 @@ int main(void)
         cmocka_unit_test(test_conditions_text),
         cmocka_unit_test(test_instantiate),
         cmocka_unit_test(test_defaults_valid),
+        cmocka_unit_test(test_fit_fixture),
+        cmocka_unit_test(test_fit_roundtrip),
+        cmocka_unit_test(test_decode_never_prefill),
+        cmocka_unit_test(test_loo_fixture),
         cmocka_unit_test(test_lookup_chain),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
