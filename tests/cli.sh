@@ -446,6 +446,15 @@ if [ ! -s "$T/hh.why" ]; then ok "tune: the row written is the head-to-head's wi
 else bad "tune: the row written is the head-to-head's winner" "$(cat "$T/hh.why")"; fi
 run check-results "$T/hh"
 check "tune: the fallbacks' explored rows make a clean folder" 0 out "0 problems"
+# fit-fallback's files (the fixture's, as if this GPU's) in a results folder: checked
+for f in fallback.csv fallback_loo.csv fallback_loo_summary.csv; do sed "s|Fixture GPU|$gpu|" "$T/fx/$f" >"$T/hh/$f"; done
+run check-results --quiet "$T/hh"
+check "check-results: fit-fallback's three files pass" 0 out "0 problems"
+sed -i '2s/fill<=2/fill<<2/' "$T/hh/fallback.csv"
+run check-results --quiet "$T/hh"
+check "check-results: a fallback.csv rule whose conditions do not parse is named by file, line and column" 1 \
+    out "fallback.csv:2: conditions"
+rm -f "$T/hh/fallback.csv" "$T/hh/fallback_loo.csv" "$T/hh/fallback_loo_summary.csv"
 
 # ---------- a deliberately wrong kernel is caught ----------
 run run --device opencl:0 --shapes "$T/skv300.csv" --out "$T/fault.csv" --config FAULT_SKIP_LAST_TILE=1 "${TINY[@]}"
