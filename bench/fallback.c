@@ -41,6 +41,8 @@ int fallback_decode_like(const shape_t *s)
     return s->sq <= TUNE_DECODE_MAX_SQ;
 }
 
+const char *const fallback_causal_only[] = {"PACK_GQA", "GRID_LPT", "WG_HALF", "MASK_BOUND", NULL};
+
 const char *fallback_feature_name(int f) { return f >= 0 && f < FB_NFEAT ? feature_names[f] : "?"; }
 
 /* binary features are written "=0" / "=1"; integer ones with an integer threshold */
@@ -306,6 +308,8 @@ int fallback_instantiate(const char *config, double fill, const shape_t *s, dtyp
         c.set |= CFG_PACK_GQA;
     } else if ((c.set & CFG_PACK_GQA) && c.pack_gqa >= 2 && (s->sq % 64 || !s->causal || c.mma != MMA_WGMMA || c.block_m % 64))
         c.pack_gqa = 0; /* whole 64-row stripes only (kconfig_check); unpacked rows otherwise */
+    if (!s->causal) /* what kernels/space.csv offers causal shapes only (fallback_causal_only) */
+        c.grid_lpt = c.wg_half = c.mask_bound = 0;
     if (shape_ragged(s)) {
         char dropped[256];
         tune_ragged_drop(&c, 0, dropped, sizeof dropped);

@@ -89,10 +89,14 @@ int fallback_read(const char *path, const char *gpu, const char *backend, fb_rul
 
 /* Configuration text (kconfig_str's form, SPLIT_KV ignored) made a configuration for shape
  * s: PACK_GQA off for one query head a KV head (derived where the text leaves it out, and
- * lowered to what the shape allows), SPLIT_KV from fill (0: derived), SPLIT_FUSE off without
- * a split, then kconfig_complete. 0 with *out complete and every field marked set (so that a
+ * lowered to what the shape allows), what kernels/space.csv offers causal shapes only off
+ * for a shape that is not (the keys of fallback_causal_only: a rule learned on causal
+ * classes serves non-causal shapes too, and the tuner never verified those switches
+ * there), SPLIT_KV from fill (0: derived), SPLIT_FUSE off without a split, then
+ * kconfig_complete. 0 with *out complete and every field marked set (so that a
  * later kconfig_complete changes nothing), or ST_UNSUPPORTED / ST_RESOURCE_LIMIT with reason
  * (kconfig_check's, or a text that does not parse). */
+extern const char *const fallback_causal_only[]; /* NULL-terminated */
 int fallback_instantiate(const char *config, double fill, const shape_t *s, dtype_t dt, const rt_device_info *dev,
                          kconfig *out, char *reason, size_t len);
 

@@ -210,6 +210,30 @@ static void test_instantiate(void **state)
     shape_t even = mk(2, 32, 8, 1024, 1024, 128, 1);
     assert_int_equal(fallback_instantiate(p3, 0, &even, DT_BF16, &hop, &c, reason, sizeof reason), 0);
     assert_int_equal(c.pack_gqa, 3);
+    /* a rule learned on causal classes, for a shape that is not causal: the switches the
+     * space offers causal shapes only are off; every such switch of kernels/space.csv is one
+     * fallback_instantiate turns off */
+    const char *cz = "MMA=wgmma;BLOCK_M=192;BLOCK_N=128;NUM_WARPS=12;WARP_M=1;STAGES=2;PACK_GQA=0;KPAD=1;WG_SWIZZLE=1;WG_TMA=1;"
+                     "WG_WS=1;WG_SKIP=1;WG_HALF=2;MASK_BOUND=1;GRID_LPT=1";
+    shape_t nc = mk(2, 32, 32, 2000, 2000, 96, 0), cs = mk(2, 32, 32, 2000, 2000, 96, 1);
+    assert_int_equal(fallback_instantiate(cz, 0, &nc, DT_BF16, &hop, &c, reason, sizeof reason), 0);
+    assert_true(c.wg_half == 0 && c.mask_bound == 0 && c.grid_lpt == 0 && c.wg_skip == 1);
+    assert_int_equal(fallback_instantiate(cz, 0, &cs, DT_BF16, &hop, &c, reason, sizeof reason), 0);
+    assert_true(c.wg_half == 2 && c.mask_bound == 1 && c.grid_lpt == 1);
+    char sp[1200];
+    snprintf(sp, sizeof sp, "%s/kernels/space.csv", root);
+    FILE *f = fopen(sp, "r");
+    assert_non_null(f);
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        char *comma = strchr(line, ',');
+        if (!comma || !strstr(comma, "causal")) continue;
+        *comma = 0;
+        int listed = 0;
+        for (const char *const *k = fallback_causal_only; *k; k++) listed |= !strcmp(*k, line);
+        if (!listed) fail_msg("kernels/space.csv offers %s to causal shapes only; fallback_causal_only lacks it", line);
+    }
+    fclose(f);
     /* a ragged batch: no split, no packing */
     shape_t rg = ragged(mk(8, 32, 8, 1, 4096, 128, 1));
     assert_int_equal(fallback_instantiate(x, 4, &rg, DT_BF16, &hop, &c, reason, sizeof reason), 0);
