@@ -62,7 +62,7 @@ summary: $(BUILD)/fabench
 # LeakSanitizer does not scan thread-local storage (use_tls=0): PoCL's dlopen'd kernels leave
 # dynamic-TLS records its tracer crashes on at exit for some kernel sources ("Tracer caught
 # signal 11"; seen in test_tune's --merge runs at stop 27).
-SAN_TESTS := test_csvio test_rt_shared test_shapes test_stats test_refcheck test_refdev test_search test_torch_proto test_tune test_telemetry test_e2e
+SAN_TESTS := test_csvio test_rt_shared test_shapes test_stats test_refcheck test_refdev test_search test_torch_proto test_tune test_fallback test_telemetry test_e2e
 sanitize:
 	$(MAKE) BUILD=build/asan OPT='-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all' \
 	    LDFLAGS='-fsanitize=address,undefined' build/asan/fabench $(SAN_TESTS:%=build/asan/tests/%)

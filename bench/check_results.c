@@ -18,6 +18,7 @@
 #include "telemetry.h"
 #include "config.h"
 #include "csvio.h"
+#include "fallback.h"
 #include "shapes.h"
 #include "refcheck.h"
 #include "search.h"
@@ -466,6 +467,25 @@ static void rule_portability(file_ctx *fc, size_t r)
     }
 }
 
+/* fallback.csv (fit-fallback): a known regime, conditions and SPLIT_KV as the lookup reads
+ * them, counts that add up */
+static void rule_fallback(file_ctx *fc, size_t r)
+{
+    check_gpu(fc, r, "gpu");
+    fb_regime reg;
+    if (fallback_regime_parse(val(fc, r, "regime"), &reg) != 0)
+        problem(fc, line_of(fc, r), "regime", "'%s' is not a regime (decode, short-prefill, long-prefill, ragged, paged)",
+                val(fc, r, "regime"));
+    fb_rule rule;
+    char e[FB_ERRLEN];
+    if (fallback_conds_parse(val(fc, r, "conditions"), &rule, e, sizeof e) != 0) problem(fc, line_of(fc, r), "conditions", "%s", e);
+    const char *split = val(fc, r, "split_kv");
+    if (strcmp(split, "auto") && (strncmp(split, "fill=", 5) || !(strtod(split + 5, NULL) > 0)))
+        problem(fc, line_of(fc, r), "split_kv", "'%s' is neither 'auto' nor 'fill=W' with W > 0", split);
+    if (num(fc, r, "within_10pct") + num(fc, r, "untimed") > num(fc, r, "classes"))
+        problem(fc, line_of(fc, r), "within_10pct", "within_10pct + untimed exceed classes");
+}
+
 static void rule_loc(file_ctx *fc, size_t r)
 {
     double c = num(fc, r, "c_family_lines"), p = num(fc, r, "python_lines"), t = num(fc, r, "total_lines");
@@ -583,6 +603,23 @@ static const col_spec distance_cols[] = {
     {"differs", V_NAME, REQ, 0}, {"cosine", V_NUM, REQ, 0}, {"jensen_shannon", V_NUM, REQ, 0},
     {"shared_instructions", V_INT, REQ, 0}};
 
+/* fit-fallback's rules and its leave-one-class-out check */
+static const col_spec fallback_cols[] = {
+    {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"rule", V_INT, REQ, 1}, {"regime", V_NAME, REQ, 0},
+    {"conditions", V_NAME, REQ, 0}, {"config", V_CONFIG, REQ, 0}, {"split_kv", V_NAME, REQ, 0}, {"classes", V_INT, REQ, 1},
+    {"within_10pct", V_INT, REQ, 0}, {"untimed", V_INT, REQ, 0}, {"geomean", V_NUM, REQ | EMPTY, 1}, {"why", V_TEXT, REQ, 0}};
+static const col_spec loo_cols[] = {
+    {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"shape_class", V_CLASS, REQ, 0}, {"shape", V_NAME, REQ, 0},
+    {"regime", V_NAME, REQ, 0}, {"winner_us", V_NUM, REQ, 1e-9}, {"winner", V_CONFIG, REQ, 0}, {"rule_source", V_NAME, REQ, 0},
+    {"rule_config", V_CONFIG, REQ, 0}, {"rule_us", V_NUM, REQ | EMPTY, 1e-9}, {"rule_ratio", V_NUM, REQ | EMPTY, 1},
+    {"default_config", V_CONFIG, REQ, 0}, {"default_us", V_NUM, REQ | EMPTY, 1e-9}, {"default_ratio", V_NUM, REQ | EMPTY, 1},
+    {"nearest_source", V_NAME, REQ, 0}, {"nearest_config", V_CONFIG, REQ, 0}, {"nearest_us", V_NUM, REQ | EMPTY, 1e-9},
+    {"nearest_ratio", V_NUM, REQ | EMPTY, 1}};
+static const col_spec loo_summary_cols[] = {
+    {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"regime", V_NAME, REQ, 0}, {"method", V_NAME, REQ, 0},
+    {"classes", V_INT, REQ, 1}, {"timed", V_INT, REQ, 0}, {"within_10pct", V_INT, REQ, 0}, {"untimed", V_INT, REQ, 0},
+    {"share_of_timed", V_NUM, REQ | EMPTY, 0}, {"share_of_all", V_NUM, REQ, 0}, {"geomean_of_timed", V_NUM, REQ | EMPTY, 1}};
+
 /* tune-replay's best-so-far curves (the replayed searchers, per seed) */
 static const col_spec convergence_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"shape_class", V_CLASS, REQ, 0},
@@ -609,6 +646,9 @@ static const file_spec specs[] = {
     {"codegen_summary.csv", summary_cols, N(summary_cols), rule_summary, {"gpu", "backend", "source", NULL}},
     {"codegen_distance.csv", distance_cols, N(distance_cols), rule_distance,
      {"source", "set", "a_gpu", "a_backend", "a_class", "a_config", "b_gpu", "b_backend", "b_class", "b_config", NULL}},
+    {"fallback.csv", fallback_cols, N(fallback_cols), rule_fallback, {"gpu", "backend", "rule", NULL}},
+    {"fallback_loo.csv", loo_cols, N(loo_cols), NULL, {"gpu", "backend", "shape_class", NULL}},
+    {"fallback_loo_summary.csv", loo_summary_cols, N(loo_summary_cols), NULL, {"gpu", "backend", "regime", "method", NULL}},
     /* tools/rounds.sh: perf.csv's rows once per round (each round a run of its own), and
      * their manifest; checked with perf.csv's schema and rules against that manifest */
     {"rounds-perf.csv", perf_cols, N(perf_cols), rule_perf,
@@ -984,7 +1024,8 @@ static void usage(FILE *f)
             "Validates results folders: DIR and every folder under it (archive/ and plots/ aside).\n"
             "Checks each known file (perf.csv, explored.csv, tuning.csv, codegen.csv, compiled.csv,\n"
             "manifest.csv, vendor_configs.csv, portability.csv, codegen_summary.csv,\n"
-            "codegen_distance.csv, loc.csv, convergence.csv, tools/rounds.sh's rounds-perf.csv and\n"
+            "codegen_distance.csv, loc.csv, convergence.csv, fit-fallback's fallback.csv,\n"
+            "fallback_loo.csv and fallback_loo_summary.csv, tools/rounds.sh's rounds-perf.csv and\n"
             "rounds-manifest.csv): required columns, value types, ok rows with finite timings\n"
             "(p20 <= median <= p80, TFLOP/s and GB/s that agree with the shape) and errors within\n"
             "the verification tolerances, no duplicate rows, the folder's manifest with its\n"

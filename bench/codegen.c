@@ -98,7 +98,7 @@ static int amd_target_info(const char *arch, rt_device_info *d)
 }
 
 /* What a named NVIDIA target offers the kernel: the device facts kconfig needs. */
-static int target_info(const char *arch, rt_device_info *d)
+int codegen_target_info(const char *arch, rt_device_info *d)
 {
     int cc;
     if (!strncmp(arch, "gfx", 3)) return amd_target_info(arch, d);
@@ -249,7 +249,7 @@ int cmd_compile(int argc, char **argv)
         return FB_EXIT_BADINPUT;
     }
     rt_device_info dev;
-    if (target_info(target, &dev) != 0) {
+    if (codegen_target_info(target, &dev) != 0) {
         fprintf(stderr, "fabench compile: target '%s': expected an NVIDIA sm_XY or an AMD gfxNNN\n", target);
         return FB_EXIT_BADINPUT;
     }

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "rt.h"
+
 typedef struct {
     size_t n;
     char **op;      /* instruction names with their modifiers, e.g. mma.sync.aligned.m16n8k16... */
@@ -21,6 +23,11 @@ int op_histogram_add(op_histogram *h, const char *op, size_t len);
 void op_histogram_free(op_histogram *h);
 /* Adds one occurrence of the instruction op[0..len). 0 or -1 (out of memory). */
 int op_histogram_add(op_histogram *h, const char *op, size_t len);
+
+/* The device facts kconfig needs of a GPU named by its architecture (sm_80, sm_90: NVIDIA;
+ * gfx90a, gfx942: AMD), as `compile --target` and `fit-fallback` take them without the GPU:
+ * 0 and *d filled, or -1 for a name it does not know. */
+int codegen_target_info(const char *arch, rt_device_info *d);
 
 int cmd_compile(int argc, char **argv);
 

@@ -55,7 +55,9 @@ static void usage_run(FILE *f)
             "                     a group of query rows, each with its own keys); unset ones get\n"
             "                     per-device, per-shape defaults\n"
             "  --tuned            take each shape's configuration from the tuning table (`fabench\n"
-            "                     tune`): its class, else the nearest class, else the default\n"
+            "                     tune`): its class's row, else the rule of fallback.csv beside the\n"
+            "                     table for the shape's regime and features (`fabench fit-fallback`),\n"
+            "                     else the regime's default; perf.csv's config_source says which\n"
             "  --tuning FILE      the tuning table (default results/<gpu-slug>/tuning.csv)\n"
             "  --dtype T          fp32, fp16 or bf16: overrides the shapes' dtype (default bf16)\n"
             "  --manifest FILE    also write the run's manifest.csv (device, versions, commit)\n"
@@ -95,8 +97,8 @@ static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 
 
 /* The configuration shape s runs with and where it came from (perf.csv's config_source):
- * --config alone, or with --tuned the tuning table's row for its class (else the nearest
- * class's, else the runtime's default) with --config's keys over it. 0, or 2 with err when
+ * --config alone, or with --tuned the tuning table's row for its class (else fallback.csv's
+ * rule, else the regime's default: tune_lookup) with --config's keys over it. 0, or 2 with err when
  * the tuning table is bad input. */
 static int shape_config(int tuned, const char *tuning_path, const rt_device *dev, const kconfig *user, const shape_t *s,
                         dtype_t dt, kconfig *out, char *source, size_t slen, char *err, size_t errlen)
@@ -165,9 +167,14 @@ static void say_tuning_table(const char *path, const rt_device *dev, int config_
     else if (n == 0)
         fprintf(stderr, "fabench run: tuning table %s has no class of this GPU and runtime: the runtime's default "
                         "configurations%s\n", path, over);
-    else
+    else {
+        char fb[2048];
+        const char *slash = strrchr(path, '/');
+        snprintf(fb, sizeof fb, "%.*s%sfallback.csv", slash ? (int)(slash - path) : 0, path, slash ? "/" : "");
         fprintf(stderr, "fabench run: tuning table %s, %ld class%s of this GPU and runtime (a shape takes its class's "
-                        "row, else the nearest class's, else the default)%s\n", path, n, n == 1 ? "" : "es", over);
+                        "row, else fallback.csv's rule for its regime, else the regime's default)%s%s\n", path, n, n == 1 ? "" : "es",
+                over, access(fb, R_OK) == 0 ? "" : "; no fallback.csv beside it (`fabench fit-fallback` writes it)");
+    }
 }
 
 int cmd_run(int argc, char **argv)
@@ -373,7 +380,7 @@ int cmd_run(int argc, char **argv)
             continue;
         }
         kconfig shape_cfg;
-        char source[300];
+        char source[600];
         if (shape_config(tuned, tuning_path, &dev, &cfg, s, dt, &shape_cfg, source, sizeof source, err, sizeof err) != 0) {
             fprintf(stderr, "fabench run: %s\n", err);
             fatal = 2;

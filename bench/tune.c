@@ -16,6 +16,7 @@
 
 #include "attn.h"
 #include "csvio.h"
+#include "fallback.h"
 #include "manifest.h"
 #include "shapes.h"
 #include "search.h"
@@ -333,42 +334,33 @@ static int failed_before(const csv_table *e, const rt_device *dev, const char *c
     return r >= 0 && strcmp(e->rows[r][csvt_col(e, "status")], "ok") != 0;
 }
 
-/* What `run --tuned` would take for a class without its tuning.csv row: the runtime's default
- * configuration (kind 0) and, where the table has another class of this dtype, head dim and
- * causality, that nearest class's row as the run would take it (kind 1); each completed for
- * the class's representative shape. */
+/* What `run --tuned` would take for a class without its tuning.csv row (kind 1: fallback.csv's
+ * rule for its regime and features, else the regime's default: fallback_pick) and the
+ * runtime's default configuration (kind 0, where it differs); each made for the class's
+ * representative shape. */
 #define TUNE_FALLBACKS 2
-static size_t nearest_row(const csv_table *t, const char *gpu, const char *backend, const char *want, const char *exclude,
-                          double *dist);
-static int config_from_other_class(const char *row_cfg, const shape_t *s, kconfig *c);
 typedef struct {
     char cfg[TUNE_FALLBACKS][KCONFIG_STR_MAX]; /* [0]: what the run takes without the row */
-    int kind[TUNE_FALLBACKS];                  /* 0: the default, 1: the nearest class's row */
-    char near_class[96];                       /* kind 1's class */
+    int kind[TUNE_FALLBACKS];                  /* 0: the runtime's default, 1: run --tuned's fallback */
+    char source[600];                          /* kind 1's config_source */
     int n;
 } fallbacks;
 
-/* The fallbacks of class key, whose representative shape is s, from the tuning table as it
- * stands (its other classes' rows). */
-static void class_fallbacks(const csv_table *tuning, const rt_device *dev, const char *key, const shape_t *s, dtype_t dt,
-                            fallbacks *fb)
+/* The fallbacks of a class whose representative shape is s; rules: fallback.csv's for this
+ * GPU and runtime (NULL: no fallback.csv in the results folder). */
+static void class_fallbacks(const fb_rules *rules, const rt_device *dev, const shape_t *s, dtype_t dt, fallbacks *fb)
 {
-    double dist;
     kconfig c;
-    const size_t r = nearest_row(tuning, dev->info.name, dev->rt->name, key, key, &dist);
-    const int cf = csvt_col(tuning, "config"), cc = csvt_col(tuning, "shape_class");
     fb->n = 0;
-    fb->near_class[0] = 0;
-    if (r < tuning->nrows && cf >= 0 && cc >= 0 && config_from_other_class(tuning->rows[r][cf], s, &c) == 0) {
-        kconfig_complete(&c, &dev->info, s, dt);
-        kconfig_str(&c, fb->cfg[fb->n], sizeof fb->cfg[0]);
-        snprintf(fb->near_class, sizeof fb->near_class, "%s", tuning->rows[r][cc]);
-        fb->kind[fb->n++] = 1;
-    }
+    fallback_pick(rules && rules->n ? rules : NULL, "fallback.csv", s, dt, &dev->info,
+                  rules ? "fallback.csv has no rules of this GPU and runtime" : "no fallback.csv in the results folder", &c,
+                  fb->source, sizeof fb->source);
+    kconfig_str(&c, fb->cfg[fb->n], sizeof fb->cfg[0]);
+    fb->kind[fb->n++] = 1;
     c = (kconfig){0};
     kconfig_complete(&c, &dev->info, s, dt);
     kconfig_str(&c, fb->cfg[fb->n], sizeof fb->cfg[0]);
-    fb->kind[fb->n++] = 0;
+    if (strcmp(fb->cfg[0], fb->cfg[1])) fb->kind[fb->n++] = 0;
 }
 
 /* Adds the explored row of configuration cfg run as res (step: its place in the class's
@@ -421,9 +413,9 @@ static int fallback_row(csv_table *e, const char *path, const rt_device *dev, co
  * H200 the short back-to-back timings ranked configurations within 3-10% of each other
  * differently from the runs that then measured them (NOTES.md, stop 20). `force`: time
  * whatever contenders there are even when nothing is stale (the search's best is not one
- * of them: kernels/space.csv does not declare it). What `run` would take for the class
- * without its row, fb->cfg[] (the runtime's default, the nearest other class's row), always
- * contends: a row slower than them there is never written, and without --merge's recorded
+ * of them: kernels/space.csv does not declare it). What `run --tuned` would take for the
+ * class without its row and the runtime's default, fb->cfg[] (class_fallbacks), always
+ * contend: a row slower than them there is never written, and without --merge's recorded
  * row the first of them keeps its place within TUNE_KEEP_MARGIN, as the recorded row does.
  * Without an earlier run's rows the search's best meets them alone. A fallback without an
  * explored row of the class gets one (fallback_row). A contender that fails in any round
@@ -439,7 +431,7 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
                         int quiet, char *best_cfg, size_t best_len, double *best_us, char *err, size_t errlen)
 {
     static const char *const src_name[] = {"this run's best", "an earlier run's row", "this run's", "tuning.csv's row",
-                                           "the default", "the nearest class's row"};
+                                           "the runtime's default", "run --tuned without the row:"};
     enum { NCON = TUNE_REMATCH_TOP + 3 + TUNE_FALLBACKS };
     const char *con[NCON], *top[TUNE_REMATCH_TOP], *earliest_best;
     int src[NCON], top_earlier[TUNE_REMATCH_TOP], ncon = 0, stale = 0;
@@ -545,7 +537,7 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
             if (failed[k]) fprintf(stderr, "fabench tune: %s: timed again %s: out, it failed (%s)\n", cls, con[k], src_name[src[k]]);
             else
                 fprintf(stderr, "fabench tune: %s: timed again %s: %.3f us (%s%s%s)%s\n", cls, con[k], us[k], src_name[src[k]],
-                        src[k] == 5 ? " " : "", src[k] == 5 ? fb->near_class : "",
+                        src[k] == 5 ? " " : "", src[k] == 5 ? fb->source : "",
                         k != w ? "" : w == fastest ? ", the winner" : ", the winner (kept: within the margin of the fastest)");
         }
     snprintf(best_cfg, best_len, "%s", con[w]);
@@ -603,38 +595,6 @@ int tune_ragged_drop(kconfig *c, uint64_t keep, char *dropped, size_t len)
     return n > 0;
 }
 
-/* The row of table t for this GPU and runtime whose class is nearest the class want (same
- * dtype, head dim and causality), skipping rows of class exclude (NULL: none) and rows whose
- * class does not parse; t->nrows if none. *dist: its distance (0: the class itself). */
-static size_t nearest_row(const csv_table *t, const char *gpu, const char *backend, const char *want, const char *exclude,
-                          double *dist)
-{
-    const int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend"), cc = csvt_col(t, "shape_class");
-    size_t best = t->nrows;
-    *dist = INFINITY;
-    for (size_t i = 0; cg >= 0 && cb >= 0 && cc >= 0 && i < t->nrows; i++) {
-        if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
-        if (exclude && !strcmp(t->rows[i][cc], exclude)) continue;
-        const double d = tune_class_distance(t->rows[i][cc], want, INFINITY, INFINITY);
-        if (d < *dist) { *dist = d; best = i; }
-    }
-    return best;
-}
-
-/* The configuration `run --tuned` takes for shape s from a row of another class: the row's,
- * split-KV and GQA packing derived for s again, and for a ragged batch without what ragged
- * batches do not support; 0, or -1 when the row's configuration does not parse. */
-static int config_from_other_class(const char *row_cfg, const shape_t *s, kconfig *c)
-{
-    char err[FB_ERRLEN];
-    *c = (kconfig){0};
-    if (kconfig_parse(row_cfg, c, err, sizeof err) != 0) return -1;
-    c->set &= ~(uint64_t)(CFG_SPLIT_KV | CFG_PACK_GQA);
-    char dropped[256];
-    if (shape_ragged(s)) tune_ragged_drop(c, 0, dropped, sizeof dropped);
-    return 0;
-}
-
 long tune_table_classes(const char *path, const rt_device *dev)
 {
     csv_table *t;
@@ -648,68 +608,129 @@ long tune_table_classes(const char *path, const rt_device *dev)
     return n;
 }
 
+/* Reads the tuning table at path and checks every row (a bad row spoils the table): 0 and
+ * *out with its config and shape_class columns in *cf and *cc; 1 when it cannot be read
+ * (source says why); 2 when it is malformed (err). */
+static int tuning_table_read(const char *table_path, csv_table **out, int *cf, int *cc, char *source, size_t srclen,
+                             char *err, size_t errlen)
+{
+    csv_table *t;
+    int rc = csvt_read(table_path, &t, err, errlen);
+    if (rc != 0) {
+        snprintf(source, srclen, "no tuning table (%s)", err);
+        return rc == FB_EXIT_BADINPUT ? 2 : 1;
+    }
+    int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend");
+    *cc = csvt_col(t, "shape_class"), *cf = csvt_col(t, "config");
+    if (cg < 0 || cb < 0 || *cc < 0 || *cf < 0) {
+        snprintf(err, errlen, "%s:1: not a tuning table (needs gpu, backend, shape_class, config)", table_path);
+        csvt_free(t);
+        return 2;
+    }
+    for (size_t i = 0; i < t->nrows; i++) {
+        kconfig probe = {0};
+        char perr[FB_ERRLEN];
+        tune_class tc;
+        if (!t->rows[i][*cf][0] || kconfig_parse(t->rows[i][*cf], &probe, perr, sizeof perr) != 0) {
+            snprintf(err, errlen, "%s:%d: field 'config': %.800s", table_path, t->row_line[i], t->rows[i][*cf][0] ? perr : "empty");
+            csvt_free(t);
+            return 2;
+        }
+        if (tune_class_parse(t->rows[i][*cc], &tc) != 0) {
+            snprintf(err, errlen, "%s:%d: field 'shape_class': '%.80s' is not a shape class (DTYPE-dD-cC-gG-qQ-kK[-wW][-vV][-pP])",
+                     table_path, t->row_line[i], t->rows[i][*cc]);
+            csvt_free(t);
+            return 2;
+        }
+    }
+    *out = t;
+    return 0;
+}
+
+/* fallback.csv beside the tuning table at table_path */
+static void fallback_path_beside(const char *table_path, char *out, size_t len)
+{
+    const char *slash = strrchr(table_path, '/');
+    if (slash) snprintf(out, len, "%.*s/fallback.csv", (int)(slash - table_path), table_path);
+    else snprintf(out, len, "fallback.csv");
+}
+
 int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
                 char *source, size_t srclen, char *err, size_t errlen)
 {
-    return tune_lookup_for(table_path, dev->info.name, dev->rt->name, s, dt, cfg, source, srclen, err, errlen);
+    csv_table *t = NULL;
+    int cf = -1, cc = -1;
+    char nosrc[FB_ERRLEN + 32];
+    const int rc = tuning_table_read(table_path, &t, &cf, &cc, nosrc, sizeof nosrc, err, errlen);
+    if (rc == 2) return 2;
+    char want[96];
+    tune_class_key(s, dt, want, sizeof want);
+    const int cg = t ? csvt_col(t, "gpu") : -1, cb = t ? csvt_col(t, "backend") : -1;
+    for (size_t i = 0; t && i < t->nrows; i++) {
+        if (strcmp(t->rows[i][cg], dev->info.name) || strcmp(t->rows[i][cb], dev->rt->name) || strcmp(t->rows[i][cc], want))
+            continue;
+        kconfig c = {0};
+        if (kconfig_parse(t->rows[i][cf], &c, err, errlen) != 0) { /* checked above: cannot happen */
+            csvt_free(t);
+            return 2;
+        }
+        *cfg = c;
+        snprintf(source, srclen, "tuned %s", want);
+        csvt_free(t);
+        return 1;
+    }
+    csvt_free(t);
+    /* no row of the class: the fitted rule of its regime and features, else the regime's default */
+    char fpath[2048];
+    fallback_path_beside(table_path, fpath, sizeof fpath);
+    fb_rules rules;
+    const int fr = rc == 0 ? fallback_read(fpath, dev->info.name, dev->rt->name, &rules, err, errlen) : 1;
+    if (fr == 2) return 2;
+    const char *why = rc != 0 ? "no tuning table" : fr == 1 ? "no fallback.csv beside the tuning table"
+                      : rules.n == 0 ? "fallback.csv has no rules of this GPU and runtime" : NULL;
+    fallback_pick(fr == 0 && rules.n ? &rules : NULL, "fallback.csv", s, dt, &dev->info, why, cfg, source, srclen);
+    if (fr == 0) fallback_rules_free(&rules);
+    return 1;
+}
+
+int tune_lookup_nearest(const csv_table *t, const char *gpu, const char *backend, const shape_t *s, dtype_t dt,
+                        const char *const *skip, size_t nskip, kconfig *cfg, char *source, size_t srclen)
+{
+    const int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend"), cc = csvt_col(t, "shape_class"), cf = csvt_col(t, "config");
+    char want[96];
+    tune_class_key(s, dt, want, sizeof want);
+    size_t best = t->nrows;
+    double best_dist = INFINITY;
+    for (size_t i = 0; cg >= 0 && cb >= 0 && cc >= 0 && cf >= 0 && i < t->nrows; i++) {
+        if (strcmp(t->rows[i][cg], gpu) || strcmp(t->rows[i][cb], backend)) continue;
+        size_t k = 0;
+        while (k < nskip && strcmp(skip[k], t->rows[i][cc])) k++;
+        if (k < nskip) continue;
+        const double d = tune_class_distance(t->rows[i][cc], want, INFINITY, INFINITY);
+        if (d < best_dist) { best_dist = d; best = i; }
+    }
+    char err[FB_ERRLEN];
+    kconfig c = {0};
+    if (best == t->nrows || kconfig_parse(t->rows[best][cf], &c, err, sizeof err) != 0) {
+        snprintf(source, srclen, "default (no tuned class for %s)", want);
+        return 0;
+    }
+    if (best_dist > 0) c.set &= ~(uint64_t)(CFG_SPLIT_KV | CFG_PACK_GQA);
+    *cfg = c;
+    snprintf(source, srclen, "%s %s", best_dist == 0 ? "tuned" : "nearest", t->rows[best][cc]);
+    return 1;
 }
 
 int tune_lookup_for(const char *table_path, const char *gpu, const char *backend, const shape_t *s, dtype_t dt,
                     kconfig *cfg, char *source, size_t srclen, char *err, size_t errlen)
 {
     csv_table *t;
-    int rc = csvt_read(table_path, &t, err, errlen);
-    if (rc != 0) {
-        snprintf(source, srclen, "no tuning table (%s)", err);
-        return rc == FB_EXIT_BADINPUT ? 2 : 0;
-    }
-    int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend"), cc = csvt_col(t, "shape_class"), cf = csvt_col(t, "config");
-    if (cg < 0 || cb < 0 || cc < 0 || cf < 0) {
-        snprintf(err, errlen, "%s:1: not a tuning table (needs gpu, backend, shape_class, config)", table_path);
-        csvt_free(t);
-        return 2;
-    }
-    char want[96];
-    tune_class_key(s, dt, want, sizeof want);
-    int best = -1;
-    double best_dist = INFINITY;
-    for (size_t i = 0; i < t->nrows; i++) {
-        kconfig probe = {0};
-        char perr[FB_ERRLEN];
-        tune_class tc;
-        if (!t->rows[i][cf][0] || kconfig_parse(t->rows[i][cf], &probe, perr, sizeof perr) != 0) { /* any bad row spoils the table */
-            snprintf(err, errlen, "%s:%d: field 'config': %.800s", table_path, t->row_line[i], t->rows[i][cf][0] ? perr : "empty");
-            csvt_free(t);
-            return 2;
-        }
-        if (tune_class_parse(t->rows[i][cc], &tc) != 0) {
-            snprintf(err, errlen, "%s:%d: field 'shape_class': '%.80s' is not a shape class (DTYPE-dD-cC-gG-qQ-kK[-wW][-vV][-pP])",
-                     table_path, t->row_line[i], t->rows[i][cc]);
-            csvt_free(t);
-            return 2;
-        }
-    }
-    const size_t br = nearest_row(t, gpu, backend, want, NULL, &best_dist);
-    best = br < t->nrows ? (int)br : -1;
-    if (best < 0) {
-        snprintf(source, srclen, "default (no tuned class for %s)", want);
-        csvt_free(t);
-        return 0;
-    }
-    kconfig c = {0};
-    if (kconfig_parse(t->rows[best][cf], &c, err, errlen) != 0) {
-        char msg[FB_ERRLEN];
-        snprintf(msg, sizeof msg, "%s:%d: field 'config': %s", table_path, t->row_line[best], err);
-        snprintf(err, errlen, "%s", msg);
-        csvt_free(t);
-        return 2;
-    }
-    /* split-KV and GQA packing depend on the shape: re-derived unless the class matches */
-    if (best_dist > 0) c.set &= ~(uint64_t)(CFG_SPLIT_KV | CFG_PACK_GQA);
-    *cfg = c;
-    snprintf(source, srclen, "%s %s", best_dist == 0 ? "tuned" : "nearest", t->rows[best][cc]);
+    int cf, cc;
+    int rc = tuning_table_read(table_path, &t, &cf, &cc, source, srclen, err, errlen);
+    if (rc != 0) return rc == 2 ? 2 : 0;
+    rc = tune_lookup_nearest(t, gpu, backend, s, dt, NULL, 0, cfg, source, srclen);
     csvt_free(t);
-    return 1;
+    return rc;
 }
 
 /* The explored row of this device, runtime, class and configuration (the last of them);
@@ -1100,12 +1121,27 @@ int cmd_tune(int argc, char **argv)
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
+    /* what `run --tuned` takes for a class without its row contends in its head-to-head: the
+     * rules of fallback.csv in the results folder, where there is one */
+    char p_fallback[1100];
+    fb_rules rules;
+    snprintf(p_fallback, sizeof p_fallback, "%s/fallback.csv", dir);
+    const int frc = fallback_read(p_fallback, dev.info.name, dev.rt->name, &rules, err, sizeof err);
+    const int have_rules = frc == 0;
+    if (frc == 2) {
+        fprintf(stderr, "fabench tune: %s\n", err);
+        csvt_free(explored);
+        csvt_free(tuning);
+        shapes_free(&shapes);
+        return FB_EXIT_BADINPUT;
+    }
     attn_runner *runner;
     if (attn_open(&dev, &runner, err, sizeof err) != 0) {
         fprintf(stderr, "fabench tune: %s\n", err);
         csvt_free(explored);
         csvt_free(tuning);
         shapes_free(&shapes);
+        if (have_rules) fallback_rules_free(&rules);
         return 1;
     }
     attn_opts ao;
@@ -1375,7 +1411,7 @@ int cmd_tune(int argc, char **argv)
                     keys[ci], declared ? declared->source : "kernels/space.csv");
         if (best >= 0 && !fatal && !stop_requested && !restart) {
             fallbacks fb;
-            class_fallbacks(tuning, &dev, keys[ci], s, dt, &fb);
+            class_fallbacks(have_rules ? &rules : NULL, &dev, s, dt, &fb);
             const int hh = head_to_head(runner, s, dt, &ao, rematch_budget, explored, p_explored, inflight, strategy,
                                         explored_n + 1, &dev, keys[ci], first_row, new_cfg, recorded, &fb,
                                         (const char *const *)decl, ndecl, best_undeclared, quiet, best_cfg, sizeof best_cfg,
@@ -1482,5 +1518,6 @@ int cmd_tune(int argc, char **argv)
     csvt_free(explored);
     csvt_free(tuning);
     shapes_free(&shapes);
+    if (have_rules) fallback_rules_free(&rules);
     return fatal ? 1 : stop_requested ? 130 : restart ? TUNE_RESTART_EXIT : 0;
 }

@@ -1,11 +1,12 @@
 /* tune.h: the autotuner: shape classes, the search over kernels/space.csv with every
  * candidate verified before it is timed, explored.csv and tuning.csv, and the lookup that
- * `run --tuned` uses (exact class, nearest class, then the runtime's default). */
+ * `run --tuned` uses (the class's row, else fallback.csv's rule, else the regime's default). */
 #ifndef FABENCH_TUNE_H
 #define FABENCH_TUNE_H
 
 #include "common.h"
 #include "config.h"
+#include "csvio.h"
 #include "rt.h"
 
 /* The class a shape is tuned for, e.g. "bf16-d128-c1-g4-q4096-k4096": dtype, head dim,
@@ -29,13 +30,22 @@ typedef struct { dtype_t dt; int d, c, g, q, k, w, v, p; } tune_class;
 int tune_class_parse(const char *key, tune_class *out);
 int tune_decode_share(const shape_t *s);
 
-/* The configuration for a shape from a tuning table (tuning.csv) for this device's GPU
- * and runtime: the exact class, else the nearest class of the same dtype, head dim and
- * causality, else nothing. Fills cfg (all fields set) and source ("tuned <class>" or
- * "nearest <class>") and returns 1; 0 when the table has nothing usable (source says
- * why; the caller falls back to the runtime's default); 2 for a malformed table. */
+/* The configuration `run --tuned` takes for a shape on this device from a tuning table
+ * (tuning.csv): the row of its class for this GPU and runtime ("tuned <class>"), else the
+ * rule of fallback.csv beside the table for the shape's regime and features ("rule N of
+ * fallback.csv (REGIME: CONDITIONS)"), else the regime's default ("default for REGIME
+ * (WHY)"; also without a table): fallback.h. Fills cfg and source and returns 1; 2 for a
+ * malformed tuning table or fallback.csv (err says where). */
 int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, dtype_t dt, kconfig *cfg,
                 char *source, size_t srclen, char *err, size_t errlen);
+
+/* The lookup `run --tuned` made before fallback.csv, on a table in memory: the class's row,
+ * else the nearest class of the same dtype, head dim and causality (tune_class_distance; its
+ * SPLIT_KV and PACK_GQA left to kconfig_complete), skipping rows of the classes skip[0..nskip)
+ * names. 1 with cfg and source ("tuned <class>" or "nearest <class>"), 0 when there is none
+ * (the runtime's default). `fit-fallback --loo` sets the fitted rules beside it. */
+int tune_lookup_nearest(const csv_table *t, const char *gpu, const char *backend, const shape_t *s, dtype_t dt,
+                        const char *const *skip, size_t nskip, kconfig *cfg, char *source, size_t srclen);
 
 /* What a ragged batch does not support yet, dropped from a looked-up configuration (split-KV
  * and its fused merge, GQA packing, persistent work-groups and the longest-first order, which
@@ -48,8 +58,10 @@ int tune_ragged_drop(kconfig *c, uint64_t keep, char *dropped, size_t len);
  * it cannot be read (absent). */
 long tune_table_classes(const char *path, const rt_device *dev);
 
-/* As tune_lookup, for the rows of any GPU and runtime the table names (a table tuned on
- * another machine: `fabench portability`). */
+/* The row of a tuning table (tuned on this machine or another) for any GPU and runtime the
+ * table names: the class's, else the nearest class's (tune_lookup_nearest; `fabench
+ * portability` takes only the class's own). 1 with cfg and source, 0 when the table has
+ * nothing usable (source says why), 2 for a malformed table. */
 int tune_lookup_for(const char *table_path, const char *gpu, const char *backend, const shape_t *s, dtype_t dt,
                     kconfig *cfg, char *source, size_t srclen, char *err, size_t errlen);
 

@@ -315,15 +315,14 @@ printf '%s\n%s\n%s\n' "$HDR,lens" "rg-varied,5,2,1,24,40,64,1,0.1;0.4;0.5;1.0;0.
 run run --device opencl:0 --shapes "$T/ragged.csv" --out "$T/ragged.out.csv" --verify-only --quiet
 check "shapes: a lens column runs ragged and dense rows, all ok" 0
 csv_py "shapes: ragged perf.csv rows are ok" "$PY_PERF" "$T/ragged.out.csv" "$PERF_COLS" 2 verify
-# --tuned: a ragged batch that takes a dense class's row (the only one) runs without what
-# ragged batches cannot do (split-KV and its fused merge, GQA packing, the longest-first
-# order, persistence)
+# --tuned: a ragged batch whose class's row holds what ragged batches cannot do (split-KV and
+# its fused merge, GQA packing, the longest-first order, persistence) runs without them
 gpu=$(head -n 2 "$T/ragged.out.csv" | python3 -c 'import csv, sys; print(list(csv.reader(sys.stdin))[1][0])' 2>/dev/null)
-printf '%s\n"%s",opencl,bf16-d64-c1-g2-q32-k64,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=2;PACK_GQA=1;KPAD=1;GRID_LPT=1;WG_PERSIST=1;SPLIT_FUSE=1,1.0,1.0,1,1,x,exhaustive,2026-01-01T00:00:00Z\n' \
+printf '%s\n"%s",opencl,bf16-d64-c1-g2-q32-k64-v75,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=2;PACK_GQA=1;KPAD=1;GRID_LPT=1;WG_PERSIST=1;SPLIT_FUSE=1,1.0,1.0,1,1,x,exhaustive,2026-01-01T00:00:00Z\n' \
     "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" "$gpu" >"$T/rtune.csv"
 head -n 2 "$T/ragged.csv" >"$T/ragged1.csv"
 run run --device opencl:0 --shapes "$T/ragged1.csv" --out "$T/rtuned.csv" --tuned --tuning "$T/rtune.csv" --verify-only --quiet
-check "--tuned: a ragged batch drops a dense row's SPLIT_KV, PACK_GQA, GRID_LPT, WG_PERSIST, SPLIT_FUSE and runs" 0
+check "--tuned: a ragged batch drops its row's SPLIT_KV, PACK_GQA, GRID_LPT, WG_PERSIST, SPLIT_FUSE and runs" 0
 if grep -q 'ragged: SPLIT_KV=1, PACK_GQA=0, WG_PERSIST=0, GRID_LPT=0, SPLIT_FUSE=0' "$T/rtuned.csv" && grep -q ',ok,' "$T/rtuned.csv"
 then ok "--tuned: the row's config_source names what was dropped"
 else bad "--tuned: the row's config_source names what was dropped" "$(tail -1 "$T/rtuned.csv")"; fi
@@ -335,26 +334,111 @@ check "run --tuned names the tuning table it reads and its classes for this devi
 run run --device opencl:0 --shapes "$T/ragged1.csv" --out "$T/rtuned.csv" --verify-only
 check "run without --tuned says it reads no tuning table" 0 err "fabench run: no tuning table (no --tuned): the runtime's default configurations"
 
-# tune: what the run would take without the class's row (the runtime's default, the nearest
-# other class's row) always contends in the class's head-to-head, so the row written is never
-# slower there. The space holds one candidate, neither of them; a planted row of a nearby class
-# (same dtype, head dim and causality) stands for the nearest class. (A shallow tune wrote a
-# row that made the next run slower: nothing but the search's short timings decided.)
+# --tuned without a row of the shape's class: fallback.csv's rule for its regime and features
+# (beside the tuning table), else the regime's default; config_source says which
+mkdir -p "$T/fb"
+printf '%s\n"%s",opencl,bf16-d64-c1-g2-q32-k64-w2,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=1;PACK_GQA=0;KPAD=1,1.0,1.0,1,1,x,exhaustive,2026-01-01T00:00:00Z\n' \
+    "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" "$gpu" >"$T/fb/tuning.csv"
+printf '%s\n%s\n%s\n%s\n' "$HDR" "fb-decode,2,4,1,1,100,64,1" "fb-short,1,2,2,40,40,32,0" "fb-tuned,1,2,1,32,64,64,1" >"$T/fb.csv"
+run run --device opencl:0 --shapes "$T/fb.csv" --out "$T/fb.out.csv" --tuned --tuning "$T/fb/tuning.csv" --verify-only
+check "run --tuned without fallback.csv: the regime's default, and stderr says fallback.csv is missing" 0 \
+    err "no fallback.csv beside it (\`fabench fit-fallback\` writes it)"
+printf '%s\n"%s",opencl,1,decode,gqa>2 & fill<=8,MMA=fma;BLOCK_M=16;BLOCK_N=32;NUM_WARPS=2;WARP_M=1;STAGES=1;KPAD=1,fill=4,2,2,0,1.000,a test rule\n' \
+    "gpu,backend,rule,regime,conditions,config,split_kv,classes,within_10pct,untimed,geomean,why" "$gpu" >"$T/fb/fallback.csv"
+run run --device opencl:0 --shapes "$T/fb.csv" --out "$T/fb.out.csv" --tuned --tuning "$T/fb/tuning.csv" --verify-only --quiet
+check "run --tuned with fallback.csv: every shape runs" 0
+csv_py "run --tuned: config_source names the tuned class, the rule (its regime and conditions) or the regime's default" '
+import csv, sys
+rows = {r["name"]: r for r in csv.DictReader(open(sys.argv[1]))}
+want = {"fb-decode": "rule 1 of fallback.csv (decode: gqa>2 & fill<=8)",
+        "fb-short": "default for short-prefill (no rule of fallback.csv matches)",
+        "fb-tuned": "tuned bf16-d64-c1-g2-q32-k64-w2"}
+for n, w in want.items():
+    r = rows.get(n)
+    if not r or r["config_source"] != w or r["status"] != "ok": print("%s: %r" % (n, r and (r["config_source"], r["status"])))
+# the rule: B x Hkv = 2 work-groups on 2 compute units, split to about 4 a compute unit
+if "SPLIT_KV=4;" not in rows["fb-decode"]["config"] or "BLOCK_N=32;NUM_WARPS=2" not in rows["fb-decode"]["config"]:
+    print("fb-decode config %r" % rows["fb-decode"]["config"])
+' "$T/fb.out.csv"
+printf 'gpu,backend,rule\n"%s",opencl,x\n' "$gpu" >"$T/fb/fallback.csv"
+run run --device opencl:0 --shapes "$T/fb.csv" --out "$T/fb.out.csv" --tuned --tuning "$T/fb/tuning.csv" --dry-run
+check "run --tuned: a malformed fallback.csv is bad input, named" 2 err "$T/fb/fallback.csv:1: not a fallback table"
+
+# fit-fallback: the rules fitted to a results folder (the fixture: tests/data/fallback), and
+# --loo's check, leaving one class out at a time
+run fit-fallback
+check "fit-fallback without --results exits 2" 2 err "--results DIR is required"
+run fit-fallback --results "$T/no-such-dir"
+check "fit-fallback: a folder without tables exits 2 naming the file" 2 err "$T/no-such-dir/tuning.csv"
+mkdir -p "$T/fx"
+cp "$DATA/fallback/tuning.csv" "$DATA/fallback/explored.csv" "$DATA/fallback/manifest.csv" "$T/fx/"
+run fit-fallback --results "$T/fx" --loo
+check "fit-fallback --loo: rules and the per-regime check, with the nearest-class lookup beside them" 0 \
+    out "Fixture GPU / cuda: 9 classes (9 of today's keys; 1 without a shape left out)" out "3 rules" \
+    out "leave one class out (9 classes)" out "fitted rule" out "nearest class (before)"
+csv_py "fit-fallback: fallback.csv, fallback_loo.csv and its summary, as the fixture was built" '
+import csv, sys
+d = sys.argv[1]
+rules = list(csv.DictReader(open(d + "/fallback.csv")))
+got = [(r["rule"], r["regime"], r["conditions"], r["split_kv"]) for r in rules]
+want = [("1", "decode", "fill<=2", "fill=0.97"), ("2", "decode", "fill>2", "fill=3.88"), ("3", "long-prefill", "any", "auto")]
+if got != want: print("rules %r" % got)
+loo = list(csv.DictReader(open(d + "/fallback_loo.csv")))
+if len(loo) != 9 or any(r["rule_ratio"] != "1.0000" for r in loo): print("loo %r" % [(r["shape_class"], r["rule_ratio"]) for r in loo])
+s = {(r["regime"], r["method"]): r for r in csv.DictReader(open(d + "/fallback_loo_summary.csv"))}
+a, n = s[("all", "fitted rule")], s[("all", "nearest class (before)")]
+if (a["within_10pct"], a["untimed"], n["within_10pct"], n["untimed"]) != ("9", "0", "3", "0"): print("summary %r %r" % (a, n))
+' "$T/fx"
+run fit-fallback --results "$T/fx" --backend opencl
+check "fit-fallback --backend without its device in the manifest exits 2 saying so" 2 err "no opencl.arch"
+
+# tools/gen-shapes.py: random realistic shapes, checked by fabench run --dry-run, and a few
+# at the CPU's scale run --tuned with the fixture's rules (verified)
+if [ "$HAVE_PY" -eq 1 ]; then
+    python3 tools/gen-shapes.py --seed 1 --count 40 --kinds decode,prefill,chunked,cross,tiny,paged,ragged,mixed \
+        --out "$T/gen.csv" 2>"$T/gen.err"
+    if grep -q "seed 1 is a development seed" "$T/gen.err" && [ "$(wc -l <"$T/gen.csv")" -eq 41 ]; then
+        ok "gen-shapes.py: 40 shapes, and seed 1 is named a development seed"
+    else bad "gen-shapes.py: 40 shapes, and seed 1 is named a development seed" "$(cat "$T/gen.err")"; fi
+    run run --device opencl:0 --shapes "$T/gen.csv" --out "$T/gen.out.csv" --dry-run
+    check "gen-shapes.py: its shapes pass fabench run --dry-run" 0 err "40 shapes on opencl:0, every input checked"
+    python3 tools/gen-shapes.py --seed 1 --count 40 --kinds decode,prefill,chunked,cross,tiny,paged,ragged,mixed --out "$T/gen2.csv" 2>/dev/null
+    if cmp -s "$T/gen.csv" "$T/gen2.csv"; then ok "gen-shapes.py: the same seed gives the same file"
+    else bad "gen-shapes.py: the same seed gives the same file"; fi
+    python3 tools/gen-shapes.py --seed 2 --count 6 --tiny --kinds decode,chunked,cross,tiny,paged,mixed --out "$T/gent.csv" 2>/dev/null
+    rm -f "$T/fb/fallback.csv"
+    run run --device opencl:0 --shapes "$T/gent.csv" --out "$T/gent.out.csv" --tuned --tuning "$T/fb/tuning.csv" --verify-only --quiet
+    check "gen-shapes.py --tiny: six shapes of six kinds verify on PoCL with their regimes' defaults" 0
+    if python3 tools/gen-shapes.py --seed 1 --count 3 --kinds decode,bogus >/dev/null 2>"$T/gen.err"; then
+        bad "gen-shapes.py: an unknown kind fails"
+    elif grep -q "unknown kind bogus" "$T/gen.err"; then ok "gen-shapes.py: an unknown kind fails, naming it"
+    else bad "gen-shapes.py: an unknown kind fails, naming it" "$(cat "$T/gen.err")"; fi
+else
+    skipc "gen-shapes.py: python3 is missing"
+fi
+
+# tune: what the run would take without the class's row (run --tuned's fallback: here the rule
+# of fallback.csv in the results folder; and the runtime's default) always contends in the
+# class's head-to-head, so the row written is never slower there. The space holds one
+# candidate, neither of them. (A shallow tune wrote a row that made the next run slower:
+# nothing but the search's short timings decided.)
 printf '%s\n%s\n' "$HDR" "hh,1,2,1,48,48,64,1" >"$T/hh.csv"
 printf 'param,value,when\nMMA,fma,\nBLOCK_M,16,\nBLOCK_N,16,\nNUM_WARPS,1,\nSTAGES,1,\nWARP_M,1,\nKPAD,0,\n' >"$T/hh-space.csv"
 mkdir -p "$T/hh"
 printf '%s\n"%s",opencl,bf16-d64-c1-g2-q128-k128-w2,MMA=fma;BLOCK_M=32;BLOCK_N=32;NUM_WARPS=2;WARP_M=1;STAGES=1;SPLIT_KV=1;PACK_GQA=0;KPAD=1,1.0,1.0,1,1,x,random,2026-01-01T00:00:00Z\n' \
     "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" "$gpu" >"$T/hh/tuning.csv"
+printf '%s\n"%s",opencl,1,short-prefill,any,MMA=fma;BLOCK_M=32;BLOCK_N=32;NUM_WARPS=2;WARP_M=1;STAGES=1;PACK_GQA=0;KPAD=1,auto,1,1,0,1.000,planted\n' \
+    "gpu,backend,rule,regime,conditions,config,split_kv,classes,within_10pct,untimed,geomean,why" "$gpu" >"$T/hh/fallback.csv"
 run tune --device opencl:0 --shapes "$T/hh.csv" --results "$T/hh" --space "$T/hh-space.csv" --strategy random --budget 1 --rep-budget 0.01
-check "tune: the default and the nearest class's row contend beside the search's best" 0 \
-    err "(this run's best)" err "(the default)" err "(the nearest class's row bf16-d64-c1-g2-q128-k128-w2)"
+check "tune: the runtime's default and run --tuned's fallback contend beside the search's best" 0 \
+    err "(this run's best)" err "(the runtime's default)" err "(run --tuned without the row: rule 1 of fallback.csv (short-prefill: any))"
 # the row written: the head-to-head's winner, never slower there than the default
 python3 - "$T/hh/tuning.csv" "$T/stderr" >"$T/hh.why" <<'PY'
 import csv, re, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["shape_class"] != "bf16-d64-c1-g2-q128-k128-w2"]
 times = {m.group(1): (float(m.group(2)), m.group(3))
          for m in re.finditer(r"timed again (\S+): ([0-9.]+) us \(([^)]*)\)", open(sys.argv[2]).read())}
-dflt = [t for t, src in times.values() if src == "the default"]
+dflt = [t for t, src in times.values() if src == "the runtime's default"]
 if len(rows) != 1 or rows[0]["config"] not in times or not dflt or times[rows[0]["config"]][0] > dflt[0]:
     print("row %s, times %s" % ([r["config"] for r in rows], times))
 PY
@@ -362,6 +446,15 @@ if [ ! -s "$T/hh.why" ]; then ok "tune: the row written is the head-to-head's wi
 else bad "tune: the row written is the head-to-head's winner" "$(cat "$T/hh.why")"; fi
 run check-results "$T/hh"
 check "tune: the fallbacks' explored rows make a clean folder" 0 out "0 problems"
+# fit-fallback's files (the fixture's, as if this GPU's) in a results folder: checked
+for f in fallback.csv fallback_loo.csv fallback_loo_summary.csv; do sed "s|Fixture GPU|$gpu|" "$T/fx/$f" >"$T/hh/$f"; done
+run check-results --quiet "$T/hh"
+check "check-results: fit-fallback's three files pass" 0 out "0 problems"
+sed -i '2s/fill<=2/fill<<2/' "$T/hh/fallback.csv"
+run check-results --quiet "$T/hh"
+check "check-results: a fallback.csv rule whose conditions do not parse is named by file, line and column" 1 \
+    out "fallback.csv:2: conditions"
+rm -f "$T/hh/fallback.csv" "$T/hh/fallback_loo.csv" "$T/hh/fallback_loo_summary.csv"
 
 # ---------- a deliberately wrong kernel is caught ----------
 run run --device opencl:0 --shapes "$T/skv300.csv" --out "$T/fault.csv" --config FAULT_SKIP_LAST_TILE=1 "${TINY[@]}"

@@ -546,8 +546,9 @@ static void test_class_key(void **state)
     key_is(rag, DT_BF16, "bf16-d64-c0-g1-q128-k128-v0");
 }
 
-/* Ragged and mixed batches: the share of decoding sequences keys their classes, and a
- * dense row serves them only when no ragged row exists. */
+/* Ragged and mixed batches: the share of decoding sequences keys their classes, and in the
+ * nearest-class lookup (tune_lookup_for) a dense row serves them only when no ragged row
+ * exists. */
 static void test_ragged_classes(void **state)
 {
     (void)state;
@@ -588,28 +589,29 @@ static void test_ragged_classes(void **state)
     rt_device dev = {.rt = rt_find("opencl"), .index = 0};
     snprintf(dev.info.name, sizeof dev.info.name, "G");
     kconfig c;
-    assert_int_equal(tune_lookup(p, &dev, &mixed, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(tune_lookup_for(p, dev.info.name, dev.rt->name, &mixed, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
     assert_int_equal(c.block_m, 16); /* 75% decode is nearest the all-decode class */
     assert_non_null(strstr(src, "nearest bf16-d128-c1-g4-q2048-k4096-v100"));
     shape_t dense = mk(8, 32, 8, 2048, 4096, 128, 1);
-    assert_int_equal(tune_lookup(p, &dev, &dense, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(tune_lookup_for(p, dev.info.name, dev.rt->name, &dense, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
     assert_int_equal(c.block_m, 64); /* the dense class, not a ragged one */
     assert_non_null(strstr(src, "tuned bf16-d128-c1-g4-q2048-k4096"));
     write_file(p, "gpu,backend,shape_class,config\n"
                   "G,opencl,bf16-d128-c1-g4-q2048-k4096,MMA=fma;BLOCK_M=64;BLOCK_N=64;NUM_WARPS=4\n");
-    assert_int_equal(tune_lookup(p, &dev, &mixed, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(tune_lookup_for(p, dev.info.name, dev.rt->name, &mixed, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
     assert_int_equal(c.block_m, 64); /* no ragged row: the dense one, as the nearest */
     assert_non_null(strstr(src, "nearest"));
 }
 
-/* Decode rows with the work bucket: the nearest bucket wins; a row without one (a table
- * from before the bucket) still serves every batch size as its exact class. */
-/* The configuration tune_lookup finds in table p for s, whose source must contain want. */
+/* Decode rows with the work bucket, in the nearest-class lookup (tune_lookup_for): the
+ * nearest bucket wins; a row without one (a table from before the bucket) still serves every
+ * batch size as the nearest. */
+/* The configuration tune_lookup_for finds in table p for s, whose source must contain want. */
 static kconfig lookup_from(const char *p, const rt_device *dev, const shape_t *s, const char *want)
 {
     char src[300], err[FB_ERRLEN];
     kconfig c;
-    assert_int_equal(tune_lookup(p, dev, s, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(tune_lookup_for(p, dev->info.name, dev->rt->name, s, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
     if (!strstr(src, want)) fail_msg("%s: source '%s', wanted '%s'", s->name, src, want);
     return c;
 }
@@ -634,7 +636,7 @@ static void test_lookup_work_bucket(void **state)
     kconfig c;
     shape_t paged = mk(16, 32, 8, 1, 4096, 128, 1);
     paged.page = 32; /* only dense rows for d=128: none of them serves a paged cache */
-    assert_int_equal(tune_lookup(p, &dev, &paged, DT_BF16, &c, src, sizeof src, err, sizeof err), 0);
+    assert_int_equal(tune_lookup_for(p, dev.info.name, dev.rt->name, &paged, DT_BF16, &c, src, sizeof src, err, sizeof err), 0);
     assert_non_null(strstr(src, "default"));
     /* a row of an older table (no work bucket) still serves a decode shape, as the nearest
      * (tuned at another batch size: SPLIT_KV derived again, not its 4) */
@@ -677,12 +679,16 @@ static void test_lookup(void **state)
     assert_int_equal(c.num_warps, 2);
     assert_non_null(strstr(src, "tuned"));
     shape_t near = mk(1, 32, 8, 2, 3000, 128, 1); /* q2 is nearest to q1 */
-    assert_int_equal(tune_lookup(p, &dev, &near, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_int_equal(tune_lookup_for(p, dev.info.name, dev.rt->name, &near, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
     assert_int_equal(c.block_n, 64);
     assert_non_null(strstr(src, "nearest bf16-d128-c1-g4-q1-k4096"));
     assert_false(c.set & CFG_SPLIT_KV); /* re-derived for the shape */
+    /* run --tuned's own lookup takes no nearest class: its regime's default, without
+     * fallback.csv beside the table (tests/test_fallback.c has the rules) */
+    assert_int_equal(tune_lookup(p, &dev, &near, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
+    assert_non_null(strstr(src, "default for decode (no fallback.csv beside the tuning table)"));
     shape_t other_d = mk(1, 32, 8, 64, 64, 64, 1); /* only another GPU has d=64 */
-    assert_int_equal(tune_lookup(p, &dev, &other_d, DT_BF16, &c, src, sizeof src, err, sizeof err), 0);
+    assert_int_equal(tune_lookup_for(p, dev.info.name, dev.rt->name, &other_d, DT_BF16, &c, src, sizeof src, err, sizeof err), 0);
     assert_non_null(strstr(src, "default"));
     write_file(p, "gpu,backend,shape_class,config\nG,opencl,bf16-d128-c1-g4-q4096-k4096,BLOCK_M=17\n");
     assert_int_equal(tune_lookup(p, &dev, &exact, DT_BF16, &c, src, sizeof src, err, sizeof err), 2);

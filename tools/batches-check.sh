@@ -7,8 +7,8 @@
 #   1. builds fabench and the tests when needed
 #   2. tests/test_e2e's ragged and paged cases, and tests/test_wgmma_probe where it exists,
 #      on DEVICE (FABENCH_TEST_DEVICE); logs in OUTDIR/e2e.log
-#   3. `fabench run --tuned` on each suite (the GPU's tuning table where there is one, else
-#      the nearest class or the runtime's default, as the config_source column says)
+#   3. `fabench run --tuned` on each suite (the class's row of the GPU's tuning table where
+#      there is one, else fallback.csv's rule or the regime's default, as config_source says)
 #   4. `fabench vendors` on each suite (cuDNN padded or paged, FlashAttention-2 varlen,
 #      FlexAttention with a document mask, SDPA padded; unsupported rows say why)
 #   5. a table: per shape, each implementation's median time, and the fastest
@@ -55,7 +55,7 @@ grep -E '^\[  (PASSED|FAILED) |cases verified|wrong_result|skip' "$out/e2e.log" 
 for suite in paged mixed ragged; do  # smallest first: an H200 run at 380 s ran out of time inside ragged
     s=$(left 120)
     if [ "$s" -eq 0 ]; then say "$suite: skipped, out of time"; continue; fi
-    say "$suite: the portable kernel (tuned table, else nearest class, else default)"
+    say "$suite: the portable kernel (tuned class, else fallback.csv's rule, else the regime's default)"
     timeout "$s" "$FB" run --device "$dev" --suite "$suite" --tuned --out "$out/batches.csv" --append \
         --budget "${BATCHES_BUDGET:-0.2}" --manifest "$out/manifest.csv" --quiet
     echo "exit $?"
