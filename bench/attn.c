@@ -122,9 +122,16 @@ void attn_opts_defaults(attn_opts *o)
     o->verify_only = 0;
 }
 
+/* The kernel, split by family and role (FlashAttention-3's hopper/ split): what every
+ * family shares, the split-KV merge, the wgmma keys every family checks, then one family
+ * of tile primitives and kernel per MMA value (each file compiles to nothing for the
+ * others), the wgmma producer and scheduler, the tensor-core kernel, and attn_combine. */
+const char *const attn_kernel_files[] = {"common.k", "fuse.k", "wgmma_keys.k", "mfma.k", "fma.k", "mma.k", "wgmma.k",
+                                         "wgmma_produce.k", "wgmma_sched.k", "mma_fwd.k", "combine.k", NULL};
+
 int attn_source(const char *runtime, char **out, char *err, size_t errlen)
 {
-    return fb_kernel_source(runtime, "attn_fwd.k", out, err, errlen);
+    return fb_kernel_source_files(runtime, attn_kernel_files, out, err, errlen);
 }
 
 int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)

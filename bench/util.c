@@ -210,7 +210,7 @@ static int is_root(const char *dir)
 {
     char p[PATH_MAX];
     struct stat st;
-    snprintf(p, sizeof p, "%s/kernels/attn_fwd.k", dir);
+    snprintf(p, sizeof p, "%s/kernels/space.csv", dir);
     if (stat(p, &st) != 0) return 0;
     snprintf(p, sizeof p, "%s/bench/suites", dir);
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
