@@ -125,9 +125,11 @@ void attn_opts_defaults(attn_opts *o)
 /* The kernel, split by family and role (FlashAttention-3's hopper/ split): what every
  * family shares, the split-KV merge, the wgmma keys every family checks, then one family
  * of tile primitives and kernel per MMA value (each file compiles to nothing for the
- * others), the wgmma producer and scheduler, the tensor-core kernel, and attn_combine. */
+ * others): wgmma's scheduler, producer, consumer and epilogue, the tensor-core kernel;
+ * and attn_combine. */
 const char *const attn_kernel_files[] = {"common.k", "fuse.k", "wgmma_keys.k", "mfma.k", "fma.k", "mma.k", "wgmma.k",
-                                         "wgmma_produce.k", "wgmma_sched.k", "mma_fwd.k", "combine.k", NULL};
+                                         "wgmma_sched.k", "wgmma_produce.k", "wgmma_consume.k", "wgmma_epilogue.k", "mma_fwd.k",
+                                         "combine.k", NULL};
 
 int attn_source(const char *runtime, char **out, char *err, size_t errlen)
 {
