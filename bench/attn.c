@@ -122,9 +122,18 @@ void attn_opts_defaults(attn_opts *o)
     o->verify_only = 0;
 }
 
+/* The kernel, split by family and role (FlashAttention-3's hopper/ split): what every
+ * family shares, the split-KV merge, the wgmma keys every family checks, then one family
+ * of tile primitives and kernel per MMA value (each file compiles to nothing for the
+ * others): wgmma's scheduler, producer, consumer and epilogue, the tensor-core kernel;
+ * and attn_combine. */
+const char *const attn_kernel_files[] = {"common.k", "fuse.k", "wgmma_keys.k", "mfma.k", "fma.k", "mma.k", "wgmma.k",
+                                         "wgmma_sched.k", "wgmma_produce.k", "wgmma_consume.k", "wgmma_epilogue.k", "mma_fwd.k",
+                                         "combine.k", NULL};
+
 int attn_source(const char *runtime, char **out, char *err, size_t errlen)
 {
-    return fb_kernel_source(runtime, "attn_fwd.k", out, err, errlen);
+    return fb_kernel_source_files(runtime, attn_kernel_files, out, err, errlen);
 }
 
 int attn_open(const rt_device *dev, attn_runner **out, char *err, size_t errlen)
@@ -304,7 +313,7 @@ static int plane_map(const rt_runtime *rt, rt_buf *buf, const shape_t *s, dtype_
     return rt->tensor_map(buf, &d, out, reason, rlen) != 0;
 }
 
-/* WG_TMA: the tensor maps the kernel's TMAPS argument holds, 128 bytes each, encoded by the
+/* WG_TMA: the tensor maps the kernel's TMAPS argument holds (fb_tmaps), 128 bytes each, encoded by the
  * runtime and uploaded into *tm: K's and V's (dense [batch * hkv] planes of [skv, d], ragged
  * [hkv] planes of [total keys, d]: the kernel adds the sequence's first key to the row;
  * boxes of BLOCK_N rows), then with WG_QTMA (q not NULL) Q's ([batch * hq] planes of [sq, d],
@@ -323,14 +332,16 @@ static int tma_upload(attn_runner *r, const shape_t *s, dtype_t dt, const kconfi
     const uint64_t rows = shape_ragged(s) ? (uint64_t)shape_total_kv(s) : (uint64_t)s->skv;
     const uint64_t planes = shape_ragged(s) ? (uint64_t)s->hkv : (uint64_t)s->batch * (uint64_t)s->hkv;
     const uint64_t qplanes = (uint64_t)s->batch * (uint64_t)s->hq;
-    _Alignas(64) unsigned char maps[512] = {0}; /* (the unused maps uploaded as zeros) */
-    if (plane_map(rt, k, s, dt, rows, planes, c->block_n, maps, reason, rlen) ||
-        plane_map(rt, v, s, dt, rows, planes, c->block_n, maps + 128, reason, rlen) ||
-        (q && plane_map(rt, q, s, dt, (uint64_t)s->sq, qplanes, c->block_m, maps + 256, reason, rlen)) ||
-        (o && plane_map(rt, o, s, dt, (uint64_t)s->sq, qplanes, 64, maps + 384, reason, rlen)))
+    /* the kernel's fb_tmaps (kernels/common.k); the unused maps uploaded as zeros */
+    struct { _Alignas(64) unsigned char k[128], v[128], q[128], o[128]; } maps;
+    memset(&maps, 0, sizeof maps);
+    if (plane_map(rt, k, s, dt, rows, planes, c->block_n, maps.k, reason, rlen) ||
+        plane_map(rt, v, s, dt, rows, planes, c->block_n, maps.v, reason, rlen) ||
+        (q && plane_map(rt, q, s, dt, (uint64_t)s->sq, qplanes, c->block_m, maps.q, reason, rlen)) ||
+        (o && plane_map(rt, o, s, dt, (uint64_t)s->sq, qplanes, 64, maps.o, reason, rlen)))
         return 1;
     if (rt->alloc(r->ctx, sizeof maps, tm, reason, rlen) != 0) return RT_ERESOURCE;
-    return rt->upload(r->ctx, *tm, maps, sizeof maps, err, errlen) != 0 ? -1 : 0;
+    return rt->upload(r->ctx, *tm, &maps, sizeof maps, err, errlen) != 0 ? -1 : 0;
 }
 
 static void log_reason(const char *log, const char *fallback, char *out, size_t len)
@@ -669,13 +680,45 @@ long attn_precompile(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig
     return attn_precompile_wait(attn_precompile_start(r, s, dt, cands, n, write_lse, deadline, stop), 0);
 }
 
+/* The forward kernel's arguments, in its order (kernels/common.k, ATTN_ARGS): every one is
+ * passed in every configuration, those it does not read as NULL or 0. */
+typedef struct {
+    rt_buf *q, *k, *v, *o, *lse, *opart, *lsepart;
+    int32_t hq, hkv, sq, skv; /* sq, skv: rows per (batch, head); ragged: of the packed tensors */
+    float scale;
+    rt_buf *cu_q, *cu_k;      /* VARLEN: cumulative sequence lengths */
+    rt_buf *bt;               /* PAGED: the block table, maxp pages per sequence */
+    int32_t maxp;
+    rt_buf *tmaps;            /* WG_TMA: the tensor maps (tma_upload) */
+    int32_t ngrp;             /* WG_PERSIST: the (batch, head) groups */
+    rt_buf *sched, *fuse_cnt; /* WG_DYNAMIC's and SPLIT_FUSE's counters */
+} fwd_args;
+#define FWD_NARGS 20
+
+static void fwd_args_pack(const fwd_args *a, rt_arg out[FWD_NARGS])
+{
+    rt_buf *const bufs[] = {a->q, a->k, a->v, a->o, a->lse, a->opart, a->lsepart};
+    for (int i = 0; i < 7; i++) out[i] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = bufs[i]};
+    const int32_t ints[] = {a->hq, a->hkv, a->sq, a->skv};
+    for (int i = 0; i < 4; i++) out[7 + i] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = ints[i]};
+    out[11] = (rt_arg){.kind = RT_ARG_F32, .v.f32 = a->scale};
+    out[12] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = a->cu_q};
+    out[13] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = a->cu_k};
+    out[14] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = a->bt};
+    out[15] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = a->maxp};
+    out[16] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = a->tmaps};
+    out[17] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = a->ngrp};
+    out[18] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = a->sched};
+    out[19] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = a->fuse_cnt};
+}
+
 /* Everything one launch sequence needs; the enqueue callback of the timer. */
 typedef struct {
     attn_runner *r;
     module_entry *m;
     size_t grid[3], block[3], cgrid[3], dyn_shared;
-    rt_arg args[16], cargs[5];
-    int nargs, split;
+    rt_arg args[FWD_NARGS], cargs[5];
+    int split;
 } launch_plan;
 
 /* The timer's enqueue_fn: the forward launch, and attn_combine's after it for a split. */
@@ -685,7 +728,7 @@ static int enqueue_plan(void *arg, rt_event **first, rt_event **last, char *err,
     const rt_runtime *rt = p->r->dev.rt;
     const int two = p->split > 1;
     rt_event **fwd_ev = first ? first : two ? NULL : last; /* one launch: one event for both ends */
-    int rc = rt->launch(p->r->ctx, p->m->fwd, p->grid, p->block, p->dyn_shared, p->args, p->nargs, fwd_ev, err, errlen);
+    int rc = rt->launch(p->r->ctx, p->m->fwd, p->grid, p->block, p->dyn_shared, p->args, FWD_NARGS, fwd_ev, err, errlen);
     if (rc != 0) return rc;
     if (two) {
         rc = rt->launch(p->r->ctx, p->m->combine, p->cgrid, p->block, 0, p->cargs, 5, last, err, errlen);
@@ -832,39 +875,31 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
     kconfig_grid(c, s, p.grid);
     p.block[0] = (size_t)kconfig_threads(c);
     p.block[1] = p.block[2] = 1;
-    for (int i = 0; i < 7; i++) { p.args[i].kind = RT_ARG_BUF; p.args[i].v.buf = b[i]; }
-    p.args[7] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = s->hq};
-    p.args[8] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = s->hkv};
-    /* SQ, SKV: rows per (batch, head); ragged: rows per head of the packed tensors */
-    p.args[9] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = ragged ? (int32_t)shape_total_q(s) : s->sq};
-    p.args[10] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = ragged ? (int32_t)shape_total_kv(s) : s->skv};
-    p.args[11] = (rt_arg){.kind = RT_ARG_F32, .v.f32 = (float)(1.0 / sqrt((double)s->d))};
-    p.nargs = 12;
-    if (ragged) { /* CU_Q, CU_K */
-        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = cu[0]};
-        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = cu[1]};
+    fwd_args fa = {.q = b[0], .k = b[1], .v = b[2], .o = b[3], .lse = b[4], .opart = b[5], .lsepart = b[6],
+                   .hq = s->hq, .hkv = s->hkv,
+                   .sq = ragged ? (int32_t)shape_total_q(s) : s->sq, .skv = ragged ? (int32_t)shape_total_kv(s) : s->skv,
+                   .scale = (float)(1.0 / sqrt((double)s->d)), .cu_q = cu[0], .cu_k = cu[1]};
+    if (shape_paged(s)) {
+        fa.bt = pg[2];
+        fa.maxp = shape_pages_per_seq(s);
     }
-    if (shape_paged(s)) { /* BT, MAXP */
-        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = pg[2]};
-        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = shape_pages_per_seq(s)};
-    }
-    if (c->wg_tma) { /* TMAPS: K's and V's tensor maps, Q's with WG_QTMA, O's with WG_OTMA (tma_upload) */
+    if (c->wg_tma) { /* K's and V's tensor maps, Q's with WG_QTMA, O's with WG_OTMA */
         int trc = tma_upload(r, s, dt, c, c->wg_qtma ? b[0] : NULL, b[1], b[2], c->wg_otma ? b[3] : NULL, &tm, reason, sizeof reason, err, errlen);
         if (trc == 1) { set_status(res, ST_LAUNCH_ERROR, reason); goto done; }
         if (trc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
         if (trc != 0) { ret = -1; goto done; }
-        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = tm};
+        fa.tmaps = tm;
     }
-    if (c->wg_persist) { /* NGRP; one row of work-groups, one per SM, walks all the query blocks */
+    if (c->wg_persist) { /* one row of work-groups, one per SM, walks all the query blocks */
         const size_t items = p.grid[0] * p.grid[1];
         const size_t sms = r->dev.info.compute_units > 0 ? (size_t)r->dev.info.compute_units : 1;
-        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = (int32_t)p.grid[1]};
+        fa.ngrp = (int32_t)p.grid[1];
         p.grid[0] = items < sms ? items : sms;
         p.grid[1] = 1;
     }
     /* Counters the kernel's launches share, zero here; each launch leaves them zero again.
-     * SCHED (WG_DYNAMIC): the scheduler's two. FUSE_CNT (SPLIT_FUSE, the last argument):
-     * one per query block of the grid. */
+     * SCHED (WG_DYNAMIC): the scheduler's two. FUSE_CNT (SPLIT_FUSE): one per query block
+     * of the grid. */
     struct { int on; size_t n; rt_buf **buf; } counters[] = {{c->wg_dynamic, 2, &sched},
                                                              {c->split_fuse, p.grid[0] * p.grid[1], &fuse}};
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
@@ -872,8 +907,10 @@ int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, c
         int crc = zeroed_counters(r, counters[i].n, counters[i].buf, reason, sizeof reason, err, errlen);
         if (crc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
         if (crc != 0) { ret = -1; goto done; }
-        p.args[p.nargs++] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = *counters[i].buf};
     }
+    fa.sched = sched;
+    fa.fuse_cnt = fuse;
+    fwd_args_pack(&fa, p.args);
     p.cgrid[0] = rows;
     p.cgrid[1] = p.cgrid[2] = 1;
     p.cargs[0] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[5]};

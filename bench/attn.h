@@ -33,8 +33,10 @@ typedef struct {
     double compile_ms;    /* 0 when the module was already compiled or came from the disk cache */
 } attn_result;
 
-/* The kernel source for a runtime: kernels/prelude_<runtime>.h followed by
- * kernels/attn_fwd.k, malloc'd. 0 or -1 (err says which file is missing). */
+/* The kernel's files in kernels/, in the order attn_source joins them (NULL-terminated). */
+extern const char *const attn_kernel_files[];
+/* The kernel source for a runtime: kernels/prelude_<runtime>.h followed by the
+ * attn_kernel_files, malloc'd. 0 or -1 (err says which file is missing). */
 int attn_source(const char *runtime, char **out, char *err, size_t errlen);
 
 /* The -D defines ("NAME=VALUE") that select one configuration of the kernel for a shape

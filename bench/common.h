@@ -84,7 +84,7 @@ double shape_bytes(const shape_t *s, dtype_t dt);
  * rows per head of the packed tensors (batch * sq, batch * skv for a dense shape). */
 int shape_ragged(const shape_t *s);
 /* A paged KV cache (page > 0): K and V are [pages, hkv, page, d], the pages of sequence b
- * named by row b of a block table [batch, shape_pages_per_seq] (kernels/attn_fwd.k, PAGED). */
+ * named by row b of a block table [batch, shape_pages_per_seq] (kernels/common.k, PAGED). */
 int shape_paged(const shape_t *s);
 int shape_pages_per_seq(const shape_t *s);
 void shape_seq_lens(const shape_t *s, int b, int *sq, int *skv);
@@ -108,9 +108,11 @@ int fb_root(char *out, size_t outlen);
 /* Reads a whole file into a NUL-terminated malloc'd buffer. 0 or -1 with err filled. */
 int fb_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen);
 
-/* A kernel's source for a runtime: kernels/prelude_<runtime>.h, then kernels/<body> under a
- * #line directive (compiler messages name the body's lines), malloc'd into *out. 0, or -1
- * with err naming the file that is missing. */
+/* A kernel's source for a runtime: kernels/prelude_<runtime>.h, then kernels/<file> for each
+ * of `files` (NULL-terminated, in order), each under a #line directive (compiler messages
+ * name the file and its lines), malloc'd into *out. 0, or -1 with err naming the file that
+ * is missing. fb_kernel_source: one file. */
+int fb_kernel_source_files(const char *runtime, const char *const *files, char **out, char *err, size_t errlen);
 int fb_kernel_source(const char *runtime, const char *body, char **out, char *err, size_t errlen);
 
 /* data written to PATH.tmp.PID, then renamed over PATH: whole or not at all */

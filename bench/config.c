@@ -60,7 +60,7 @@ const char *kconfig_wg_switch(const kconfig *c, size_t i, int *on)
     return wg_flags[i].key;
 }
 
-/* The test hooks (0 or 1, never tuned; kernels/attn_fwd.k): key and field, in the order
+/* The test hooks (0 or 1, never tuned; kernels/common.k): key and field, in the order
  * kconfig_str names the first one set. Any of them marks CFG_FAULT. */
 static const struct {
     const char *key;

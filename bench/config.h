@@ -38,7 +38,7 @@ typedef struct {
     int grid_lpt; /* dense batches: the launch order visits the heaviest query blocks first (longest first), in sections of groups (1: as many as fit L2, N > 1: N) */
     mma_kind mma;
     uint64_t set; /* bit per field the user gave explicitly (CFG_*) */
-    int fault_skip_last_tile; /* test hooks, never tuned: see kernels/attn_fwd.k */
+    int fault_skip_last_tile; /* test hooks, never tuned: see kernels/common.k */
     int fault_hang, fault_oob, fault_compile, fault_linear_pages, fault_fuse_keep;
     int fault_zero_block, fault_skip_block_tile, fault_head_scale; /* one block's or one head's output wrong */
 } kconfig;

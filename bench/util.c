@@ -210,7 +210,7 @@ static int is_root(const char *dir)
 {
     char p[PATH_MAX];
     struct stat st;
-    snprintf(p, sizeof p, "%s/kernels/attn_fwd.k", dir);
+    snprintf(p, sizeof p, "%s/kernels/space.csv", dir);
     if (stat(p, &st) != 0) return 0;
     snprintf(p, sizeof p, "%s/bench/suites", dir);
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
@@ -513,7 +513,7 @@ void fb_fmt_num(char *out, size_t len, double v, const char *fmt)
     else snprintf(out, len, fmt, v);
 }
 
-int fb_kernel_source(const char *runtime, const char *body, char **out, char *err, size_t errlen)
+int fb_kernel_source_files(const char *runtime, const char *const *files, char **out, char *err, size_t errlen)
 {
     char root[4096], path[4400];
     *out = NULL;
@@ -521,18 +521,33 @@ int fb_kernel_source(const char *runtime, const char *body, char **out, char *er
         snprintf(err, errlen, "cannot find the fabench tree (kernels/, bench/suites/); set FABENCH_ROOT");
         return -1;
     }
-    char *prelude = NULL, *text = NULL;
-    size_t lp = 0, lb = 0;
+    char *src = NULL;
+    size_t len = 0;
     snprintf(path, sizeof path, "%s/kernels/prelude_%s.h", root, runtime);
-    if (fb_read_file(path, &prelude, &lp, err, errlen) != 0) return -1;
-    snprintf(path, sizeof path, "%s/kernels/%s", root, body);
-    if (fb_read_file(path, &text, &lb, err, errlen) != 0) { free(prelude); return -1; }
-    const size_t n = lp + lb + strlen(body) + 64;
-    char *src = malloc(n);
-    if (src) snprintf(src, n, "%s\n#line 1 \"%s\"\n%s", prelude, body, text);
-    else snprintf(err, errlen, "out of memory");
-    free(prelude);
-    free(text);
+    if (fb_read_file(path, &src, &len, err, errlen) != 0) return -1;
+    for (size_t i = 0; files[i]; i++) { /* each file after a #line naming it: messages name its lines */
+        char *text = NULL;
+        size_t lt = 0;
+        snprintf(path, sizeof path, "%s/kernels/%s", root, files[i]);
+        if (fb_read_file(path, &text, &lt, err, errlen) != 0) { free(src); return -1; }
+        const size_t n = len + lt + strlen(files[i]) + 64;
+        char *grown = realloc(src, n);
+        if (!grown) {
+            snprintf(err, errlen, "out of memory");
+            free(text);
+            free(src);
+            return -1;
+        }
+        src = grown;
+        len += (size_t)snprintf(src + len, n - len, "\n#line 1 \"%s\"\n%s", files[i], text);
+        free(text);
+    }
     *out = src;
-    return src ? 0 : -1;
+    return 0;
+}
+
+int fb_kernel_source(const char *runtime, const char *body, char **out, char *err, size_t errlen)
+{
+    const char *const files[] = {body, NULL};
+    return fb_kernel_source_files(runtime, files, out, err, errlen);
 }

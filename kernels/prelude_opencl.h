@@ -1,5 +1,5 @@
 /* prelude_opencl.h: the kernel dialect for OpenCL C 1.2 (any OpenCL device: PoCL on a
- * CPU, NVIDIA's and AMD's OpenCL). The body in attn_fwd.k is written against these names. */
+ * CPU, NVIDIA's and AMD's OpenCL). The kernel (the .k files) is written against these names. */
 #define FB_RUNTIME_OPENCL 1
 #define KERNEL __kernel
 #define GLOBAL __global

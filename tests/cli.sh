@@ -297,7 +297,7 @@ OUT=""; ERR=$(cat "$T/werr")
 check "a fresh compile of the fused split-KV kernel warns of nothing" 0 !err "warning"
 # a kernel source with a warning of its own (a copy of the tree): its text, once for two shapes
 mkdir -p "$T/wroot/bench"; cp -r kernels "$T/wroot/"; cp -r bench/suites "$T/wroot/bench/"
-printf '#warning "a test warning"\n' >>"$T/wroot/kernels/attn_fwd.k"
+printf '#warning "a test warning"\n' >>"$T/wroot/kernels/common.k"
 FABENCH_ROOT="$T/wroot" FABENCH_CACHE="$T/wc2" POCL_CACHE_DIR="$T/wp2" "$FB" run --device opencl:0 --shapes "$T/two.csv" \
     --out "$T/w2.out.csv" "${TINY[@]}" >/dev/null 2>"$T/werr"; RC=$?
 OUT=""; ERR=$(cat "$T/werr")

@@ -89,6 +89,12 @@ static void test_params_pack(void **state)
     assert_int_equal(rt_params_pack(&pp, NULL, 0, put_addr, err, sizeof err), 0); /* no arguments */
     rt_params_free(&pp);
 
+    args[4].v.buf = NULL; /* a buffer argument the kernel does not read: a null pointer */
+    assert_int_equal(rt_params_pack(&pp, args, 5, put_addr, err, sizeof err), 0);
+    memcpy(&u, pp.params[4], sizeof u);
+    assert_true(u == 0);
+    rt_params_free(&pp);
+
     args[2].kind = (rt_arg_kind)99;
     assert_int_equal(rt_params_pack(&pp, args, 5, put_addr, err, sizeof err), RT_ERR);
     assert_string_equal(err, "argument 2: unknown kind");

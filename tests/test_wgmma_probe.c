@@ -108,17 +108,19 @@ static int hooked_root(const char *root, const char *defines, char *out, size_t 
         snprintf(p, sizeof p, "%s/%s", out, dirs[i]);
         if (mkdir(p, 0777)) return -1;
     }
-    const char *files[] = {"attn_fwd.k", "prelude_cuda.h"};
-    for (int i = 0; i < 2; i++) {
+    /* the prelude (with the defines), what fb_root looks for, and the kernel's files */
+    const char *first[] = {"prelude_cuda.h", "space.csv"};
+    for (int i = 0; i < 2 || attn_kernel_files[i - 2]; i++) {
+        const char *name = i < 2 ? first[i] : attn_kernel_files[i - 2];
         char src[4200], dst[4200], err[256];
-        snprintf(src, sizeof src, "%s/kernels/%s", root, files[i]);
-        snprintf(dst, sizeof dst, "%s/kernels/%s", out, files[i]);
+        snprintf(src, sizeof src, "%s/kernels/%s", root, name);
+        snprintf(dst, sizeof dst, "%s/kernels/%s", out, name);
         char *text = NULL;
         size_t len = 0;
         if (fb_read_file(src, &text, &len, err, sizeof err) != 0) return -1;
         FILE *f = fopen(dst, "w");
         if (!f) { free(text); return -1; }
-        if (i == 1) fputs(defines, f);
+        if (i == 0) fputs(defines, f);
         fwrite(text, 1, len, f);
         free(text);
         if (fclose(f)) return -1;
@@ -151,7 +153,7 @@ static void test_simplest(void **state)
         attn_result res;
         printf("diagnosis with %s", hooks[h]);
         status_t ha = run_on(r, &one, DT_BF16, cfg, &opts, &res), hb = run_on(r, &two, DT_FP16, cfg, &opts, &res);
-        printf("diagnosis: %s -> %s\n", hooks[h], ha == ST_OK && hb == ST_OK ? "RIGHT: make this the default in attn_fwd.k" : "still wrong");
+        printf("diagnosis: %s -> %s\n", hooks[h], ha == ST_OK && hb == ST_OK ? "RIGHT: make this the default in wgmma.k" : "still wrong");
         attn_close(r);
     }
     if (saved) { setenv("FABENCH_ROOT", saved, 1); free(saved); } else unsetenv("FABENCH_ROOT");

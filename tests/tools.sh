@@ -230,17 +230,20 @@ fi
 # a comment, then B does not compile: its rows fail, A's stay right)
 if [ -n "$dev" ]; then
     printf 'name,batch,hq,hkv,sq,skv,d,causal\nab,1,2,1,48,48,64,1\n' > "$T/ab.csv"
-    cp kernels/attn_fwd.k "$T/b.k" && printf '/* B */\n' >> "$T/b.k"
+    mkdir -p "$T/kb" && cp kernels/fma.k "$T/kb/" && printf '/* B */\n' >> "$T/kb/fma.k"
     ab_cfg=(--config MMA=fma,BLOCK_M=16,BLOCK_N=16,NUM_WARPS=1 --budget 0.02)
-    tools/ab-kernels.sh "$dev" "$T/ab.csv" kernels/attn_fwd.k "$T/b.k" "$T/ab" 2 "${ab_cfg[@]}" >"$T/ab.log" 2>&1; rc=$?
+    tools/ab-kernels.sh "$dev" "$T/ab.csv" kernels "$T/kb" "$T/ab" 2 "${ab_cfg[@]}" >"$T/ab.log" 2>&1; rc=$?
     check "ab-kernels.sh: two rounds, each side verified and compared" \
           "[ $rc -eq 0 ] && [ \$(grep -c '^round [12]: geomean B/A (all) .* over 1:' '$T/ab.log') -eq 2 ] && grep -q ',ok,' '$T/ab/B-2.csv'"
-    printf '#error "B is broken"\n' >> "$T/b.k"
-    tools/ab-kernels.sh "$dev" "$T/ab.csv" kernels/attn_fwd.k "$T/b.k" "$T/ab2" 1 "${ab_cfg[@]}" >"$T/ab.log" 2>&1; rc=$?
+    printf '#error "B is broken"\n' >> "$T/kb/fma.k"
+    tools/ab-kernels.sh "$dev" "$T/ab.csv" kernels/fma.k "$T/kb/fma.k" "$T/ab2" 1 "${ab_cfg[@]}" >"$T/ab.log" 2>&1; rc=$?
     check "ab-kernels.sh: B's own source compiled (B fails, A right, exit 1)" \
           "[ $rc -eq 1 ] && grep -q ',ok,' '$T/ab2/A-1.csv' && grep -q ',compile_error,' '$T/ab2/B-1.csv'"
-    tools/ab-kernels.sh "$dev" "$T/ab.csv" kernels/attn_fwd.k "$T/none.k" "$T/ab3" >/dev/null 2>"$T/err"; rc=$?
+    tools/ab-kernels.sh "$dev" "$T/ab.csv" kernels "$T/none.k" "$T/ab3" >/dev/null 2>"$T/err"; rc=$?
     check "ab-kernels.sh: a missing kernel file exits 2 naming it" "[ $rc -eq 2 ] && grep -q none.k '$T/err'"
+    cp kernels/fma.k "$T/other.k"
+    tools/ab-kernels.sh "$dev" "$T/ab.csv" kernels "$T/other.k" "$T/ab4" >/dev/null 2>"$T/err"; rc=$?
+    check "ab-kernels.sh: a file that is none of the kernel's exits 2 naming it" "[ $rc -eq 2 ] && grep -q other.k '$T/err'"
     tools/ab-kernels.sh "$dev" "$T/ab.csv" >/dev/null 2>&1
     check "ab-kernels.sh with too few arguments exits 2" "[ $? -eq 2 ]"
 else

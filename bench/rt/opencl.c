@@ -452,7 +452,9 @@ static int cl_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t
     for (int i = 0; i < nargs; i++) {
         cl_int e;
         switch (args[i].kind) {
-        case RT_ARG_BUF: e = cl.clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_mem), &args[i].v.buf->mem); break;
+        case RT_ARG_BUF: /* (NULL: a null pointer) */
+            e = cl.clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_mem), args[i].v.buf ? &args[i].v.buf->mem : NULL);
+            break;
         case RT_ARG_I32: e = cl.clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_int), &args[i].v.i32); break;
         case RT_ARG_I64: e = cl.clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_long), &args[i].v.i64); break;
         case RT_ARG_F32: e = cl.clSetKernelArg(k->k, (cl_uint)i, sizeof(cl_float), &args[i].v.f32); break;

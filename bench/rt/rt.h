@@ -69,7 +69,7 @@ typedef struct {
 typedef enum { RT_ARG_BUF, RT_ARG_I32, RT_ARG_I64, RT_ARG_F32 } rt_arg_kind;
 typedef struct {
     rt_arg_kind kind;
-    union { rt_buf *buf; int32_t i32; int64_t i64; float f32; } v;
+    union { rt_buf *buf; int32_t i32; int64_t i64; float f32; } v; /* buf NULL: a null pointer */
 } rt_arg;
 
 /* Return codes of compile and launch besides 0. */

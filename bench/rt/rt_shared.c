@@ -50,7 +50,10 @@ int rt_params_pack(rt_params *out, const rt_arg *args, int nargs, void (*put_buf
     }
     for (int i = 0; i < nargs; i++) {
         switch (args[i].kind) {
-        case RT_ARG_BUF: put_buf(args[i].v.buf, &out->slots[i]); out->params[i] = &out->slots[i]; break;
+        case RT_ARG_BUF: /* a NULL buffer: a null pointer (the slots start zeroed) */
+            if (args[i].v.buf) put_buf(args[i].v.buf, &out->slots[i]);
+            out->params[i] = &out->slots[i];
+            break;
         case RT_ARG_I32: out->params[i] = (void *)&args[i].v.i32; break;
         case RT_ARG_I64: out->params[i] = (void *)&args[i].v.i64; break;
         case RT_ARG_F32: out->params[i] = (void *)&args[i].v.f32; break;
