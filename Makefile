@@ -1,7 +1,8 @@
 # fabench: `make` builds $(BUILD)/fabench; `make test` builds and runs the tests;
 # `make sanitize` runs tests under ASan+UBSan, `make valgrind` a smoke run under memcheck,
-# `make fuzz` the parsers' fuzzers, `make test-long` all of the long ones (CI runs it); `make plots` draws results/<gpu>/plots/; `make summary`
-# writes README.md's summary of the results; `make clean`.
+# `make fuzz` the parsers' fuzzers, `make test-long` all three and every wgmma compile case
+# (CI runs it); `make plots` draws results/<gpu>/plots/; `make summary` writes README.md's
+# summary of the results; `make clean`.
 CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2 -g
