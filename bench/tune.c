@@ -924,7 +924,8 @@ static void usage(FILE *f)
             "decoding sequences, paged ones the page size) it enumerates kernels/space.csv, drops what the device\n"
             "cannot hold, then compiles, verifies against the CPU reference and times the candidates\n"
             "the searcher asks for; the best verified one goes to tuning.csv. Every candidate is a\n"
-            "row of explored.csv. A run stopped with Ctrl-C keeps its rows; the same command resumes.\n\n"
+            "row of explored.csv. A run stopped with Ctrl-C keeps its explored rows (a class cut short\n"
+            "writes no tuning.csv row: it never met the head-to-head); the same command resumes.\n\n"
             "  --device SEL        as for `fabench run`\n"
             "  --suite NAME | --shapes FILE\n"
             "  --dtype T           override the shapes' dtype (default bf16 where a shape names none)\n"
@@ -1409,7 +1410,11 @@ int cmd_tune(int argc, char **argv)
                     "fabench tune: %s: this run's best is not in %s, so it cannot go to tuning.csv; the declared "
                     "contenders are timed instead (add its values there to let it win)\n",
                     keys[ci], declared ? declared->source : "kernels/space.csv");
-        if (best >= 0 && !fatal && !stop_requested && !restart) {
+        /* a search cut short by SIGINT skips the head-to-head, and so writes no row: one
+         * never matched against what the run takes without it could be slower (the class's
+         * explored rows stay, and the same command resumes) */
+        const int cut = stop_requested;
+        if (best >= 0 && !fatal && !cut && !restart) {
             fallbacks fb;
             class_fallbacks(have_rules ? &rules : NULL, &dev, s, dt, &fb);
             const int hh = head_to_head(runner, s, dt, &ao, rematch_budget, explored, p_explored, inflight, strategy,
@@ -1434,7 +1439,7 @@ int cmd_tune(int argc, char **argv)
                         keys[ci], declared ? declared->source : "kernels/space.csv");
             best = -1; /* nothing to write */
         }
-        if (best >= 0 && !fatal && !restart) {
+        if (best >= 0 && !fatal && !restart && !cut) {
             char f[6][64], date[32];
             time_t now = time(NULL);
             struct tm tm;
