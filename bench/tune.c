@@ -914,6 +914,69 @@ static int supervise(int argc, char **argv)
     return rc;
 }
 
+/* 1: key is one of the comma-separated classes of list */
+static int class_listed(const char *list, const char *key)
+{
+    const size_t n = strlen(key);
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, key, n) && (p[n] == ',' || !p[n])) return 1;
+    return 0;
+}
+
+/* 1: some shape of shapes is of class key */
+static int class_has_shape(const shape_list_t *shapes, int have_dtype, dtype_t dtype, const char *key)
+{
+    for (size_t i = 0; i < shapes->n; i++) {
+        char k[96];
+        tune_class_key(&shapes->v[i], have_dtype ? dtype : shapes->v[i].has_dtype ? shapes->v[i].dtype : DT_BF16, k, sizeof k);
+        if (!strcmp(k, key)) return 1;
+    }
+    return 0;
+}
+
+/* --class: 0 when every comma-separated entry of list is a class key that some shape has
+ * (a typo must not tune nothing in silence), else -1 with err */
+static int class_list_check(const char *list, const shape_list_t *shapes, int have_dtype, dtype_t dtype, char *err,
+                            size_t errlen)
+{
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        char key[96];
+        const size_t n = strcspn(p, ",");
+        tune_class tc;
+        snprintf(key, sizeof key, "%.*s", (int)(n < sizeof key ? n : sizeof key - 1), p);
+        if (n >= sizeof key || tune_class_parse(key, &tc) != 0) {
+            snprintf(err, errlen, "--class: '%.*s' is not a shape class (DTYPE-dD-cC-gG-qQ-kK[-wW][-vV][-pP])",
+                     (int)(n < 100 ? n : 100), p);
+            return -1;
+        }
+        if (!class_has_shape(shapes, have_dtype, dtype, key)) {
+            snprintf(err, errlen, "--class: no shape of the shapes is of class %s", key);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The classes of the shapes (only those listed in only, when not NULL) and one
+ * representative each, its shape with the most work: indices into rep, keys into keys,
+ * their number into *nclass (rep and keys hold shapes->n entries). */
+static void class_reps(const shape_list_t *shapes, int have_dtype, dtype_t dtype, const char *only, size_t *rep,
+                       char (*keys)[96], size_t *nclass)
+{
+    size_t nc = 0;
+    for (size_t i = 0; i < shapes->n; i++) {
+        dtype_t dt = have_dtype ? dtype : shapes->v[i].has_dtype ? shapes->v[i].dtype : DT_BF16;
+        char key[96];
+        tune_class_key(&shapes->v[i], dt, key, sizeof key);
+        if (only && !class_listed(only, key)) continue;
+        size_t k = 0;
+        while (k < nc && strcmp(keys[k], key)) k++;
+        if (k == nc) { snprintf(keys[nc], sizeof keys[0], "%s", key); rep[nc++] = i; }
+        else if (shape_flops(&shapes->v[i]) > shape_flops(&shapes->v[rep[k]])) rep[k] = i;
+    }
+    *nclass = nc;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -929,6 +992,10 @@ static void usage(FILE *f)
             "  --device SEL        as for `fabench run`\n"
             "  --suite NAME | --shapes FILE\n"
             "  --dtype T           override the shapes' dtype (default bf16 where a shape names none)\n"
+            "  --class KEY[,KEY]   tune only the shapes of these classes (keys as tuning.csv's\n"
+            "                      shape_class; each must be the class of some shape); a class's\n"
+            "                      representative is still its shape with the most work.\n"
+            "                      `fabench run --tune-missing` passes the classes it lacks\n"
             "  --strategy S        exhaustive (default), random, bo (a Gaussian-process model of\n"
             "                      the time steers the search after 8 random probes), local (a\n"
             "                      hill climb: the class's tuning.csv row and the rows of its two\n"
@@ -982,7 +1049,7 @@ int cmd_tune(int argc, char **argv)
         }
     }
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_DTYPE, O_STRATEGY, O_BUDGET, O_TIME, O_SEED, O_RESULTS, O_SPACE,
-           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE, O_REMATCH, O_DECLARED };
+           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE, O_REMATCH, O_DECLARED, O_CLASS };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"dtype", required_argument, 0, O_DTYPE},
@@ -991,8 +1058,9 @@ int cmd_tune(int argc, char **argv)
         {"results", required_argument, 0, O_RESULTS}, {"space", required_argument, 0, O_SPACE},
         {"rep-budget", required_argument, 0, O_REPBUDGET}, {"rematch-budget", required_argument, 0, O_REMATCH}, {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, O_HELP}, {"timeout", required_argument, 0, O_TIMEOUT},
-        {"merge", no_argument, 0, O_MERGE}, {"declared-only", no_argument, 0, O_DECLARED}, {0, 0, 0, 0}};
-    const char *device = NULL, *suite = NULL, *shapes_file = NULL, *results = NULL, *space_file = NULL;
+        {"merge", no_argument, 0, O_MERGE}, {"declared-only", no_argument, 0, O_DECLARED},
+        {"class", required_argument, 0, O_CLASS}, {0, 0, 0, 0}};
+    const char *device = NULL, *suite = NULL, *shapes_file = NULL, *results = NULL, *space_file = NULL, *only = NULL;
     const char *strategy = "exhaustive";
     int halving = 0;
     double timeout_s = 30;
@@ -1013,6 +1081,7 @@ int cmd_tune(int argc, char **argv)
         case O_SHAPES: shapes_file = optarg; break;
         case O_RESULTS: results = optarg; break;
         case O_SPACE: space_file = optarg; break;
+        case O_CLASS: only = optarg; break;
         case O_QUIET: quiet = 1; break;
         case O_MERGE: merge = 1; break;
         case O_DECLARED: declared_only = 1; break;
@@ -1088,7 +1157,8 @@ int cmd_tune(int argc, char **argv)
     }
     shape_list_t shapes = {0};
     rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err) : shapes_load_suite(suite, &shapes, err, sizeof err);
-    if (rc != 0) { fprintf(stderr, "fabench tune: %s\n", err); return FB_EXIT_BADINPUT; }
+    if (rc == 0 && only && class_list_check(only, &shapes, have_dtype, dtype, err, sizeof err) != 0) rc = FB_EXIT_BADINPUT;
+    if (rc != 0) { fprintf(stderr, "fabench tune: %s\n", err); shapes_free(&shapes); return FB_EXIT_BADINPUT; }
     rt_device dev;
     if (rt_select(device, &dev, err, sizeof err) != 0) {
         fprintf(stderr, "fabench tune: %s\n", err);
@@ -1153,21 +1223,12 @@ int cmd_tune(int argc, char **argv)
     signal(SIGINT, on_sigint);
     int is_tty = isatty(2);
 
-    /* one representative per class: its shape with the most work */
     size_t *rep = calloc(shapes.n ? shapes.n : 1, sizeof *rep);
     char (*keys)[96] = calloc(shapes.n ? shapes.n : 1, sizeof *keys);
     size_t nclass = 0;
     int fatal = 0;
     if (!rep || !keys) { fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; }
-    for (size_t i = 0; rep && keys && i < shapes.n; i++) {
-        dtype_t dt = have_dtype ? dtype : shapes.v[i].has_dtype ? shapes.v[i].dtype : DT_BF16;
-        char key[96];
-        tune_class_key(&shapes.v[i], dt, key, sizeof key);
-        size_t k = 0;
-        while (k < nclass && strcmp(keys[k], key)) k++;
-        if (k == nclass) { snprintf(keys[nclass], sizeof keys[0], "%s", key); rep[nclass++] = i; }
-        else if (shape_flops(&shapes.v[i]) > shape_flops(&shapes.v[rep[k]])) rep[k] = i;
-    }
+    else class_reps(&shapes, have_dtype, dtype, only, rep, keys, &nclass);
     int restart = 0; /* a child whose device hung: the supervisor starts a fresh one */
     size_t nfinished = 0; /* classes this process finished (fewer than nclass when stopped) */
     for (size_t ci = 0; ci < nclass && !stop_requested && !fatal && !restart; ci++) {

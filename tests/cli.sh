@@ -621,6 +621,21 @@ if [ -d "$DATA" ]; then
     done
 fi
 
+# tune --class KEY[,KEY]: only those classes' shapes; a key that is not a class, or no
+# shape's, exits 2 before anything is written
+run tune --device opencl:0 --shapes "$T/fb.csv" --results "$T/tcls" --class bf16-d32-c0
+check "tune --class: not a class key exits 2 naming it" 2 err "--class: 'bf16-d32-c0' is not a shape class"
+run tune --device opencl:0 --shapes "$T/fb.csv" --results "$T/tcls" --class "bf16-d64-c1-g2-q32-k64-w2,bf16-d128-c0-g1-q32-k64"
+check "tune --class: a class no shape has exits 2 naming it" 2 err "no shape of the shapes is of class bf16-d128-c0-g1-q32-k64"
+absent "tune --class: nothing written on bad input" "$T/tcls"
+run tune --device opencl:0 --shapes "$T/fb.csv" --results "$T/tcls" --space "$T/hh-space.csv" --class bf16-d64-c1-g2-q32-k64-w2 \
+    --budget 1 --rep-budget 0.01 --quiet
+check "tune --class: tunes the class named" 0
+if [ "$(cut -d, -f3 "$T/tcls/tuning.csv" | sort -u | tr '\n' ' ')" = "bf16-d64-c1-g2-q32-k64-w2 shape_class " ] &&
+    [ "$(tail -n +2 "$T/tcls/explored.csv" | grep -vc ',bf16-d64-c1-g2-q32-k64-w2,')" -eq 0 ]
+then ok "tune --class: tuning.csv and explored.csv hold that class alone"
+else bad "tune --class: tuning.csv and explored.csv hold that class alone" "$(cat "$T/tcls/tuning.csv")"; fi
+
 # ---- tune --rematch-budget: a number of seconds, more than 0 and at most 60; nothing written
 printf 'name,batch,hq,hkv,sq,skv,d,causal\nm,1,2,2,64,64,64,0\n' >"$T/rm.csv"
 for v in 0 -1 61 abc; do
