@@ -20,6 +20,7 @@
 #include "rt.h"
 #include "shapes.h"
 #include "tune.h"
+#include "tune_missing.h"
 
 static void usage_run(FILE *f)
 {
@@ -59,6 +60,15 @@ static void usage_run(FILE *f)
             "                     table for the shape's regime and features (`fabench fit-fallback`),\n"
             "                     else the regime's default; perf.csv's config_source says which\n"
             "  --tuning FILE      the tuning table (default results/<gpu-slug>/tuning.csv)\n"
+            "  --tune-missing SECONDS\n"
+            "                     a shape whose class has no row in the tuning table gets one first:\n"
+            "                     `fabench tune` searches that class for SECONDS of wall time (its\n"
+            "                     --time; the head-to-head against what the run would take without\n"
+            "                     the row comes after), appends to explored.csv and writes the\n"
+            "                     winner to tuning.csv beside the table, then the shape is measured\n"
+            "                     with it; classes with rows are left alone, a class is tuned once.\n"
+            "                     Implies --tuned; without --tuning and without the default table,\n"
+            "                     the table is made as tuning.csv beside --out\n"
             "  --dtype T          fp32, fp16 or bf16: overrides the shapes' dtype (default bf16)\n"
             "  --manifest FILE    also write the run's manifest.csv (device, versions, commit)\n"
             "  --verify-only      check correctness, do not time\n"
@@ -132,7 +142,8 @@ static int shape_config(int tuned, const char *tuning_path, const rt_device *dev
  * other held the GPU idle for minutes). Shapes whose configuration cannot be found are left
  * to the loop, which says why. */
 static void precompile_run(attn_runner *runner, const shape_list_t *shapes, int have_dtype, dtype_t dtype, int tuned,
-                           const char *tuning_path, const rt_device *dev, const kconfig *user, int write_lse)
+                           const char *tuning_path, const rt_device *dev, const kconfig *user, int write_lse,
+                           const tune_missing *tm)
 {
     shape_t *sv = malloc(sizeof *sv * (shapes->n ? shapes->n : 1));
     dtype_t *dv = malloc(sizeof *dv * (shapes->n ? shapes->n : 1));
@@ -142,6 +153,7 @@ static void precompile_run(attn_runner *runner, const shape_list_t *shapes, int 
         const shape_t *s = &shapes->v[i];
         dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
         char source[300], err[FB_ERRLEN];
+        if (tm && tune_missing_lacks(tm, dev, s, dt)) continue; /* its configuration comes from the tune */
         if (shape_config(tuned, tuning_path, dev, user, s, dt, &cv[n], source, sizeof source, err, sizeof err) != 0)
             continue;
         sv[n] = *s;
@@ -180,7 +192,8 @@ static void say_tuning_table(const char *path, const rt_device *dev, int config_
 int cmd_run(int argc, char **argv)
 {
     enum { O_DEVICE = 1, O_SHAPES, O_SUITE, O_OUT, O_APPEND, O_CONFIG, O_DTYPE, O_MANIFEST, O_VERIFY_ONLY,
-           O_BUDGET, O_WARMUP, O_MINREPS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME, O_UPDATE, O_FLUSH, O_REST, O_DRYRUN };
+           O_BUDGET, O_WARMUP, O_MINREPS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME, O_UPDATE, O_FLUSH, O_REST, O_DRYRUN,
+           O_TUNE_MISSING };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"shapes", required_argument, 0, O_SHAPES},
         {"suite", required_argument, 0, O_SUITE}, {"out", required_argument, 0, O_OUT},
@@ -193,12 +206,14 @@ int cmd_run(int argc, char **argv)
         {"tuned", no_argument, 0, O_TUNED}, {"tuning", required_argument, 0, O_TUNING},
         {"help", no_argument, 0, O_HELP}, {"resume", no_argument, 0, O_RESUME},
         {"update", no_argument, 0, O_UPDATE}, {"l2-flush", no_argument, 0, O_FLUSH},
-        {"rest", required_argument, 0, O_REST}, {"dry-run", no_argument, 0, O_DRYRUN}, {0, 0, 0, 0}};
+        {"rest", required_argument, 0, O_REST}, {"dry-run", no_argument, 0, O_DRYRUN},
+        {"tune-missing", required_argument, 0, O_TUNE_MISSING}, {0, 0, 0, 0}};
     const char *device = NULL, *shapes_file = NULL, *suite = NULL, *out = NULL, *manifest_path = NULL;
     const char *tuning_path = NULL;
     int append = 0, quiet = 0, have_dtype = 0, tuned = 0, resume = 0, update = 0, l2_flush = 0, dry_run = 0;
     dtype_t dtype = DT_BF16;
     kconfig cfg = {0};
+    tune_missing tm = {0};
     attn_opts ao;
     attn_opts_defaults(&ao);
     char err[FB_ERRLEN];
@@ -259,6 +274,14 @@ int cmd_run(int argc, char **argv)
         case O_QUIET: quiet = 1; break;
         case O_TUNED: tuned = 1; break;
         case O_TUNING: tuning_path = optarg; tuned = 1; break;
+        case O_TUNE_MISSING: /* seconds, named so: --budget is seconds here but candidates in tune */
+            if (parse_double("--tune-missing", optarg, 0, &tm.seconds)) return FB_EXIT_BADINPUT;
+            if (!(tm.seconds > 0)) {
+                fprintf(stderr, "fabench run: --tune-missing: SECONDS of search per class must be more than 0, got '%s'\n", optarg);
+                return FB_EXIT_BADINPUT;
+            }
+            tuned = 1;
+            break;
         case 'h':
         case O_HELP: usage_run(stdout); return 0;
         case ':': fprintf(stderr, "fabench run: %s needs a value\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
@@ -268,6 +291,10 @@ int cmd_run(int argc, char **argv)
     if (optind < argc) { fprintf(stderr, "fabench run: unexpected argument '%s'\n", argv[optind]); return FB_EXIT_BADINPUT; }
     if (update && resume) {
         fprintf(stderr, "fabench run: --update measures the shapes again, --resume skips those with rows: one of them\n");
+        return FB_EXIT_BADINPUT;
+    }
+    if (tm.seconds > 0 && ao.verify_only) {
+        fprintf(stderr, "fabench run: --tune-missing times candidates, --verify-only times nothing: one of them\n");
         return FB_EXIT_BADINPUT;
     }
     if (!device || !out || (!shapes_file == !suite)) {
@@ -302,17 +329,26 @@ int cmd_run(int argc, char **argv)
     if (l2_flush) ao.timing.l2_flush_bytes = timing_flush_bytes(&dev.info);
     char tuning_default[1200];
     const int tuning_given = tuning_path != NULL;
+    char tm_table[1200], tm_explored[1300];
     if (tuned && !tuning_path) {
         char slug[256];
         fb_slug(dev.info.name, slug, sizeof slug);
         snprintf(tuning_default, sizeof tuning_default, "results/%s/tuning.csv", slug);
         tuning_path = tuning_default;
     }
+    if (tm.seconds > 0) { /* the table it tunes into, which may not exist yet */
+        tune_missing_table(tuning_given ? tuning_path : NULL, tuning_path, out, tm_table, sizeof tm_table);
+        tuning_path = tm.table = tm_table;
+        tm = (tune_missing){.seconds = tm.seconds, .device = device, .shapes_file = shapes_file, .suite = suite,
+                            .have_dtype = have_dtype, .dtype = dtype, .table = tm_table, .quiet = quiet};
+        snprintf(tm_explored, sizeof tm_explored, "%.*sexplored.csv", (int)(strlen(tm_table) - strlen("tuning.csv")), tm_table);
+    }
     /* bad input is found before any file is touched: another GPU's folder, an output that
      * is one of the inputs, a tuning table named but unreadable or malformed */
-    const char *const files[] = {out, manifest_path, shapes_file, tuning_given ? tuning_path : NULL};
-    const char *const names[] = {"--out", "--manifest", "--shapes", "--tuning"};
-    if (fb_distinct_files(files, names, 2, 4, err, sizeof err) != 0) {
+    const char *const files[] = {out, manifest_path, shapes_file, tuning_given || tm.table ? tuning_path : NULL,
+                                 tm.table ? tm_explored : NULL};
+    const char *const names[] = {"--out", "--manifest", "--shapes", "--tuning", "explored.csv beside the tuning table"};
+    if (fb_distinct_files(files, names, 2, 5, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);
         rc = FB_EXIT_BADINPUT;
     }
@@ -320,7 +356,11 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "fabench run: manifest: %s\n", err);
         rc = FB_EXIT_BADINPUT;
     }
-    if (!rc && tuning_given && access(tuning_path, R_OK) != 0) {
+    if (!rc && tm.table && tune_missing_check(&tm, &dev, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench run: %s\n", err);
+        rc = FB_EXIT_BADINPUT;
+    }
+    if (!rc && tuning_given && !tm.table && access(tuning_path, R_OK) != 0) {
         fprintf(stderr, "fabench run: --tuning %s: %s\n", tuning_path, strerror(errno));
         rc = FB_EXIT_BADINPUT;
     }
@@ -367,8 +407,11 @@ int cmd_run(int argc, char **argv)
     if (!quiet) {
         fprintf(stderr, "fabench run: %zu shapes on %s:%d (%s)\n", shapes.n, dev.rt->name, dev.index, dev.info.name);
         say_tuning_table(tuned ? tuning_path : NULL, &dev, cfg.set != 0);
+        if (tm.table)
+            fprintf(stderr, "fabench run: --tune-missing: a class without a row there is tuned first (%g s of search), "
+                            "into %s and explored.csv beside it\n", tm.seconds, tm.table);
     }
-    precompile_run(runner, &shapes, have_dtype, dtype, tuned, tuning_path, &dev, &cfg, ao.write_lse);
+    precompile_run(runner, &shapes, have_dtype, dtype, tuned, tuning_path, &dev, &cfg, ao.write_lse, tm.table ? &tm : NULL);
     signal(SIGINT, on_sigint);
     int failures = 0, fatal = 0;
     size_t resumed = 0;
@@ -380,11 +423,20 @@ int cmd_run(int argc, char **argv)
             continue;
         }
         kconfig shape_cfg;
-        char source[600];
+        char source[600], note[128] = "";
+        if (tm.table && tune_missing_visit(&tm, &dev, s, dt, note, sizeof note) == 130) {
+            interrupted = 1; /* the tune stopped on SIGINT: so does the run */
+            break;
+        }
         if (shape_config(tuned, tuning_path, &dev, &cfg, s, dt, &shape_cfg, source, sizeof source, err, sizeof err) != 0) {
             fprintf(stderr, "fabench run: %s\n", err);
             fatal = 2;
             break;
+        }
+        if (note[0]) {
+            char key[96];
+            tune_class_key(s, dt, key, sizeof key);
+            tune_missing_annotate(source, sizeof source, key, note);
         }
         attn_result res;
         if (attn_run(runner, s, dt, &shape_cfg, &ao, &res, err, sizeof err) != 0) {
@@ -412,6 +464,7 @@ int cmd_run(int argc, char **argv)
     attn_close(runner);
     csvt_free(table);
     shapes_free(&shapes);
+    tune_missing_free(&tm);
     if (fatal) return fatal == 2 ? FB_EXIT_BADINPUT : 1;
     if (interrupted) return 130;
     return failures ? 1 : 0;

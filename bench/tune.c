@@ -608,6 +608,42 @@ long tune_table_classes(const char *path, const rt_device *dev)
     return n;
 }
 
+long tune_table_explored(const char *path, const rt_device *dev, const char *key)
+{
+    csv_table *t;
+    char err[FB_ERRLEN];
+    if (csvt_read(path, &t, err, sizeof err) != 0) return -1;
+    const int cg = csvt_col(t, "gpu"), cb = csvt_col(t, "backend"), cc = csvt_col(t, "shape_class"),
+              cn = csvt_col(t, "configs_explored");
+    long n = -1;
+    for (size_t i = 0; cg >= 0 && cb >= 0 && cc >= 0 && i < t->nrows && n < 0; i++)
+        if (!strcmp(t->rows[i][cg], dev->info.name) && !strcmp(t->rows[i][cb], dev->rt->name) && !strcmp(t->rows[i][cc], key))
+            n = cn >= 0 ? atol(t->rows[i][cn]) : 0;
+    csvt_free(t);
+    return n;
+}
+
+int tune_results_check(const char *dir, const rt_device *dev, char *err, size_t errlen)
+{
+    char p[1100];
+    csv_table *t = NULL;
+    snprintf(p, sizeof p, "%s/manifest.csv", dir);
+    if (manifest_check_path(p, dev, err, errlen) != 0) return 2;
+    snprintf(p, sizeof p, "%s/explored.csv", dir);
+    int rc = csvt_open_append_from(p, explored_header, EXPLORED_NCOLS, EXPLORED_OLDEST_NCOLS, &t, err, errlen);
+    csvt_free(t);
+    t = NULL;
+    snprintf(p, sizeof p, "%s/tuning.csv", dir);
+    if (rc == 0) rc = csvt_open_append(p, tuning_header, TUNING_NCOLS, &t, err, errlen);
+    csvt_free(t);
+    if (rc != 0) return 2;
+    fb_rules rules;
+    snprintf(p, sizeof p, "%s/fallback.csv", dir);
+    rc = fallback_read(p, dev->info.name, dev->rt->name, &rules, err, errlen);
+    if (rc == 0) fallback_rules_free(&rules);
+    return rc == 2 ? 2 : 0;
+}
+
 /* Reads the tuning table at path and checks every row (a bad row spoils the table): 0 and
  * *out with its config and shape_class columns in *cf and *cc; 1 when it cannot be read
  * (source says why); 2 when it is malformed (err). */

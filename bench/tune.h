@@ -58,6 +58,16 @@ int tune_ragged_drop(kconfig *c, uint64_t keep, char *dropped, size_t len);
  * it cannot be read (absent). */
 long tune_table_classes(const char *path, const rt_device *dev);
 
+/* The configs_explored of class key's row in the tuning table at path for this device's GPU
+ * and runtime (0 when the column is empty); -1 when the table has no such row or cannot be
+ * read. */
+long tune_table_explored(const char *path, const rt_device *dev, const char *key);
+
+/* What `fabench tune --results DIR` would refuse before writing anything, checked without
+ * writing: a manifest of another GPU, an explored.csv or tuning.csv of another schema, a
+ * malformed fallback.csv. 0, or 2 with err naming the file (absent files are fine). */
+int tune_results_check(const char *dir, const rt_device *dev, char *err, size_t errlen);
+
 /* The row of a tuning table (tuned on this machine or another) for any GPU and runtime the
  * table names: the class's, else the nearest class's (tune_lookup_nearest; `fabench
  * portability` takes only the class's own). 1 with cfg and source, 0 when the table has

@@ -636,6 +636,106 @@ if [ "$(cut -d, -f3 "$T/tcls/tuning.csv" | sort -u | tr '\n' ' ')" = "bf16-d64-c
 then ok "tune --class: tuning.csv and explored.csv hold that class alone"
 else bad "tune --class: tuning.csv and explored.csv hold that class alone" "$(cat "$T/tcls/tuning.csv")"; fi
 
+# ---------- run --tune-missing: a class without a tuning.csv row, tuned on first sight ----------
+# A copy of the tree whose space holds four candidates (fma, 16-row tiles, 16 or 32 keys, one
+# or two warps) keeps each tune to seconds. Shapes: one of a class the table has (its row
+# planted), two of one class it lacks (tm-new has the more work: the tune's representative).
+mkdir -p "$T/tmroot/bench"; cp -r kernels "$T/tmroot/"; cp -r bench/suites "$T/tmroot/bench/"
+printf 'param,value,when\nMMA,fma,\nBLOCK_M,16,\nBLOCK_N,16,\nBLOCK_N,32,\nNUM_WARPS,1,\nNUM_WARPS,2,\nSTAGES,1,\nWARP_M,1,\nKPAD,0,\n' \
+    >"$T/tmroot/kernels/space.csv"
+printf '%s\n%s\n%s\n%s\n' "$HDR" "tm-have,1,2,1,32,64,64,1" "tm-new,1,2,2,24,40,32,0" "tm-new2,1,2,2,20,36,32,0" >"$T/tm.csv"
+mkdir -p "$T/tm" "$T/tmbad"
+printf '%s\n"%s",opencl,bf16-d64-c1-g2-q32-k64-w2,MMA=fma;BLOCK_M=16;BLOCK_N=16;NUM_WARPS=1;WARP_M=1;STAGES=1;SPLIT_KV=1;PACK_GQA=0;KPAD=1,1.0,1.0,1,1,x,exhaustive,2026-01-01T00:00:00Z\n' \
+    "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" "$gpu" >"$T/tm/tuning.csv"
+cp "$T/tm/tuning.csv" "$T/tm.planted"
+TM=(run --device opencl:0 --shapes "$T/tm.csv" --out "$T/tm/perf.csv" --tuning "$T/tm/tuning.csv" --budget 0.02 --warmup 0.01)
+NEWCLS=bf16-d32-c0-g1-q32-k64-w2
+# bad SECONDS: exit 2 naming the option, nothing written
+for v in 0 -1 abc nan inf ""; do
+    run run --device opencl:0 --shapes "$T/tm.csv" --out "$T/tmbad/perf.csv" --tune-missing "$v"
+    check "run --tune-missing '$v': exit 2 naming the option" 2 err "--tune-missing"
+done
+run run --device opencl:0 --shapes "$T/tm.csv" --out "$T/tmbad/perf.csv" --tune-missing 5 --verify-only
+check "run --tune-missing with --verify-only: exit 2, one of them" 2 err "one of them"
+run run --device opencl:0 --shapes "$T/tm.csv" --out "$T/tmbad/perf.csv" --tune-missing 5 --tuning "$T/tmbad/table.csv"
+check "run --tune-missing: a table not named tuning.csv exits 2 naming it" 2 err "must be a folder's tuning.csv" err "$T/tmbad/table.csv"
+# an explored.csv of another schema beside the table: tune would refuse it mid-run, so the run
+# refuses it before any work (its --out not made)
+mkdir -p "$T/tmbadx"; printf 'gpu,backend,what\n' >"$T/tmbadx/explored.csv"
+run run --device opencl:0 --shapes "$T/tm.csv" --out "$T/tmbad/perf.csv" --tune-missing 5 --tuning "$T/tmbadx/tuning.csv"
+check "run --tune-missing: a malformed explored.csv beside the table exits 2 naming it" 2 err "$T/tmbadx/explored.csv"
+if [ -z "$(ls -A "$T/tmbad")" ]; then ok "run --tune-missing: nothing written on bad input"
+else bad "run --tune-missing: nothing written on bad input" "$(ls -A "$T/tmbad")"; fi
+
+# SIGINT while the missing class is tuned (after its first candidate's row): the run stops
+# (130) and every table is whole; the class has no row (a cut search never met the
+# head-to-head), its explored rows stay
+FABENCH_ROOT="$T/tmroot" "$FB" "${TM[@]}" --tune-missing 60 >/dev/null 2>"$T/tmint.err" & tmpid=$!
+for _ in $(seq 600); do grep -qs ",$NEWCLS," "$T/tm/explored.csv" && break; sleep 0.05; done
+kill -INT $tmpid; wait $tmpid; RC=$?
+OUT=""; ERR=$(cat "$T/tmint.err")
+check "run --tune-missing: SIGINT during the tune stops the run, exit 130" 130 err "tuning it"
+cp "$T/tm/explored.csv" "$T/tm.explored.int" 2>/dev/null
+csv_py "run --tune-missing: after SIGINT the tables are whole, the class has no row, the planted row unchanged" '
+import csv, sys
+d, planted, cls = sys.argv[1], sys.argv[2], sys.argv[3]
+if open(d + "/tuning.csv").read() != open(planted).read(): print("tuning.csv changed: %r" % open(d + "/tuning.csv").read())
+ex = [r for r in csv.DictReader(open(d + "/explored.csv")) if r["shape_class"] == cls]
+if not ex: print("no explored row of %s" % cls)
+perf = list(csv.DictReader(open(d + "/perf.csv")))
+if any(r["name"] != "tm-have" for r in perf): print("perf rows %r" % [r["name"] for r in perf])
+' "$T/tm" "$T/tm.planted" "$NEWCLS"
+
+# the same command again: the class is tuned (its explored rows resumed) and measured with
+# its new row; the present class is left alone
+FABENCH_ROOT="$T/tmroot" run "${TM[@]}" --tune-missing 60
+check "run --tune-missing: the missing class tuned once, then measured" 0 err "class $NEWCLS has no row"
+n=$(grep -c "has no row in" "$T/stderr")
+if [ "$n" -eq 1 ]; then ok "run --tune-missing: two shapes of one missing class tune it once"
+else bad "run --tune-missing: two shapes of one missing class tune it once" "tuned $n times"; fi
+csv_py "run --tune-missing: one new tuning.csv row, its explored rows, perf.csv says which source" '
+import csv, re, sys
+d, planted, cls, before = sys.argv[1:5]
+rows = list(csv.DictReader(open(d + "/tuning.csv")))
+lines = list(csv.reader(open(d + "/tuning.csv")))
+if lines[:2] != list(csv.reader(open(planted))): print("the planted row changed: %r" % lines[:2])
+new = [r for r in rows if r["shape_class"] == cls]
+if len(rows) != 2 or len(new) != 1: print("tuning.csv classes %r" % [r["shape_class"] for r in rows])
+new = new[0] if new else {}
+ex = [r for r in csv.DictReader(open(d + "/explored.csv"))]
+if any(r["shape_class"] != cls for r in ex): print("explored rows of another class")
+mine = [r for r in ex if r["shape_class"] == cls and r["status"] == "ok"]
+if new.get("config") not in [r["config"] for r in mine]: print("the row %r is no explored ok row" % new.get("config"))
+if new.get("shape") != "tm-new" or new.get("strategy") != "exhaustive": print("row %r" % new)
+n = int(new.get("configs_explored", "-1"))
+if not 1 <= n <= 4 or sum(r["strategy"] == "exhaustive" and "timed beside" not in r["reason"] for r in ex) < n: print("configs_explored %d" % n)
+if not open(d + "/explored.csv").read().startswith(open(before).read()): print("the interrupted run'"'"'s explored rows were not kept as they were")
+src = {r["name"]: (r["config_source"], r["config"], r["status"]) for r in csv.DictReader(open(d + "/perf.csv"))}
+if src.get("tm-have", ("",))[0] != "tuned bf16-d64-c1-g2-q32-k64-w2": print("tm-have %r" % (src.get("tm-have"),))
+for name in ("tm-new", "tm-new2"):
+    s, c, st = src.get(name, ("", "", ""))
+    m = re.fullmatch(r"tuned %s \(tuned on first sight, (\d+) candidates?, [0-9.]+ s\)" % cls, s)
+    if not m or int(m.group(1)) != n or c != new.get("config") or st != "ok": print("%s: %r" % (name, (s, c, st)))
+' "$T/tm" "$T/tm.planted" "$NEWCLS" "$T/tm.explored.int"
+cp "$T/tm/tuning.csv" "$T/tm.tuned"; cp "$T/tm/explored.csv" "$T/tm.explored"
+FABENCH_ROOT="$T/tmroot" run "${TM[@]}" --tune-missing 60
+check "run --tune-missing again: nothing to tune" 0 !err "has no row in"
+if cmp -s "$T/tm/tuning.csv" "$T/tm.tuned" && cmp -s "$T/tm/explored.csv" "$T/tm.explored" && ! grep -q "first sight" "$T/tm/perf.csv"
+then ok "run --tune-missing again: tuning.csv and explored.csv unchanged, no shape tuned on first sight"
+else bad "run --tune-missing again: tuning.csv and explored.csv unchanged" "$(diff "$T/tm/tuning.csv" "$T/tm.tuned")"; fi
+# without a table: made beside --out (run from a folder without results/, so the default
+# table results/<gpu-slug>/tuning.csv does not exist)
+mkdir -p "$T/tmfresh"; head -n 2 "$T/tm.csv" >"$T/tm1.csv"
+(cd "$T" && FABENCH_ROOT="$T/tmroot" "$FB" run --device opencl:0 --shapes "$T/tm1.csv" --out "$T/tmfresh/perf.csv" \
+    --tune-missing 60 --budget 0.02 --warmup 0.01 --quiet); RC=$?; OUT=""; ERR=""
+check "run --tune-missing without a table: exit 0" 0
+if [ -s "$T/tmfresh/tuning.csv" ] && grep -q ",bf16-d64-c1-g2-q32-k64-w2," "$T/tmfresh/tuning.csv" && [ -s "$T/tmfresh/explored.csv" ] \
+    && grep -q "tuned on first sight" "$T/tmfresh/perf.csv"
+then ok "run --tune-missing without a table makes tuning.csv and explored.csv beside --out"
+else bad "run --tune-missing without a table makes tuning.csv beside --out" "$(ls "$T/tmfresh")"; fi
+run check-results "$T/tm"
+check "run --tune-missing: its folder passes check-results" 0 out "0 problems"
+
 # ---- tune --rematch-budget: a number of seconds, more than 0 and at most 60; nothing written
 printf 'name,batch,hq,hkv,sq,skv,d,causal\nm,1,2,2,64,64,64,0\n' >"$T/rm.csv"
 for v in 0 -1 61 abc; do

@@ -19,6 +19,7 @@
 #include "csvio.h"
 #include "space.h"
 #include "tune.h"
+#include "tune_missing.h"
 
 static char tmpdir[256];
 
@@ -1188,6 +1189,43 @@ static void test_tune_undeclared(void **state)
     assert_true(us > 0.01 && us < 1e8);
 }
 
+/* run --tune-missing: where its note goes in a config_source (after "tuned CLASS", before
+ * what --config or a ragged batch add; at the end of a fallback's), and which table it
+ * tunes into (--tuning's, else the default where it exists, else beside --out) */
+static void test_tune_missing_text(void **state)
+{
+    (void)state;
+    const char *note = " (tuned on first sight, 3 candidates, 1.5 s)";
+    char src[200] = "tuned bf16-d64-c1-g2-q32-k64-w2 + --config";
+    tune_missing_annotate(src, sizeof src, "bf16-d64-c1-g2-q32-k64-w2", note);
+    assert_string_equal(src, "tuned bf16-d64-c1-g2-q32-k64-w2 (tuned on first sight, 3 candidates, 1.5 s) + --config");
+    snprintf(src, sizeof src, "tuned bf16-d64-c1-g2-q32-k64-w2");
+    tune_missing_annotate(src, sizeof src, "bf16-d64-c1-g2-q32-k64-w2", note);
+    assert_string_equal(src, "tuned bf16-d64-c1-g2-q32-k64-w2 (tuned on first sight, 3 candidates, 1.5 s)");
+    /* a longer class key that begins with the shape's is another class: the note goes last */
+    snprintf(src, sizeof src, "default for short-prefill (no fallback.csv beside the tuning table)");
+    tune_missing_annotate(src, sizeof src, "bf16-d64-c1-g2-q32-k64", " (tuning on first sight verified nothing in 2.0 s)");
+    assert_string_equal(src, "default for short-prefill (no fallback.csv beside the tuning table) (tuning on first sight "
+                             "verified nothing in 2.0 s)");
+    char small[40] = "tuned bf16-d64-c1-g2-q32-k64-w2";
+    tune_missing_annotate(small, sizeof small, "bf16-d64-c1-g2-q32-k64-w2", note); /* no room: left whole */
+    assert_string_equal(small, "tuned bf16-d64-c1-g2-q32-k64-w2");
+
+    char path[300], dflt[300];
+    tune_missing_table("given/tuning.csv", "nowhere/tuning.csv", "o/perf.csv", path, sizeof path);
+    assert_string_equal(path, "given/tuning.csv");
+    tune_missing_table(NULL, "no/such/dir/tuning.csv", "out/dir/perf.csv", path, sizeof path);
+    assert_string_equal(path, "out/dir/tuning.csv");
+    tune_missing_table(NULL, "no/such/dir/tuning.csv", "perf.csv", path, sizeof path);
+    assert_string_equal(path, "tuning.csv");
+    snprintf(dflt, sizeof dflt, "%s/tuning.csv", tmpdir);
+    FILE *f = fopen(dflt, "w");
+    assert_non_null(f);
+    fclose(f);
+    tune_missing_table(NULL, dflt, "out/dir/perf.csv", path, sizeof path);
+    assert_string_equal(path, dflt);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -1226,6 +1264,7 @@ int main(void)
         cmocka_unit_test(test_tune_local_start),
         cmocka_unit_test(test_tune_halving),
         cmocka_unit_test(test_rematch_pick),
+        cmocka_unit_test(test_tune_missing_text),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
