@@ -17,7 +17,8 @@ cd "$(dirname "$0")"
 
 usage() {
     cat <<'USAGE'
-usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budget S] [--results DIR] [--resume | --update]
+usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--tune-missing SECONDS] [--budget S]
+                [--results DIR] [--resume | --update]
 
   --device SEL   measure only this device (repeatable; see build/fabench devices)
   --suite NAME   suite from bench/suites (default: llm on a GPU, smoke on a CPU)
@@ -25,6 +26,10 @@ usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budge
   --tune N       first tune each shape class (N timed candidates; bo on a GPU, random on a CPU; default 60),
                  then measure with the tuned configurations; without it, a tuning table
                  already in the results folder is used when there is one
+  --tune-missing SECONDS
+                 a shape whose class has no row in the folder's tuning.csv (made there
+                 when there is none) gets one first: fabench run --tune-missing tunes the
+                 class for SECONDS of search (tune --time) and measures with its winner
   --budget S     seconds of timed repetitions per shape and implementation (default 0.5)
   --results DIR  where per-GPU folders go (default: results)
   --resume       go on with the run in the results folder instead of archiving it: shapes
@@ -39,7 +44,7 @@ usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budge
 USAGE
 }
 
-devices=(); suite=""; quick=0; results=results; tune=0; budget=0.5; resume=0; update=0
+devices=(); suite=""; quick=0; results=results; tune=0; budget=0.5; resume=0; update=0; tune_missing=""
 # value OPTION VALUE...: OPTION's value, or exit 2 when there is none
 value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "run.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -51,6 +56,8 @@ while [ $# -gt 0 ]; do
         --update) update=1; shift ;;
         --tune) if [[ ${2:-} =~ ^[0-9]+$ ]]; then tune=$2; shift 2; else tune=60; shift; fi ;;
         --results) value "$@"; results=$2; shift 2 ;;
+        --tune-missing) [[ ${2:-} =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --tune-missing needs SECONDS, got '${2:-}'" >&2; exit 2; }
+                        tune_missing=$2; shift 2 ;; # more than 0: fabench run checks it (--dry-run below)
         --budget) [[ ${2:-} =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --budget needs seconds, got '${2:-}'" >&2; exit 2; }
                   budget=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
@@ -111,6 +118,7 @@ for i in "${!sels[@]}"; do
     mkdir -p "$d"
     check=(--append); [ $resume -eq 0 ] && [ $update -eq 0 ] && check=() # (archived before the run)
     tuned=(); [ -f "$d/tuning.csv" ] && tuned=(--tuned --tuning "$d/tuning.csv")
+    [ -z "$tune_missing" ] || tuned=(--tuning "$d/tuning.csv" --tune-missing "$tune_missing")
     rc=0
     $fab run --dry-run --quiet --device "${sels[$i]}" --suite "${suites[$i]}" --out "$d/perf.csv" "${check[@]}" \
         --manifest "$d/manifest.csv" "${args[@]}" "${tuned[@]}" || rc=$?
@@ -151,6 +159,8 @@ for i in "${!sels[@]}"; do
         fi
     fi
     [ -f "$dir/tuning.csv" ] && tuned=(--tuned --tuning "$dir/tuning.csv")
+    # classes the table lacks are tuned as the run meets them (the table is made if need be)
+    [ -z "$tune_missing" ] || tuned=(--tuning "$dir/tuning.csv" --tune-missing "$tune_missing")
     echo "run.sh: $sel ($name): suite $s -> $dir/perf.csv"
     log=$scratch/run-$i.log # its progress lines, kept for the summary's table
     { $fab run --device "$sel" --suite "$s" --out "$dir/perf.csv" "${more[@]}" --manifest "$dir/manifest.csv" \
@@ -191,7 +201,8 @@ for i in "${!sels[@]}"; do
 
     # the summary: the table (ours against the vendors where they ran, else the run's own
     # lines), check-results' line, where the figures are
-    table=$($fab versus "$dir" 2>&1) || table=$(grep '^\[[0-9]*/[0-9]*\]' "$log" || true)
+    # (the run's own lines: not those of a class --tune-missing tuned, "[1/1] CLASS: N configurations ...")
+    table=$($fab versus "$dir" 2>&1) || table=$(grep '^\[[0-9]*/[0-9]*\]' "$log" | grep -v ' configurations in the space, ' || true)
     checked=$($fab check-results --quiet "$dir" 2>&1) || checked+=$'\n'"run.sh: $dir: check-results found problems (above)"
     summary+=("== $dir: $sel ($name), suite $s, run $FABENCH_RUN_ID" "$table" "$figs" "$checked" "$note")
 done

@@ -125,6 +125,13 @@ else
 fi
 ./run.sh --resume --update >"$T/ru.log" 2>&1; rc=$?
 check "run.sh --resume --update exits 2 saying why" "[ $rc -eq 2 ] && grep -q 'one of them' '$T/ru.log'"
+# run.sh --tune-missing SECONDS: passed to fabench run, which refuses 0 in its --dry-run,
+# before any folder is made
+./run.sh --tune-missing abc >"$T/rtm.log" 2>&1; rc=$?
+check "run.sh --tune-missing abc exits 2 naming the option" "[ $rc -eq 2 ] && grep -q 'tune-missing needs SECONDS' '$T/rtm.log'"
+./run.sh --quick --tune-missing 0 --results "$T/rtm" >"$T/rtm.log" 2>&1; rc=$?
+check "run.sh --tune-missing 0: fabench run's check, exit 2, nothing made" \
+      "[ $rc -eq 2 ] && grep -q 'fabench run: --tune-missing: SECONDS' '$T/rtm.log' && [ ! -e '$T/rtm' ]"
 # run.sh checks every input before it touches a result file: an unknown suite or a malformed
 # tuning table exits 2 with the earlier run's files where they were (an unknown suite moved
 # perf.csv and manifest.csv into archive/, then said 'some rows did not pass' and exited 1)
