@@ -255,7 +255,8 @@ int cmd_tune_replay(int argc, char **argv)
         printf("%s %s %s: %ld configurations, best %.2f us%s\n", c->gpu, c->backend, c->cls, c->n, opt,
                !first ? "" : first_idx >= 0 ? "; --first asked first" : "; --first not among them");
         for (int si = 0; si < nstrat && !fail; si++) {
-            const long ns = strcmp(strat[si], "exhaustive") ? seeds : 1;
+            /* exhaustive and staged follow the file's order: one run tells all */
+            const long ns = strcmp(strat[si], "exhaustive") && strcmp(strat[si], "staged") ? seeds : 1;
             long class_hits = 0;
             for (long seed = 1; seed <= ns && !fail; seed++) {
                 searcher *se = searcher_new(strat[si], c->cands, c->n, (uint64_t)seed);

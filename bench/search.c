@@ -1,5 +1,5 @@
-/* search.c: exhaustive, random, Gaussian-process (bo), hill-climbing (local) and successive-
- * halving (halving) searchers. */
+/* search.c: exhaustive, random, Gaussian-process (bo), hill-climbing (local), successive-
+ * halving (halving) and staged (staged) searchers. */
 #include "search.h"
 
 #include <math.h>
@@ -13,9 +13,17 @@
 #define BO_MAX_OBS 512
 #define BO_FIT_MAX 48      /* past this many observations the length scales are refitted only */
 #define BO_REFIT 16        /* every this many more (each fit factorises K ~160 times) */
+#define STAGED_LEADERS 3   /* staged: tile forms whose neighbourhoods are searched at once */
 
 struct searcher {
-    int bo, local, halving;
+    int bo, local, halving, staged;
+    long *form;          /* staged: each candidate's tile form (index into the arrays below) */
+    long nform;
+    long *form_rep;      /* staged: the form's representative (stage 1) */
+    long *form_best;     /* staged: the form's fastest candidate told (-1: none) */
+    long *form_rank;     /* staged: the forms by their stage-1 time, fastest first */
+    long stage1;         /* staged: representatives asked so far (stage 1 is nform of them) */
+    long rr;             /* staged: the round-robin turn among the leading forms */
     long rung_n0;        /* halving: candidates in rung 0 (the budget; 0: all) */
     long n0_asked;       /* halving: how many rung 0 has asked */
     int rung;            /* halving: the rung of the last ask (0: first timing) */
@@ -39,6 +47,8 @@ struct searcher {
     int varies[NFEAT];   /* the feature takes more than one value over the candidates */
 };
 
+static void staged_plan(searcher *se);
+
 static uint64_t mix64(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -50,7 +60,7 @@ static uint64_t mix64(uint64_t *s)
 int search_strategy_known(const char *s)
 {
     return !strcmp(s, "exhaustive") || !strcmp(s, "random") || !strcmp(s, "bo") || !strcmp(s, "local") ||
-           !strcmp(s, "halving");
+           !strcmp(s, "halving") || !strcmp(s, "staged");
 }
 
 /* Each parameter mapped to about [0, 1]. */
@@ -100,6 +110,7 @@ searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint6
     se->bo = !strcmp(strategy, "bo");
     se->local = !strcmp(strategy, "local");
     se->halving = !strcmp(strategy, "halving");
+    se->staged = !strcmp(strategy, "staged");
     se->best_idx = -1;
     se->best_us = INFINITY;
     se->order = malloc(sizeof(long) * (size_t)(n ? n : 1));
@@ -109,7 +120,14 @@ searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint6
     se->last_us = malloc(sizeof(double) * (size_t)(n ? n : 1));
     se->prev_us = malloc(sizeof(double) * (size_t)(n ? n : 1));
     se->told_rung = calloc((size_t)(n ? n : 1), sizeof(int));
-    if (!se->order || !se->asked || !se->feat || !se->members || !se->last_us || !se->prev_us || !se->told_rung) {
+    if (se->staged) {
+        se->form = malloc(sizeof(long) * (size_t)(n ? n : 1));
+        se->form_rep = malloc(sizeof(long) * (size_t)(n ? n : 1));
+        se->form_best = malloc(sizeof(long) * (size_t)(n ? n : 1));
+        se->form_rank = malloc(sizeof(long) * (size_t)(n ? n : 1));
+    }
+    if (!se->order || !se->asked || !se->feat || !se->members || !se->last_us || !se->prev_us || !se->told_rung ||
+        (se->staged && (!se->form || !se->form_rep || !se->form_best || !se->form_rank))) {
         searcher_free(se);
         return NULL;
     }
@@ -122,13 +140,14 @@ searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint6
         se->ls[f] = BO_LENGTH;
         for (long i = 1; i < n && !se->varies[f]; i++) se->varies[f] = se->feat[i][f] != se->feat[0][f];
     }
-    if (strcmp(strategy, "exhaustive") && !se->local)
+    if (strcmp(strategy, "exhaustive") && !se->local && !se->staged)
         for (long i = n - 1; i > 0; i--) { /* Fisher-Yates, reproducible from the seed */
             long j = (long)(mix64(&seed) % (uint64_t)(i + 1));
             long t = se->order[i];
             se->order[i] = se->order[j];
             se->order[j] = t;
         }
+    if (se->staged) staged_plan(se);
     return se;
 }
 
@@ -139,6 +158,7 @@ void searcher_first(searcher *se, long idx)
     if (p == se->n) return;
     memmove(&se->order[1], &se->order[0], sizeof se->order[0] * (size_t)p);
     se->order[0] = idx;
+    if (se->staged) staged_plan(se); /* the representatives are chosen near the first */
 }
 
 void searcher_seed(searcher *se, long idx)
@@ -211,6 +231,16 @@ void searcher_preview(const searcher *se, long *out, long k)
             if (dist[c] > 0 && at[dist[c]] < k) out[at[dist[c]]++] = c;
         }
         free(dist);
+        return;
+    }
+    if (se->staged) { /* the representatives, then the rest in order (the leaders are not
+                       * known before the representatives are timed) */
+        long m = 0;
+        for (long f = 0; f < se->nform && m < k; f++) out[m++] = se->form_rep[f];
+        for (long p = 0; p < se->n && m < k; p++) {
+            const long c = se->order[p];
+            if (se->form_rep[se->form[c]] != c) out[m++] = c;
+        }
         return;
     }
     for (long i = 0; i < k && i < se->n; i++) out[i] = se->order[i];
@@ -418,10 +448,107 @@ long searcher_best(const searcher *se, double *us)
     return se->best_idx;
 }
 
+/* staged: the features that make a candidate's tile form (MMA kind, BLOCK_M, BLOCK_N,
+ * NUM_WARPS): what decides the work split and the instruction mix; the rest (stages, the
+ * warpgroup switches, split-KV, packing, order) tunes the pipeline within a form */
+static int same_form(const searcher *se, long a, long b)
+{
+    static const int tile[] = {0, 1, 2, 5};
+    for (size_t i = 0; i < sizeof tile / sizeof tile[0]; i++)
+        if (se->feat[a][tile[i]] != se->feat[b][tile[i]]) return 0;
+    return 1;
+}
+
+/* staged: the forms, in the order their first candidate comes (searcher_first's first), and
+ * each form's representative: its member with the fewest features different from the
+ * first candidate (the runtime's default), so a form is first timed with the default's
+ * pipeline settings as far as it allows. Made by searcher_new, and again by searcher_first. */
+static void staged_plan(searcher *se)
+{
+    se->nform = 0;
+    for (long p = 0; p < se->n; p++) {
+        const long c = se->order[p];
+        long f = 0;
+        while (f < se->nform && !same_form(se, se->form_rep[f], c)) f++;
+        se->form[c] = f;
+        if (f == se->nform) {
+            se->form_rep[se->nform] = c;
+            se->form_best[se->nform++] = -1;
+        } else if (feat_distance(se, se->order[0], c) < feat_distance(se, se->order[0], se->form_rep[f]))
+            se->form_rep[f] = c;
+    }
+}
+
+/* staged: the forms ranked by their fastest time so far (failed forms last, then in plan
+ * order), into form_rank; called once, when stage 1 has timed every representative */
+static void staged_rank(searcher *se)
+{
+    for (long f = 0; f < se->nform; f++) se->form_rank[f] = f;
+    for (long i = 1; i < se->nform; i++) { /* stable insertion sort: the forms are few */
+        const long f = se->form_rank[i];
+        const double t = se->form_best[f] >= 0 ? se->last_us[se->form_best[f]] : INFINITY;
+        long j = i;
+        for (; j > 0; j--) {
+            const long g = se->form_rank[j - 1];
+            if (!(t < (se->form_best[g] >= 0 ? se->last_us[se->form_best[g]] : INFINITY))) break;
+            se->form_rank[j] = g;
+        }
+        se->form_rank[j] = f;
+    }
+}
+
+/* staged: the unasked member of form f nearest its fastest candidate (its representative
+ * while none verified); -1 when the form is done */
+static long staged_next_in(const searcher *se, long f)
+{
+    const long from = se->form_best[f] >= 0 ? se->form_best[f] : se->form_rep[f];
+    long pick = -1;
+    int pd = NFEAT + 1;
+    for (long p = 0; p < se->n && pd > 1; p++) {
+        const long c = se->order[p];
+        if (se->asked[c] || se->form[c] != f) continue;
+        const int d = feat_distance(se, from, c);
+        if (d < pd) { pick = c; pd = d; }
+    }
+    return pick;
+}
+
+/* staged: stage 1 times every form's representative; stage 2 climbs, in turn, in the
+ * STAGED_LEADERS fastest forms not yet done (each from its own best so far, one parameter
+ * at a time where it can), the next form by stage-1 rank joining as one is exhausted, so
+ * the whole space is asked in the end; stage 3, the head-to-head of the finalists at
+ * run-length timings, is the tuner's (tune.c) */
+static long staged_ask(searcher *se)
+{
+    while (se->stage1 < se->nform) {
+        const long c = se->form_rep[se->stage1++];
+        if (!se->asked[c]) return c;
+    }
+    if (se->stage1 == se->nform) {
+        staged_rank(se);
+        se->stage1++;
+    }
+    for (long tries = 0; tries < se->nform; tries++) {
+        /* the leading forms: the first STAGED_LEADERS in rank order with members left */
+        long lead[STAGED_LEADERS], nl = 0;
+        for (long r = 0; r < se->nform && nl < STAGED_LEADERS; r++)
+            if (staged_next_in(se, se->form_rank[r]) >= 0) lead[nl++] = se->form_rank[r];
+        if (nl == 0) return -1;
+        const long c = staged_next_in(se, lead[se->rr++ % nl]);
+        if (c >= 0) return c;
+    }
+    return -1;
+}
+
 long searcher_ask(searcher *se)
 {
     if (se->halving) return halving_ask(se);
     long idx = -1;
+    if (se->staged) {
+        idx = staged_ask(se);
+        if (idx >= 0) se->asked[idx] = 1;
+        return idx;
+    }
     if (se->bo && se->nobs >= BO_INIT && se->nobs < BO_MAX_OBS) idx = bo_pick(se);
     for (int i = 0; se->local && idx < 0 && i < se->nseed; i++) /* the seeds not asked yet */
         if (!se->asked[se->seed[i]]) idx = se->seed[i];
@@ -446,6 +573,10 @@ void searcher_tell(searcher *se, long idx, double us)
         se->best_us = us;
         se->best_idx = idx;
     }
+    if (se->staged) {
+        const long f = se->form[idx];
+        if (us < (se->form_best[f] >= 0 ? se->last_us[se->form_best[f]] : INFINITY)) se->form_best[f] = idx;
+    }
     if (se->nobs >= BO_MAX_OBS) return;
     se->obs_idx[se->nobs] = idx;
     se->obs_us[se->nobs] = us;
@@ -462,5 +593,9 @@ void searcher_free(searcher *se)
     free(se->last_us);
     free(se->prev_us);
     free(se->told_rung);
+    free(se->form);
+    free(se->form_rep);
+    free(se->form_best);
+    free(se->form_rank);
     free(se);
 }

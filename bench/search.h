@@ -45,6 +45,6 @@ void searcher_preview(const searcher *se, long *out, long k);
 void searcher_free(searcher *se);
 int search_strategy_known(const char *s);
 /* Their names, for messages. */
-#define SEARCH_STRATEGIES "exhaustive, random, bo, local, halving"
+#define SEARCH_STRATEGIES "exhaustive, random, bo, local, halving, staged"
 
 #endif

@@ -4,7 +4,10 @@
  * where it is told, climbs one parameter at a time around the best so far, and from the
  * worst start reaches the optimum's 5% well inside a quarter of the candidates; halving
  * times its budget once, then the faster half again in rungs of 8, 4 and 2, and a timing
- * that flattered one candidate in the first rung does not make it the winner. */
+ * that flattered one candidate in the first rung does not make it the winner; staged times
+ * one candidate of every tile form first (the first asked, then the one nearest it in each
+ * other form), then only the three fastest forms until they are done, and reaches the
+ * optimum there. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -155,6 +158,73 @@ static void test_halving_rungs(void **state)
     searcher_free(rnd);
 }
 
+/* The tile form of a candidate, as staged groups them */
+static int same_tile(const kconfig *a, const kconfig *b)
+{
+    return a->mma == b->mma && a->block_m == b->block_m && a->block_n == b->block_n && a->num_warps == b->num_warps;
+}
+
+static void test_staged_stages(void **state)
+{
+    (void)state;
+    long nform = 0, *rep = malloc(sizeof(long) * (size_t)ncand);
+    for (long i = 0; i < ncand; i++) {
+        long f = 0;
+        while (f < nform && !same_tile(&cands[rep[f]], &cands[i])) f++;
+        if (f == nform) rep[nform++] = i;
+    }
+    double opt = INFINITY;
+    for (long i = 0; i < ncand; i++)
+        if (objective(&cands[i]) < opt) opt = objective(&cands[i]);
+    const long first = ncand / 3;
+    searcher *se = searcher_new("staged", cands, ncand, 1);
+    assert_non_null(se);
+    searcher_first(se, first);
+    long *asked = malloc(sizeof(long) * (size_t)ncand), n = 0, idx, found = -1;
+    while ((idx = searcher_ask(se)) >= 0) {
+        asked[n++] = idx;
+        const double t = objective(&cands[idx]);
+        searcher_tell(se, idx, t);
+        if (found < 0 && t <= 1.05 * opt) found = n;
+    }
+    assert_int_equal(n, ncand);
+    /* stage 1: the first candidate, then one of each other form */
+    assert_int_equal(asked[0], first);
+    for (long i = 0; i < nform; i++)
+        for (long j = 0; j < i; j++) assert_false(same_tile(&cands[asked[i]], &cands[asked[j]]));
+    /* stage 2: the three forms fastest in stage 1, until one of them is done */
+    long lead[3], nl = 0;
+    for (long k = 0; k < 3; k++) {
+        long b = -1;
+        for (long i = 0; i < nform; i++) {
+            int taken = 0;
+            for (long u = 0; u < nl; u++) taken |= same_tile(&cands[asked[i]], &cands[lead[u]]);
+            const double t = objective(&cands[asked[i]]);
+            if (!taken && !isnan(t) && (b < 0 || t < objective(&cands[b]))) b = asked[i];
+        }
+        lead[nl++] = b;
+    }
+    /* each leader form's members not asked in stage 1; stage 2 stays among the three until
+     * one of them is done (then the next form by stage-1 time joins) */
+    long left[3] = {-1, -1, -1};
+    for (long i = 0; i < ncand; i++)
+        for (long u = 0; u < 3; u++) left[u] += same_tile(&cands[i], &cands[lead[u]]);
+    long i = nform;
+    for (; i < n && left[0] && left[1] && left[2]; i++) {
+        long u = 0;
+        while (u < 3 && !same_tile(&cands[asked[i]], &cands[lead[u]])) u++;
+        assert_true(u < 3);
+        left[u]--;
+    }
+    print_message("staged: stage 2 kept to the three leading forms for %ld asks\n", i - nform);
+    assert_true(i > nform + 3);
+    print_message("staged: %ld candidates in %ld forms; within 5%% of the optimum after %ld asks\n", ncand, nform, found);
+    assert_true(found > 0 && found <= nform + ncand / 4);
+    free(asked);
+    free(rep);
+    searcher_free(se);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -179,8 +249,8 @@ static int teardown(void **state)
 static void test_each_asked_once(void **state)
 {
     (void)state;
-    const char *strategies[] = {"exhaustive", "random", "bo", "local"};
-    for (int k = 0; k < 4; k++) {
+    const char *strategies[] = {"exhaustive", "random", "bo", "local", "staged"};
+    for (int k = 0; k < 5; k++) {
         searcher *se = searcher_new(strategies[k], cands, ncand, 5);
         assert_non_null(se);
         char *seen = calloc((size_t)ncand, 1);
@@ -360,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_local_climbs),
         cmocka_unit_test(test_halving_rungs),
         cmocka_unit_test(test_local_preview_whole_space),
+        cmocka_unit_test(test_staged_stages),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
