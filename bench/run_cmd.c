@@ -102,6 +102,16 @@ static int parse_double(const char *opt, const char *v, double lo, double *out)
     return 0;
 }
 
+/* --tune-missing SECONDS: seconds above 0, named so (--budget is seconds here but
+ * candidates in tune) */
+static int parse_tune_seconds(const char *v, double *out)
+{
+    if (parse_double("--tune-missing", v, 0, out)) return -1;
+    if (*out > 0) return 0;
+    fprintf(stderr, "fabench run: --tune-missing: SECONDS of search per class must be more than 0, got '%s'\n", v);
+    return -1;
+}
+
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 
@@ -135,6 +145,24 @@ static int shape_config(int tuned, const char *tuning_path, const rt_device *dev
     }
     *out = shape_cfg;
     return 0;
+}
+
+/* shape_config, after `--tune-missing`'s tune of s's class where the table lacks it (tm NULL:
+ * none), its note laid into source ("tuned CLASS (tuned on first sight, ...)"). 0; 2 with err
+ * for a bad tuning table; 130 when the tune was interrupted (the run stops too). */
+static int shape_config_tm(tune_missing *tm, int tuned, const char *tuning_path, const rt_device *dev,
+                           const kconfig *user, const shape_t *s, dtype_t dt, kconfig *out, char *source, size_t slen,
+                           char *err, size_t errlen)
+{
+    char note[128] = "";
+    if (tm && tune_missing_visit(tm, dev, s, dt, note, sizeof note) == 130) return 130;
+    const int rc = shape_config(tuned, tuning_path, dev, user, s, dt, out, source, slen, err, errlen);
+    if (rc == 0 && note[0]) {
+        char key[96];
+        tune_class_key(s, dt, key, sizeof key);
+        tune_missing_annotate(source, slen, key, note);
+    }
+    return rc;
 }
 
 /* Every shape's configuration compiled into the disk cache at once, on all cores, so the
@@ -274,13 +302,9 @@ int cmd_run(int argc, char **argv)
         case O_QUIET: quiet = 1; break;
         case O_TUNED: tuned = 1; break;
         case O_TUNING: tuning_path = optarg; tuned = 1; break;
-        case O_TUNE_MISSING: /* seconds, named so: --budget is seconds here but candidates in tune */
-            if (parse_double("--tune-missing", optarg, 0, &tm.seconds)) return FB_EXIT_BADINPUT;
-            if (!(tm.seconds > 0)) {
-                fprintf(stderr, "fabench run: --tune-missing: SECONDS of search per class must be more than 0, got '%s'\n", optarg);
-                return FB_EXIT_BADINPUT;
-            }
-            tuned = 1;
+        case O_TUNE_MISSING:
+            if (parse_tune_seconds(optarg, &tm.seconds)) return FB_EXIT_BADINPUT;
+            tuned = 1; /* a table it reads and writes */
             break;
         case 'h':
         case O_HELP: usage_run(stdout); return 0;
@@ -337,11 +361,11 @@ int cmd_run(int argc, char **argv)
         tuning_path = tuning_default;
     }
     if (tm.seconds > 0) { /* the table it tunes into, which may not exist yet */
+        tm = (tune_missing){.seconds = tm.seconds, .device = device, .shapes_file = shapes_file, .suite = suite,
+                            .have_dtype = have_dtype, .dtype = dtype, .quiet = quiet};
         tune_missing_table(tuning_given ? tuning_path : NULL, tuning_path, out, tm_table, sizeof tm_table);
         tuning_path = tm.table = tm_table;
-        tm = (tune_missing){.seconds = tm.seconds, .device = device, .shapes_file = shapes_file, .suite = suite,
-                            .have_dtype = have_dtype, .dtype = dtype, .table = tm_table, .quiet = quiet};
-        snprintf(tm_explored, sizeof tm_explored, "%.*sexplored.csv", (int)(strlen(tm_table) - strlen("tuning.csv")), tm_table);
+        tune_missing_explored(tm_table, tm_explored, sizeof tm_explored);
     }
     /* bad input is found before any file is touched: another GPU's folder, an output that
      * is one of the inputs, a tuning table named but unreadable or malformed */
@@ -423,20 +447,17 @@ int cmd_run(int argc, char **argv)
             continue;
         }
         kconfig shape_cfg;
-        char source[600], note[128] = "";
-        if (tm.table && tune_missing_visit(&tm, &dev, s, dt, note, sizeof note) == 130) {
-            interrupted = 1; /* the tune stopped on SIGINT: so does the run */
+        char source[600];
+        const int sc = shape_config_tm(tm.table ? &tm : NULL, tuned, tuning_path, &dev, &cfg, s, dt, &shape_cfg, source,
+                                       sizeof source, err, sizeof err);
+        if (sc == 130) { /* the tune stopped on SIGINT: so does the run */
+            interrupted = 1;
             break;
         }
-        if (shape_config(tuned, tuning_path, &dev, &cfg, s, dt, &shape_cfg, source, sizeof source, err, sizeof err) != 0) {
+        if (sc != 0) {
             fprintf(stderr, "fabench run: %s\n", err);
             fatal = 2;
             break;
-        }
-        if (note[0]) {
-            char key[96];
-            tune_class_key(s, dt, key, sizeof key);
-            tune_missing_annotate(source, sizeof source, key, note);
         }
         attn_result res;
         if (attn_run(runner, s, dt, &shape_cfg, &ao, &res, err, sizeof err) != 0) {

@@ -34,6 +34,13 @@ static void table_dir(const char *table, char *dir, size_t len)
     else snprintf(dir, len, "%.*s", (int)(slash - table), table);
 }
 
+void tune_missing_explored(const char *table, char *path, size_t len)
+{
+    char dir[1100];
+    table_dir(table, dir, sizeof dir);
+    snprintf(path, len, "%s/explored.csv", dir);
+}
+
 int tune_missing_check(const tune_missing *tm, const rt_device *dev, char *err, size_t errlen)
 {
     const char *slash = strrchr(tm->table, '/');

@@ -35,6 +35,9 @@ typedef struct {
  * tuning.csv beside out. Into path. */
 void tune_missing_table(const char *given, const char *dflt, const char *out, char *path, size_t len);
 
+/* The explored.csv beside the table (tune's, which it appends to), into path. */
+void tune_missing_explored(const char *table, char *path, size_t len);
+
 /* Before any work: the table is some folder's tuning.csv (tune writes DIR/tuning.csv and
  * DIR/explored.csv, nothing else), that folder can be written, and tune would accept its
  * files (tune_results_check). 0, or 2 with err. */
