@@ -578,13 +578,13 @@ double tune_class_distance(const char *row, const char *key, double dtype_cost, 
 int tune_ragged_drop(kconfig *c, uint64_t keep, char *dropped, size_t len)
 {
     const struct { int *v, off; uint64_t set; const char *name; } drop[] = { /* (SPLIT_KV: 0 when a row names none) */
-        {&c->split_kv, c->split_kv > 1 ? 1 : c->split_kv, CFG_SPLIT_KV, "SPLIT_KV=1"},
-        {&c->pack_gqa, 0, CFG_PACK_GQA, "PACK_GQA=0"},
-        {&c->wg_persist, 0, CFG_WG_PERSIST, "WG_PERSIST=0"},
-        {&c->wg_dynamic, 0, CFG_WG_DYNAMIC, "WG_DYNAMIC=0"},
-        {&c->wg_qprefetch, 0, CFG_WG_QPREFETCH, "WG_QPREFETCH=0"}, {&c->grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"},
-        {&c->wg_qtma, 0, CFG_WG_QTMA, "WG_QTMA=0"}, {&c->wg_otma, 0, CFG_WG_OTMA, "WG_OTMA=0"},
-        {&c->split_fuse, 0, CFG_SPLIT_FUSE, "SPLIT_FUSE=0"}};
+        {&c->split_kv, c->split_kv > 1 ? 1 : c->split_kv, CFG(SPLIT_KV), "SPLIT_KV=1"},
+        {&c->pack_gqa, 0, CFG(PACK_GQA), "PACK_GQA=0"},
+        {&c->wg_persist, 0, CFG(WG_PERSIST), "WG_PERSIST=0"},
+        {&c->wg_dynamic, 0, CFG(WG_DYNAMIC), "WG_DYNAMIC=0"},
+        {&c->wg_qprefetch, 0, CFG(WG_QPREFETCH), "WG_QPREFETCH=0"}, {&c->grid_lpt, 0, CFG(GRID_LPT), "GRID_LPT=0"},
+        {&c->wg_qtma, 0, CFG(WG_QTMA), "WG_QTMA=0"}, {&c->wg_otma, 0, CFG(WG_OTMA), "WG_OTMA=0"},
+        {&c->split_fuse, 0, CFG(SPLIT_FUSE), "SPLIT_FUSE=0"}};
     if (len) dropped[0] = 0;
     size_t n = 0;
     for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
@@ -715,7 +715,7 @@ int tune_lookup_nearest(const csv_table *t, const char *gpu, const char *backend
         snprintf(source, srclen, "default (no tuned class for %s)", want);
         return 0;
     }
-    if (best_dist > 0) c.set &= ~(uint64_t)(CFG_SPLIT_KV | CFG_PACK_GQA);
+    if (best_dist > 0) c.set &= ~(uint64_t)(CFG(SPLIT_KV) | CFG(PACK_GQA));
     *cfg = c;
     snprintf(source, srclen, "%s %s", best_dist == 0 ? "tuned" : "nearest", t->rows[best][cc]);
     return 1;
