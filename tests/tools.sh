@@ -290,6 +290,17 @@ check "rounds.sh: zero rounds exits 2" "[ $? -eq 2 ]"
 FAKEFAB_LOG="$T/fakefab.log" FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 1 "$T/rdr" --rest 1.5 >/dev/null 2>&1; rc=$?
 check "rounds.sh --rest: passed to ours and the vendors alike" \
       "[ $rc -eq 0 ] && grep -q '^run .*--rest 1.5' '$T/fakefab.log' && grep -q '^vendors .*--rest 1.5' '$T/fakefab.log'"
+# tools/knob-table.sh: docs/kernel.md's knob table is bench/knobs.h's; an edit by hand fails --check
+tools/knob-table.sh --check >"$T/knobs.log" 2>&1; rc=$?
+check "knob-table.sh --check: docs/kernel.md's knob table is what bench/knobs.h gives" "[ $rc -eq 0 ]"
+[ $rc -eq 0 ] || sed 's/^/#   /' "$T/knobs.log" | head -20
+cp docs/kernel.md "$T/kernel.md"
+sed -i 's/^| `KPAD` | 0 to 8 |/| `KPAD` | 0 to 9 |/' "$T/kernel.md"
+tools/knob-table.sh --check --doc "$T/kernel.md" >/dev/null 2>&1; rc=$?
+grep -q '^| `KPAD` | 0 to 9 |' "$T/kernel.md"; typed=$?
+tools/knob-table.sh --doc "$T/kernel.md" && cmp -s docs/kernel.md "$T/kernel.md"; restored=$?
+check "knob-table.sh: a value typed into the table fails --check; a rewrite restores the page" \
+      "[ $typed -eq 0 ] && [ $rc -eq 1 ] && [ $restored -eq 0 ]"
 # tools/readme-summary.sh: README's summary block is what the committed results give (its
 # numbers cannot be typed by hand); a number typed into it fails --check; a rewrite restores it
 tools/readme-summary.sh --check >"$T/rsum.log" 2>&1; rc=$?
