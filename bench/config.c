@@ -420,145 +420,203 @@ split:
     }
 }
 
-/* A knob set (not `off`) on a tile kind that does not take it (knob_info.kinds): 1 with
- * reason naming the first, in the table's order. */
-static int knob_kind_check(const kconfig *c, char *reason, size_t len)
+/* The rules between knobs, and between knobs and the shape, that kconfig_check enforces,
+ * in the order it names the first one broken. Each: whether a configuration breaks it, the
+ * reason recorded (explain() where it names values), and what kconfig_fit sets so that a
+ * tuned row fits a ragged batch (KNOB_COUNT: nothing; the row is refused). */
+typedef struct {
+    int (*broken)(const kconfig *c, const shape_t *s);
+    const char *why;
+    void (*explain)(const kconfig *c, const shape_t *s, char *out, size_t len);
+    knob_id fix;
+    int to;
+} kconfig_rule;
+
+static int ragged_mfma(const kconfig *c, const shape_t *s) { return shape_ragged(s) && c->mma == MMA_MFMA; }
+static int ragged_split(const kconfig *c, const shape_t *s) { return shape_ragged(s) && c->split_kv > 1; }
+static int ragged_pack(const kconfig *c, const shape_t *s) { return shape_ragged(s) && c->pack_gqa; }
+static int stripes_misfit(const kconfig *c, const shape_t *s) { return c->pack_gqa >= 2 && (s->sq % 64 || c->block_m % 64); }
+static void stripes_explain(const kconfig *c, const shape_t *s, char *out, size_t len)
 {
-    for (int k = 0; k < KNOB_COUNT; k++) {
-        const knob_info *kn = &knob_table[k];
-        if ((kn->kinds >> c->mma & 1) || kconfig_value(c, (knob_id)k) == kn->off) continue;
-        size_t o = (size_t)snprintf(reason, len, "%s=%d applies to", kn->key, kconfig_get(c, (knob_id)k));
-        for (int m = 0, first = 1; m <= MMA_WGMMA && o < len; m++)
-            if (kn->kinds >> m & 1) {
-                char name[16];
-                knob_name_of(knob_table[KNOB_MMA].names, m, name, sizeof name);
-                o += (size_t)snprintf(reason + o, len - o, "%s MMA=%s", first ? "" : " and", name);
-                first = 0;
-            }
-        if (o < len) snprintf(reason + o, len - o, " only");
-        return 1;
+    snprintf(out, len, "PACK_GQA=%d packs whole 64-row stripes: it needs Sq %% 64 = 0 and BLOCK_M %% 64 = 0 (got Sq %d, BLOCK_M %d)",
+             c->pack_gqa, s->sq, c->block_m);
+}
+static int paged_mfma(const kconfig *c, const shape_t *s) { return shape_paged(s) && c->mma == MMA_MFMA; }
+static int paged_straddle(const kconfig *c, const shape_t *s) { return shape_paged(s) && s->page % c->block_n; }
+static int block_n_odd(const kconfig *c, const shape_t *s) { (void)s; return !is_pow2(c->block_n) && c->mma != MMA_WGMMA; }
+static void block_n_odd_explain(const kconfig *c, const shape_t *s, char *out, size_t len)
+{
+    (void)s;
+    snprintf(out, len, "BLOCK_N=%d (not a power of two) applies to MMA=wgmma only", c->block_n);
+}
+static int knob_kind_broken(const kconfig *c, const shape_t *s);
+static void knob_kind_explain(const kconfig *c, const shape_t *s, char *out, size_t len);
+static int fuse_unsplit(const kconfig *c, const shape_t *s) { (void)s; return c->split_fuse && c->split_kv < 2; }
+static int fuse_ws(const kconfig *c, const shape_t *s) { (void)s; return c->split_fuse && c->wg_ws; }
+static int ws_no_tma(const kconfig *c, const shape_t *s) { (void)s; return c->wg_ws && !c->wg_tma; }
+static int lpt_not_dense(const kconfig *c, const shape_t *s) { return c->grid_lpt && (shape_ragged(s) || shape_paged(s)); }
+static int pingpong_misfit(const kconfig *c, const shape_t *s)
+{
+    (void)s;
+    return c->wg_pingpong && (!c->wg_ws || (c->num_warps != 8 && c->num_warps != 12));
+}
+static int defer_no_pipe(const kconfig *c, const shape_t *s) { (void)s; return c->wg_defer && !c->wg_pipe; }
+static int pvturn_misfit(const kconfig *c, const shape_t *s) { (void)s; return c->wg_pvturn && !(c->wg_pipe && c->wg_pingpong); }
+static int holdpv_no_pipe(const kconfig *c, const shape_t *s) { (void)s; return c->wg_holdpv && !c->wg_pipe; }
+static int sinflight_no_defer(const kconfig *c, const shape_t *s) { (void)s; return c->wg_sinflight && !c->wg_defer; }
+static int ostage_misfit(const kconfig *c, const shape_t *s) { (void)s; return c->wg_ostage && (c->split_kv != 1 || c->wg_qprefetch); }
+static int dynamic_alone(const kconfig *c, const shape_t *s) { (void)s; return c->wg_dynamic && !c->wg_persist; }
+static int qearly_misfit(const kconfig *c, const shape_t *s) { (void)s; return c->wg_qearly && (!c->wg_ws || c->wg_persist); }
+static int qtma_misfit(const kconfig *c, const shape_t *s)
+{
+    return c->wg_qtma && (!c->wg_tma || !c->wg_ws || c->wg_persist || c->wg_qearly || c->pack_gqa || shape_ragged(s) || shape_paged(s));
+}
+static int qtma_tall(const kconfig *c, const shape_t *s) { (void)s; return c->wg_qtma && c->block_m > 256; }
+static void qtma_tall_explain(const kconfig *c, const shape_t *s, char *out, size_t len)
+{
+    (void)s;
+    snprintf(out, len, "WG_QTMA=1 needs BLOCK_M <= 256 (a bulk tensor copy's box is at most 256 rows; got %d)", c->block_m);
+}
+static int otma_misfit(const kconfig *c, const shape_t *s)
+{
+    return c->wg_otma && (!c->wg_ostage || !c->wg_tma || c->pack_gqa || shape_ragged(s) || shape_paged(s));
+}
+static int skip_misfit(const kconfig *c, const shape_t *s) { (void)s; return c->wg_skip && (!c->wg_ws || c->wg_pipe); }
+static int half_no_skip(const kconfig *c, const shape_t *s) { (void)s; return c->wg_half && !c->wg_skip; }
+static void half_no_skip_explain(const kconfig *c, const shape_t *s, char *out, size_t len)
+{
+    (void)s;
+    snprintf(out, len, "WG_HALF=%d needs WG_SKIP=1 (its bound on the warpgroup's keys)", c->wg_half);
+}
+static int half_narrow(const kconfig *c, const shape_t *s)
+{
+    (void)s;
+    return c->wg_half == 2 && c->block_n != 128 && c->block_n != 192 && c->block_n != 256;
+}
+static int qprefetch_alone(const kconfig *c, const shape_t *s) { (void)s; return c->wg_qprefetch && !c->wg_persist; }
+static int kvsplit_no_ws(const kconfig *c, const shape_t *s) { (void)s; return c->wg_kvsplit && !c->wg_ws; }
+static int persist_misfit(const kconfig *c, const shape_t *s) { (void)s; return c->wg_persist && (!c->wg_ws || c->split_kv != 1 || c->grid_lpt); }
+static int tma_misfit(const kconfig *c, const shape_t *s) { return c->wg_tma && (shape_paged(s) || !c->wg_swizzle); }
+static int persist_ragged(const kconfig *c, const shape_t *s) { return c->wg_persist && shape_ragged(s); }
+
+#define RAGGED_ONLY "a ragged batch (lens) runs on MMA=fma, mma or wgmma with SPLIT_KV=1 and PACK_GQA=0 only"
+static const kconfig_rule rules[] = {
+    {ragged_mfma, RAGGED_ONLY " (got MMA=mfma)", NULL, KNOB_COUNT, 0},
+    {ragged_split, RAGGED_ONLY " (got SPLIT_KV>1)", NULL, KNOB_SPLIT_KV, 1},
+    {ragged_pack, RAGGED_ONLY " (got PACK_GQA>0)", NULL, KNOB_PACK_GQA, 0},
+    {stripes_misfit, NULL, stripes_explain, KNOB_COUNT, 0},
+    {paged_mfma, "a paged KV cache needs MMA=fma, mma or wgmma (not mfma yet)", NULL, KNOB_COUNT, 0},
+    {paged_straddle, "a paged KV cache needs BLOCK_N dividing the page size", NULL, KNOB_COUNT, 0},
+    {block_n_odd, NULL, block_n_odd_explain, KNOB_COUNT, 0},
+    {knob_kind_broken, NULL, knob_kind_explain, KNOB_COUNT, 0},
+    {fuse_unsplit, "SPLIT_FUSE=1 needs SPLIT_KV > 1 (it merges the splits' partial rows in the same launch)", NULL, KNOB_SPLIT_FUSE, 0},
+    {fuse_ws, "SPLIT_FUSE=1 needs WG_WS=0 (the merge's work-group barriers need every thread, and the producer warpgroup has left)",
+     NULL, KNOB_COUNT, 0},
+    {ws_no_tma, "WG_WS=1 needs WG_TMA=1 (its producer warpgroup issues the copy engine's loads)", NULL, KNOB_COUNT, 0},
+    {lpt_not_dense, "GRID_LPT=1 needs a dense batch (not ragged or paged: their blocks are found per sequence)", NULL, KNOB_GRID_LPT, 0},
+    {pingpong_misfit, "WG_PINGPONG=1 needs WG_WS=1 and two or three consumer warpgroups (NUM_WARPS=8 or 12)", NULL, KNOB_COUNT, 0},
+    {defer_no_pipe, "WG_DEFER=1 needs WG_PIPE=1 (it moves the rescale of O that WG_PIPE puts after the softmax)", NULL, KNOB_COUNT, 0},
+    {pvturn_misfit, "WG_PVTURN=1 needs WG_PIPE=1 and WG_PINGPONG=1 (it widens the ping-pong turn to the previous tile's P V)", NULL,
+     KNOB_COUNT, 0},
+    {holdpv_no_pipe, "WG_HOLDPV=1 needs WG_PIPE=1 (it places the wait for the previous tile's P V)", NULL, KNOB_COUNT, 0},
+    {sinflight_no_defer, "WG_SINFLIGHT=1 needs WG_DEFER=1 (it concerns the deferred rescale of O)", NULL, KNOB_COUNT, 0},
+    {ostage_misfit, "WG_OSTAGE=1 needs SPLIT_KV=1 and no WG_QPREFETCH (whose next Q rows would land where O is staged)", NULL,
+     KNOB_COUNT, 0},
+    {dynamic_alone, "WG_DYNAMIC=1 needs WG_PERSIST=1 (it schedules the persistent work-groups' query blocks)", NULL, KNOB_WG_DYNAMIC, 0},
+    {qearly_misfit, "WG_QEARLY=1 needs WG_WS=1 without WG_PERSIST (whose warpgroups load Q that way already)", NULL, KNOB_COUNT, 0},
+    {qtma_misfit,
+     "WG_QTMA=1 needs WG_TMA=1 and WG_WS=1 (the producer thread loads Q), no WG_PERSIST or WG_QEARLY (whose warpgroups load their "
+     "own Q rows), PACK_GQA=0 and a dense batch (Q's tensor map is [B * HQ] heads of SQ rows)",
+     NULL, KNOB_WG_QTMA, 0},
+    {qtma_tall, NULL, qtma_tall_explain, KNOB_COUNT, 0},
+    {otma_misfit,
+     "WG_OTMA=1 needs WG_OSTAGE=1 (it stores the staged rows), WG_TMA=1, PACK_GQA=0 and a dense batch (O's tensor map is [B * HQ] "
+     "heads of SQ rows)",
+     NULL, KNOB_WG_OTMA, 0},
+    {skip_misfit, "WG_SKIP=1 needs WG_WS=1 and no WG_PIPE (a skipped tile's warpgroup only takes its turn and releases the stage)",
+     NULL, KNOB_COUNT, 0},
+    {half_no_skip, NULL, half_no_skip_explain, KNOB_COUNT, 0},
+    {half_narrow, "WG_HALF=2 needs BLOCK_N = 128, 192 or 256 (half a tile's S is a wgmma width)", NULL, KNOB_COUNT, 0},
+    {qprefetch_alone, "WG_QPREFETCH=1 needs WG_PERSIST=1 (it fetches the next query block's Q rows)", NULL, KNOB_WG_QPREFETCH, 0},
+    {kvsplit_no_ws, "WG_KVSPLIT=1 needs WG_WS=1 (its producer warpgroup waits for K and V apart)", NULL, KNOB_COUNT, 0},
+    {persist_misfit,
+     "WG_PERSIST=1 needs WG_WS=1 and SPLIT_KV=1 (its producer walks whole query blocks), and no GRID_LPT (it keeps an order of its own)",
+     NULL, KNOB_COUNT, 0},
+    {tma_misfit, "WG_TMA=1 needs WG_SWIZZLE=1 and K and V not paged (not a paged batch yet)", NULL, KNOB_COUNT, 0},
+    {persist_ragged, "WG_PERSIST=1 needs a dense batch (its walk over query blocks knows no sequence lengths yet)", NULL,
+     KNOB_WG_PERSIST, 0},
+};
+#define N_RULES (sizeof rules / sizeof rules[0])
+
+/* The first rule c breaks for shape s: its index and reason; -1 when none */
+static int rule_broken(const kconfig *c, const shape_t *s, char *reason, size_t len)
+{
+    for (size_t i = 0; i < N_RULES; i++) {
+        if (!rules[i].broken(c, s)) continue;
+        if (rules[i].explain) rules[i].explain(c, s, reason, len);
+        else snprintf(reason, len, "%s", rules[i].why);
+        return (int)i;
     }
-    return 0;
+    return -1;
+}
+
+int kconfig_fit(kconfig *c, const shape_t *s, uint64_t keep, char *dropped, size_t len)
+{
+    uint64_t fixed = 0;
+    for (int again = 1; again;) { /* a fix can break a rule further on (WG_DYNAMIC after WG_PERSIST) */
+        again = 0;
+        for (size_t i = 0; i < N_RULES; i++) {
+            const kconfig_rule *r = &rules[i];
+            if (r->fix == KNOB_COUNT || (keep & (UINT64_C(1) << r->fix)) || !r->broken(c, s)) continue;
+            kconfig_set(c, r->fix, r->to);
+            fixed |= UINT64_C(1) << r->fix;
+            again = 1;
+        }
+    }
+    size_t n = 0;
+    if (len) dropped[0] = 0;
+    for (int k = 0; k < KNOB_COUNT; k++) /* in the table's order */
+        if ((fixed >> k & 1) && n < len)
+            n += (size_t)snprintf(dropped + n, len - n, "%s%s=%d", n ? ", " : "", knob_table[k].key, kconfig_get(c, (knob_id)k));
+    return fixed != 0;
+}
+
+/* A knob set (not `off`) on a tile kind that does not take it (knob_info.kinds): the first,
+ * in the table's order; KNOB_COUNT when none. */
+static knob_id knob_off_kind(const kconfig *c)
+{
+    for (int k = 0; k < KNOB_COUNT; k++)
+        if (!(knob_table[k].kinds >> c->mma & 1) && kconfig_value(c, (knob_id)k) != knob_table[k].off) return (knob_id)k;
+    return KNOB_COUNT;
+}
+
+static int knob_kind_broken(const kconfig *c, const shape_t *s)
+{
+    (void)s;
+    return knob_off_kind(c) != KNOB_COUNT;
+}
+
+static void knob_kind_explain(const kconfig *c, const shape_t *s, char *out, size_t len)
+{
+    (void)s;
+    const knob_id k = knob_off_kind(c);
+    const knob_info *kn = &knob_table[k];
+    size_t o = (size_t)snprintf(out, len, "%s=%d applies to", kn->key, kconfig_get(c, k));
+    for (int m = 0, first = 1; m <= MMA_WGMMA && o < len; m++)
+        if (kn->kinds >> m & 1) {
+            char name[16];
+            knob_name_of(knob_table[KNOB_MMA].names, m, name, sizeof name);
+            o += (size_t)snprintf(out + o, len - o, "%s MMA=%s", first ? "" : " and", name);
+            first = 0;
+        }
+    if (o < len) snprintf(out + o, len - o, " only");
 }
 
 status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_t *s, dtype_t dt,
                        char *reason, size_t len)
 {
     int nt = kconfig_threads(c);
-    if (shape_ragged(s) && (c->mma == MMA_MFMA || c->split_kv != 1 || c->pack_gqa)) {
-        snprintf(reason, len, "a ragged batch (lens) runs on MMA=fma, mma or wgmma with SPLIT_KV=1 and PACK_GQA=0 only (got %s)",
-                 c->mma == MMA_MFMA ? "MMA=mfma" : c->split_kv != 1 ? "SPLIT_KV>1" : "PACK_GQA>0");
-        return ST_UNSUPPORTED;
-    }
-    if (c->pack_gqa >= 2 && (s->sq % 64 || c->block_m % 64)) {
-        snprintf(reason, len, "PACK_GQA=%d packs whole 64-row stripes: it needs Sq %% 64 = 0 and BLOCK_M %% 64 = 0 (got Sq %d, BLOCK_M %d)",
-                 c->pack_gqa, s->sq, c->block_m);
-        return ST_UNSUPPORTED;
-    }
-    if (shape_paged(s) && (c->mma == MMA_MFMA || s->page % c->block_n)) {
-        snprintf(reason, len, "a paged KV cache needs %s",
-                 c->mma == MMA_MFMA ? "MMA=fma, mma or wgmma (not mfma yet)" : "BLOCK_N dividing the page size");
-        return ST_UNSUPPORTED;
-    }
-    if (!is_pow2(c->block_n) && c->mma != MMA_WGMMA) {
-        snprintf(reason, len, "BLOCK_N=%d (not a power of two) applies to MMA=wgmma only", c->block_n);
-        return ST_UNSUPPORTED;
-    }
-    if (knob_kind_check(c, reason, len)) return ST_UNSUPPORTED;
-    if (c->split_fuse && c->split_kv < 2) {
-        snprintf(reason, len, "SPLIT_FUSE=1 needs SPLIT_KV > 1 (it merges the splits' partial rows in the same launch)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->split_fuse && c->wg_ws) {
-        snprintf(reason, len, "SPLIT_FUSE=1 needs WG_WS=0 (the merge's work-group barriers need every thread, and the producer warpgroup has left)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_ws && !c->wg_tma) {
-        snprintf(reason, len, "WG_WS=1 needs WG_TMA=1 (its producer warpgroup issues the copy engine's loads)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->grid_lpt && (shape_ragged(s) || shape_paged(s))) {
-        snprintf(reason, len, "GRID_LPT=1 needs a dense batch (not ragged or paged: their blocks are found per sequence)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_pingpong && (!c->wg_ws || (c->num_warps != 8 && c->num_warps != 12))) {
-        snprintf(reason, len, "WG_PINGPONG=1 needs WG_WS=1 and two or three consumer warpgroups (NUM_WARPS=8 or 12)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_defer && !c->wg_pipe) {
-        snprintf(reason, len, "WG_DEFER=1 needs WG_PIPE=1 (it moves the rescale of O that WG_PIPE puts after the softmax)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_pvturn && !(c->wg_pipe && c->wg_pingpong)) {
-        snprintf(reason, len, "WG_PVTURN=1 needs WG_PIPE=1 and WG_PINGPONG=1 (it widens the ping-pong turn to the previous tile's P V)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_holdpv && !c->wg_pipe) {
-        snprintf(reason, len, "WG_HOLDPV=1 needs WG_PIPE=1 (it places the wait for the previous tile's P V)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_sinflight && !c->wg_defer) {
-        snprintf(reason, len, "WG_SINFLIGHT=1 needs WG_DEFER=1 (it concerns the deferred rescale of O)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_ostage && (c->split_kv != 1 || c->wg_qprefetch)) {
-        snprintf(reason, len, "WG_OSTAGE=1 needs SPLIT_KV=1 and no WG_QPREFETCH (whose next Q rows would land where O is staged)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_dynamic && !c->wg_persist) {
-        snprintf(reason, len, "WG_DYNAMIC=1 needs WG_PERSIST=1 (it schedules the persistent work-groups' query blocks)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_qearly && (!c->wg_ws || c->wg_persist)) {
-        snprintf(reason, len, "WG_QEARLY=1 needs WG_WS=1 without WG_PERSIST (whose warpgroups load Q that way already)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_qtma && (!c->wg_tma || !c->wg_ws || c->wg_persist || c->wg_qearly || c->pack_gqa || shape_ragged(s) || shape_paged(s))) {
-        snprintf(reason, len, "WG_QTMA=1 needs WG_TMA=1 and WG_WS=1 (the producer thread loads Q), no WG_PERSIST or WG_QEARLY (whose "
-                              "warpgroups load their own Q rows), PACK_GQA=0 and a dense batch (Q's tensor map is [B * HQ] heads of SQ rows)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_qtma && c->block_m > 256) {
-        snprintf(reason, len, "WG_QTMA=1 needs BLOCK_M <= 256 (a bulk tensor copy's box is at most 256 rows; got %d)", c->block_m);
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_otma && (!c->wg_ostage || !c->wg_tma || c->pack_gqa || shape_ragged(s) || shape_paged(s))) {
-        snprintf(reason, len, "WG_OTMA=1 needs WG_OSTAGE=1 (it stores the staged rows), WG_TMA=1, PACK_GQA=0 and a dense batch "
-                              "(O's tensor map is [B * HQ] heads of SQ rows)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_skip && (!c->wg_ws || c->wg_pipe)) {
-        snprintf(reason, len, "WG_SKIP=1 needs WG_WS=1 and no WG_PIPE (a skipped tile's warpgroup only takes its turn and releases the stage)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_half && !c->wg_skip) {
-        snprintf(reason, len, "WG_HALF=%d needs WG_SKIP=1 (its bound on the warpgroup's keys)", c->wg_half);
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_half == 2 && c->block_n != 128 && c->block_n != 192 && c->block_n != 256) {
-        snprintf(reason, len, "WG_HALF=2 needs BLOCK_N = 128, 192 or 256 (half a tile's S is a wgmma width)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_qprefetch && !c->wg_persist) {
-        snprintf(reason, len, "WG_QPREFETCH=1 needs WG_PERSIST=1 (it fetches the next query block's Q rows)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_kvsplit && !c->wg_ws) {
-        snprintf(reason, len, "WG_KVSPLIT=1 needs WG_WS=1 (its producer warpgroup waits for K and V apart)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_persist && (!c->wg_ws || c->split_kv != 1 || c->grid_lpt)) {
-        snprintf(reason, len, "WG_PERSIST=1 needs WG_WS=1 and SPLIT_KV=1 (its producer walks whole query blocks), and no GRID_LPT (it keeps an order of its own)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_tma && (shape_paged(s) || !c->wg_swizzle)) {
-        snprintf(reason, len, "WG_TMA=1 needs WG_SWIZZLE=1 and K and V not paged (not a paged batch yet)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_persist && shape_ragged(s)) {
-        snprintf(reason, len, "WG_PERSIST=1 needs a dense batch (its walk over query blocks knows no sequence lengths yet)");
-        return ST_UNSUPPORTED;
-    }
+    if (rule_broken(c, s, reason, len) >= 0) return ST_UNSUPPORTED;
     if (c->wg_tma && !(dev->features & RT_FEAT_TMA)) {
         snprintf(reason, len, "WG_TMA=1 needs the bulk tensor copy engine (sm_90) and a driver with cuTensorMapEncodeTiled");
         return ST_UNSUPPORTED;

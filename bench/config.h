@@ -85,6 +85,14 @@ int kconfig_threads(const kconfig *c);
  * fit the device's shared memory, split-KV when there are too few work-groups. */
 void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, dtype_t dt);
 
+/* Fits a tuned configuration to shape s where a rule of kconfig_check allows a fix: what a
+ * ragged batch does not support yet goes (split-KV and its fused merge, GQA packing,
+ * persistent work-groups and the longest-first order, which walk dense query blocks, and Q
+ * or O through the copy engine, whose tensor maps are dense), except the keys keep names (a
+ * user's --config). Returns 1 and fills dropped ("SPLIT_KV=1, PACK_GQA=0", in the knobs'
+ * order) when something went, else 0. */
+int kconfig_fit(kconfig *c, const shape_t *s, uint64_t keep, char *dropped, size_t len);
+
 /* Static checks before compiling: returns 0, or ST_UNSUPPORTED / ST_RESOURCE_LIMIT with
  * reason, e.g. thread count above the device limit, shared memory above its size. */
 status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_t *s, dtype_t dt,

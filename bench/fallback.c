@@ -312,7 +312,7 @@ int fallback_instantiate(const char *config, double fill, const shape_t *s, dtyp
         c.grid_lpt = c.wg_half = c.mask_bound = 0;
     if (shape_ragged(s)) {
         char dropped[256];
-        tune_ragged_drop(&c, 0, dropped, sizeof dropped);
+        kconfig_fit(&c, s, 0, dropped, sizeof dropped);
         c.set |= CFG(SPLIT_KV) | CFG(PACK_GQA);
         c.split_kv = 1;
         c.pack_gqa = 0;

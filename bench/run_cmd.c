@@ -106,9 +106,9 @@ static int shape_config(int tuned, const char *tuning_path, const rt_device *dev
             size_t n = strlen(source);
             snprintf(source + n, slen - n, " + --config");
         }
-        if (lr != 0 && shape_ragged(s)) { /* what ragged batches do not support goes (tune_ragged_drop) */
+        if (lr != 0 && shape_ragged(s)) { /* what ragged batches do not support goes (kconfig_fit) */
             char dropped[256];
-            if (tune_ragged_drop(&shape_cfg, cfg.set, dropped, sizeof dropped)) {
+            if (kconfig_fit(&shape_cfg, s, cfg.set, dropped, sizeof dropped)) {
                 size_t n = strlen(source);
                 snprintf(source + n, slen - n, " (ragged: %s)", dropped);
             }

@@ -575,26 +575,6 @@ double tune_class_distance(const char *row, const char *key, double dtype_cost, 
     return dist;
 }
 
-int tune_ragged_drop(kconfig *c, uint64_t keep, char *dropped, size_t len)
-{
-    const struct { int *v, off; uint64_t set; const char *name; } drop[] = { /* (SPLIT_KV: 0 when a row names none) */
-        {&c->split_kv, c->split_kv > 1 ? 1 : c->split_kv, CFG(SPLIT_KV), "SPLIT_KV=1"},
-        {&c->pack_gqa, 0, CFG(PACK_GQA), "PACK_GQA=0"},
-        {&c->wg_persist, 0, CFG(WG_PERSIST), "WG_PERSIST=0"},
-        {&c->wg_dynamic, 0, CFG(WG_DYNAMIC), "WG_DYNAMIC=0"},
-        {&c->wg_qprefetch, 0, CFG(WG_QPREFETCH), "WG_QPREFETCH=0"}, {&c->grid_lpt, 0, CFG(GRID_LPT), "GRID_LPT=0"},
-        {&c->wg_qtma, 0, CFG(WG_QTMA), "WG_QTMA=0"}, {&c->wg_otma, 0, CFG(WG_OTMA), "WG_OTMA=0"},
-        {&c->split_fuse, 0, CFG(SPLIT_FUSE), "SPLIT_FUSE=0"}};
-    if (len) dropped[0] = 0;
-    size_t n = 0;
-    for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
-        if (*drop[k].v != drop[k].off && !(keep & drop[k].set)) {
-            *drop[k].v = drop[k].off;
-            if (n < len) n += (size_t)snprintf(dropped + n, len - n, "%s%s", n ? ", " : "", drop[k].name);
-        }
-    return n > 0;
-}
-
 long tune_table_classes(const char *path, const rt_device *dev)
 {
     csv_table *t;

@@ -47,13 +47,6 @@ int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, 
 int tune_lookup_nearest(const csv_table *t, const char *gpu, const char *backend, const shape_t *s, dtype_t dt,
                         const char *const *skip, size_t nskip, kconfig *cfg, char *source, size_t srclen);
 
-/* What a ragged batch does not support yet, dropped from a looked-up configuration (split-KV
- * and its fused merge, GQA packing, persistent work-groups and the longest-first order, which
- * walk dense query blocks, and Q or O through the copy engine, whose tensor maps are dense),
- * except the keys keep names (a user's --config). Returns 1 and fills dropped ("SPLIT_KV=1,
- * PACK_GQA=0") when something went, else 0. */
-int tune_ragged_drop(kconfig *c, uint64_t keep, char *dropped, size_t len);
-
 /* How many classes the tuning table at path holds for this device's GPU and runtime; -1 when
  * it cannot be read (absent). */
 long tune_table_classes(const char *path, const rt_device *dev);

@@ -3,7 +3,7 @@
  * reaches the kernel as its define when shown, is copied by kconfig_overlay, counts in the
  * distance, gives the search an ordered feature, is refused on a tile kind that does not
  * take it, is read by the kernel's source and offered by kernels/space.csv (or says why not), and has
- * its row in the documentation's table. */
+ * its row in the documentation's table. And kconfig_fit, which the rules' fixes drive. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -164,6 +164,36 @@ static void test_kinds_refused(void **state)
     }
 }
 
+/* kconfig_fit: a dense batch's tuned rows fitted to a ragged batch pass kconfig_check, the
+ * dropped keys named in the knobs' order; a key the user gave stays (and is refused) */
+static void test_fit_ragged(void **state)
+{
+    (void)state;
+    const shape_t s = {.batch = 4, .hq = 8, .hkv = 2, .sq = 512, .skv = 512, .d = 128, .causal = 1, .nlens = 2, .lens = {1, 0.5}};
+    const struct { const char *cfg, *dropped; } rows[] = {
+        {"MMA=wgmma;BLOCK_M=128;BLOCK_N=128;NUM_WARPS=8;STAGES=2;SPLIT_KV=1;PACK_GQA=0;WG_SWIZZLE=1;WG_TMA=1;WG_WS=1;"
+         "WG_PERSIST=1;WG_DYNAMIC=1;WG_QPREFETCH=1",
+         "WG_PERSIST=0, WG_DYNAMIC=0, WG_QPREFETCH=0"},
+        {"MMA=mma;BLOCK_M=64;BLOCK_N=64;NUM_WARPS=4;WARP_M=1;STAGES=2;SPLIT_KV=4;SPLIT_FUSE=1;PACK_GQA=1;GRID_LPT=1",
+         "SPLIT_KV=1, PACK_GQA=0, GRID_LPT=0, SPLIT_FUSE=0"},
+        {"MMA=wgmma;BLOCK_M=128;BLOCK_N=128;NUM_WARPS=8;STAGES=2;SPLIT_KV=1;PACK_GQA=0;WG_SWIZZLE=1;WG_TMA=1;WG_WS=1;WG_QTMA=1",
+         "WG_QTMA=0"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        kconfig c = {0};
+        char err[512] = "", dropped[256], reason[512] = "";
+        if (kconfig_parse(rows[i].cfg, &c, err, sizeof err) != 0) fail_msg("%s: %s", rows[i].cfg, err);
+        kconfig_complete(&c, &h100, &s, DT_BF16);
+        kconfig kept = c;
+        assert_int_equal(kconfig_check(&c, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+        assert_int_equal(kconfig_fit(&c, &s, 0, dropped, sizeof dropped), 1);
+        assert_string_equal(dropped, rows[i].dropped);
+        if (kconfig_check(&c, &h100, &s, DT_BF16, reason, sizeof reason) != ST_OK) fail_msg("%s: still %s", rows[i].cfg, reason);
+        assert_int_equal(kconfig_fit(&c, &s, 0, dropped, sizeof dropped), 0); /* nothing left to fit */
+        assert_int_equal(kconfig_fit(&kept, &s, kept.set, dropped, sizeof dropped), 0); /* the user's keys stay */
+    }
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -229,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_shown_defined_overlaid_counted),
         cmocka_unit_test(test_features_ordered),
         cmocka_unit_test(test_kinds_refused),
+        cmocka_unit_test(test_fit_ragged),
         cmocka_unit_test(test_kernel_and_space_know_every_knob),
         cmocka_unit_test(test_markdown_row_per_knob),
     };
