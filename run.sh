@@ -36,6 +36,8 @@ usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budge
                  manifest records the commands under update.N. keys, and --tune keeps a
                  class's tuning.csv row unless this tune beats it (--merge); the code metrics
                  (compiled.csv, codegen*.csv) are left as they were
+
+  FABENCH_BUILD  the build folder (default build)
 USAGE
 }
 
@@ -66,8 +68,12 @@ done
 export FABENCH_RUN_ID=${FABENCH_RUN_ID-run.sh-$(date -u +%Y%m%dT%H%M%SZ)-$$}
 
 bash tools/ensure-deps.sh run
-make -s -j"$(nproc 2>/dev/null || echo 2)" all
-fab=build/fabench
+# FABENCH_BUILD: Slurm jobs sharing one checkout on several nodes each build their own
+build=${FABENCH_BUILD:-build}
+# fabench finds kernels/ and the suites beside its binary's folder; one built elsewhere is told
+export FABENCH_ROOT=${FABENCH_ROOT:-$PWD}
+make -s -j"$(nproc 2>/dev/null || echo 2)" BUILD="$build" "$build/fabench"
+fab=$build/fabench
 $fab devices
 
 # selector <TAB> gpu|cpu <TAB> name, for the devices to measure
