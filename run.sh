@@ -13,11 +13,15 @@
 # tuner's resumable records and stay where they are. Every row of one pass carries one run
 # id (FABENCH_RUN_ID, run.sh-<UTC time>-<pid> unless the caller set one).
 set -eu
+# a cluster run (docs/cluster.md): its job scripts call run.sh again on each node; paths
+# given to it are taken from where it was called, so it goes before the cd
+if [ "${1:-}" = --slurm ]; then shift; exec bash "$(dirname "$0")/tools/slurm/submit.sh" "$@"; fi
 cd "$(dirname "$0")"
 
 usage() {
     cat <<'USAGE'
 usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budget S] [--results DIR] [--resume | --update]
+       ./run.sh --slurm CONFIG [--dry-run] [--dir DIR] [--results DIR]   (tools/slurm/submit.sh --help)
 
   --device SEL   measure only this device (repeatable; see build/fabench devices)
   --suite NAME   suite from bench/suites (default: llm on a GPU, smoke on a CPU)
@@ -36,8 +40,10 @@ usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budge
                  manifest records the commands under update.N. keys, and --tune keeps a
                  class's tuning.csv row unless this tune beats it (--merge); the code metrics
                  (compiled.csv, codegen*.csv) are left as they were
+  --slurm CONFIG one Slurm job per GPU type of CONFIG, then a job that merges their folders
+                 into results/ (docs/cluster.md); the options after it are submit.sh's
 
-  FABENCH_BUILD  the build folder (default build)
+  FABENCH_BUILD  the build folder (default build); each Slurm job builds into its own
 USAGE
 }
 
@@ -56,6 +62,7 @@ while [ $# -gt 0 ]; do
         --budget) [[ ${2:-} =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --budget needs seconds, got '${2:-}'" >&2; exit 2; }
                   budget=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
+        --slurm) echo "run.sh: --slurm comes first (./run.sh --slurm CONFIG); a GPU type's options go in CONFIG" >&2; exit 2 ;;
         *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
 done
