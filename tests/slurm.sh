@@ -90,6 +90,28 @@ check "--resubmit: a finished type is not submitted again, the other and the mer
       "[ $rc -eq 0 ] && ! grep -q job-h100 '$T/out' && grep -qx 'sbatch --parsable $run/job-h200-nvl.sbatch' '$T/out' &&
        grep -qx 'sbatch --parsable --dependency=afterany:\$JOB_h200_nvl $run/merge.sbatch' '$T/out'"
 
+# ---------- submitting, through a stand-in sbatch (job ids 101, 102, ...; FAIL_AT=N fails call N) ----------
+mkdir -p "$T/bin"
+cat >"$T/bin/sbatch" <<'EOF'
+#!/usr/bin/env bash
+n=$(( $(cat "$SB_COUNT" 2>/dev/null || echo 0) + 1 )); echo $n >"$SB_COUNT"
+echo "$*" >>"$SB_COUNT.args"
+[ "$n" != "${FAIL_AT:-}" ] || { echo "sbatch: error: Batch job submission failed: Invalid partition" >&2; exit 1; }
+echo "$((100 + n));cluster"
+EOF
+chmod +x "$T/bin/sbatch"
+export SB_COUNT=$T/sb
+PATH=$T/bin:$PATH bash $submit --dir "$T/sub" "$T/types.conf" >"$T/out" 2>&1; rc=$?
+check "submit: the GPU jobs' ids (cluster name cut off) in the merge job's dependency" \
+      "[ $rc -eq 0 ] && grep -qx -- '--parsable --dependency=afterany:101:102 $T/sub/merge.sbatch' '$T/sb.args' &&
+       [ \$(wc -l <'$T/sub/submitted.txt') -eq 3 ]"
+rm -f "$T/sb" "$T/sb.args"
+FAIL_AT=2 PATH=$T/bin:$PATH bash $submit --dir "$T/sub2" "$T/types.conf" >"$T/out" 2>&1; rc=$?
+check "submit: sbatch failing part way: exit 1, the job queued before it named, no merge job" \
+      "[ $rc -eq 1 ] && grep -q 'submitted before it' '$T/out' && grep -q ' 101 sbatch --parsable $T/sub2/job-h100.sbatch' '$T/out' &&
+       [ \$(wc -l <'$T/sb.args') -eq 2 ]"
+unset SB_COUNT
+
 # ---------- a job script run by hand: the work folder, and a cut-short run resumed ----------
 printf 'cpu | debug | | | --quick\n' >"$T/cpu.conf"
 run=$T/hand

@@ -75,6 +75,7 @@ done
 
 build=${FABENCH_BUILD:-build}
 export FABENCH_ROOT=${FABENCH_ROOT:-$PWD} # (a fabench built outside build/ is told where the tree is)
+bash tools/ensure-deps.sh build || exit 2
 make -s BUILD="$build" "$build/fabench"
 if [ ${#merged[@]} -gt 0 ]; then
     "$build/fabench" check-results --quiet "${merged[@]}" || { echo "merge.sh: check-results found problems (above)" >&2; status=1; }

@@ -204,7 +204,15 @@ submit() {
         return 0
     fi
     local out
-    out=$("${cmd[@]}") || { echo "submit.sh: ${cmd[*]} failed (above)" >&2; exit 1; }
+    out=$("${cmd[@]}") || {
+        echo "submit.sh: ${cmd[*]} failed (above)" >&2
+        # the jobs before it are queued: say which, so that they can be cancelled or left
+        if [ "$(wc -l <"$run/submitted.txt")" -gt "$before" ]; then
+            echo "submit.sh: submitted before it (scancel ID drops one):" >&2
+            tail -n +$((before + 1)) "$run/submitted.txt" | sed 's/^/    /' >&2
+        fi
+        exit 1
+    }
     out=${out%%;*} # --parsable: "id" or "id;cluster"
     echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $out ${cmd[*]}" >>"$run/submitted.txt"
     echo "submit.sh: ${cmd[*]} -> job $out" >&2
@@ -214,6 +222,8 @@ submit() {
 # submit_all: the GPU jobs whose work folder has no done marker, then the merge job after them
 submit_all() {
     local s name ids="" id n=0
+    touch "$run/submitted.txt"
+    before=$(wc -l <"$run/submitted.txt") # (this call's lines follow; read by submit)
     for s in "$run"/job-*.sbatch; do
         name=${s##*/job-}; name=${name%.sbatch}
         if [ -f "$work_root/$name/done" ]; then
