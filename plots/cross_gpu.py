@@ -20,11 +20,13 @@ side tuned. pct = 100 * the "to" side's own best / the time of the "from" winner
   own       a side's own winner on itself where its portability.csv has no row: 100
 OUT_DIR/transfer_summary.csv: one row per pair: classes, how many of each source, and the
 geometric mean of pct over the classes that have one.
+TMP_DIR/transfer/: the data and variables of the transfer matrix as a heatmap
+(plots/heatmap.gp, the portability figure's, draws it into OUT_DIR/transfer.{png,svg}).
 TMP_DIR/speedup_gpus/: the data and variables of the speedup figure with one panel per GPU
 (plots/speedup.gp draws it into OUT_DIR/speedup_gpus.{png,svg}): each GPU's portable kernel
 against the best of its own vendors, shape by shape (prep.py's speedup figure).
-It prints what gnuplot draws, as prep.py does ("speedup_gpus speedup.gp", or "skip
-speedup_gpus WHY"), and a readable transfer table on stderr.
+It prints what gnuplot draws, as prep.py does ("<figure> <script>", or "skip <figure> WHY"),
+and a readable transfer table on stderr.
 """
 import csv
 import math
@@ -37,7 +39,7 @@ import prep  # noqa: E402  (the per-folder figures' code, reused)
 TRANSFER_HEADER = ["from_gpu", "from_backend", "to_gpu", "to_backend", "class", "pct", "source",
                    "from_config", "from_us", "to_us", "reason"]
 SUMMARY_HEADER = ["from_gpu", "from_backend", "to_gpu", "to_backend", "classes", "measured",
-                  "lookup", "unknown", "own", "geomean_pct"]
+                  "lookup", "cannot_run", "unknown", "own", "geomean_pct"]
 
 
 def read_csv(path):
@@ -126,19 +128,21 @@ def write_transfer(sides, out):
     rows, summary = [], []
     for a in sides:
         for b in sides:
-            counts = {"measured": 0, "lookup": 0, "unknown": 0, "own": 0}
+            counts = {"measured": 0, "lookup": 0, "cannot_run": 0, "unknown": 0, "own": 0}
             pcts = []
             for cls in sorted(a.winners):
                 pct, src, from_us, to_us, why = transfer_cell(a, b, cls)
-                counts[src] += 1
+                # a winner measured or looked up with a status other than ok: it cannot run there
+                counts["cannot_run" if pct is None and src != "unknown" else src] += 1
                 if pct is not None:
                     pcts.append(pct)
                 rows.append([a.gpu, a.backend, b.gpu, b.backend, cls,
                              "" if pct is None else "%.1f" % pct, src, a.winners[cls]["config"],
                              from_us, to_us, why])
             gm = math.exp(sum(math.log(p) for p in pcts) / len(pcts)) if pcts else None
-            summary.append([a.gpu, a.backend, b.gpu, b.backend, len(a.winners), counts["measured"],
-                            counts["lookup"], counts["unknown"], counts["own"], "" if gm is None else "%.1f" % gm])
+            summary.append([a.gpu, a.backend, b.gpu, b.backend, len(a.winners)] +
+                           [counts[k] for k in ("measured", "lookup", "cannot_run", "unknown", "own")] +
+                           ["" if gm is None else "%.1f" % gm])
     for name, header, data in (("transfer.csv", TRANSFER_HEADER, rows),
                                ("transfer_summary.csv", SUMMARY_HEADER, summary)):
         tmp = os.path.join(out, name + ".tmp")
@@ -154,11 +158,65 @@ def print_summary(summary, out):
     if not summary:
         sys.stderr.write("cross-gpu: no GPU folder has a tuning.csv: no transfer table\n")
         return
-    sys.stderr.write("cross-gpu: tuned on -> run on: geomean %% of the own best (classes: measured/lookup/unknown/own)"
+    sys.stderr.write("cross-gpu: tuned on -> run on: geomean %% of the own best (classes: measured/lookup/cannot run/unknown/own)"
                      " -> %s\n" % os.path.join(out, "transfer_summary.csv"))
     for s in summary:
-        sys.stderr.write("  %s/%s -> %s/%s: %s (%s: %s/%s/%s/%s)\n" % (
-            s[0], s[1], s[2], s[3], (s[9] + "%") if s[9] else "no value", s[4], s[5], s[6], s[7], s[8]))
+        r = dict(zip(SUMMARY_HEADER, s))
+        sys.stderr.write("  %(from_gpu)s/%(from_backend)s -> %(to_gpu)s/%(to_backend)s: %(value)s (%(classes)s: %(measured)s/"
+                         "%(lookup)s/%(cannot_run)s/%(unknown)s/%(own)s)\n"
+                         % dict(r, value=(r["geomean_pct"] + "%") if r["geomean_pct"] else "no value"))
+
+
+def transfer_figure(summary, out, tmp):
+    """The transfer matrix as plots/heatmap.gp draws portability.csv's: a row per side tuned
+    on, a column per side run on, the geometric mean and where its classes' values came
+    from; grey where no class has a value. None, or the reason there is no figure."""
+    if not summary:
+        return "no GPU folder has a tuning.csv"
+    sides = []
+    for s in summary:
+        if tuple(s[:2]) not in sides:
+            sides.append(tuple(s[:2]))
+    d = os.path.join(tmp, "transfer")
+    os.makedirs(d, exist_ok=True)
+    vmax = 100.0
+    with open(os.path.join(d, "cells.dat"), "w") as fc, open(os.path.join(d, "labels.dat"), "w") as fl, \
+            open(os.path.join(d, "fails.dat"), "w") as ff:
+        fc.write("# to_index from_index geomean_pct\n")
+        ff.write("# to_index from_index (no class with a value)\n")
+        for s in summary:
+            r = dict(zip(SUMMARY_HEADER, s))
+            i = sides.index((r["from_gpu"], r["from_backend"]))
+            j = sides.index((r["to_gpu"], r["to_backend"]))
+            parts = ["%s %s" % (r[k], w) for k, w in (("measured", "measured"), ("lookup", "looked up"),
+                                                        ("cannot_run", "cannot run"), ("unknown", "unknown"),
+                                                        ("own", "own winners")) if r[k] != 0]
+            if r["geomean_pct"]:
+                g = float(r["geomean_pct"])
+                vmax = max(vmax, g)
+                fc.write("%d %d %.3f\n" % (j, i, g))
+                lab = "%s%%\\n%s" % (r["geomean_pct"], "\\n".join(parts))
+            else:
+                ff.write("%d %d\n" % (j, i))
+                lab = "no value\\n" + "\\n".join(parts)
+            fl.write('%d %d "%s"\n' % (j, i, lab))
+    v = prep.Vars()
+    v.set("out_png", os.path.join(out, "transfer.png"))
+    v.set("out_svg", os.path.join(out, "transfer.svg"))
+    v.set("datadir", d)
+    v.set("fig_title", "{/:Bold Configuration transfer across GPUs}")
+    v.set("fig_sub", "cell: the winners tuned on the row's GPU/runtime, run on the column's, as % of the column's"
+          " own tuned best (geometric mean over the classes with a value)\nmeasured: fabench portability, both in one"
+          " run;  looked up: among the column's tuner timings (explored.csv);  cannot run: either said so;"
+          "  unknown: neither (transfer.csv)")
+    v.set("nfrom", len(sides))
+    v.set("nto", len(sides))
+    v.set("cbmax", math.ceil(vmax / 10.0) * 10)
+    labels = [prep.gp_enh("%s / %s" % x) for x in sides]
+    v.array("F_label", labels)
+    v.array("T_label", labels)
+    v.write(os.path.join(d, "vars.gp"))
+    return None
 
 
 def speedup(folders, out, tmp):
@@ -192,12 +250,15 @@ def main(argv):
         return 2
     os.makedirs(out, exist_ok=True)
     try:
-        print_summary(write_transfer(load_sides(folders), out), out)
-        why = speedup(folders, out, tmp)
+        summary = write_transfer(load_sides(folders), out)
+        print_summary(summary, out)
+        figures = (("transfer", transfer_figure(summary, out, tmp), "heatmap.gp"),
+                   ("speedup_gpus", speedup(folders, out, tmp), "speedup.gp"))
     except (KeyError, ValueError) as e:
         sys.stderr.write("cross-gpu: a results file lacks a column or value: %s\n" % e)
         return 2
-    print("skip speedup_gpus %s" % why if why else "speedup_gpus speedup.gp")
+    for fig, why, script in figures:
+        print("skip %s %s" % (fig, why) if why else "%s %s" % (fig, script))
     return 0
 
 
