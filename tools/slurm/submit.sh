@@ -24,8 +24,8 @@ usage: tools/slurm/submit.sh [--dry-run] [--dir DIR] [--results DIR] CONFIG
                   options (its gres and run.sh fields stay empty); by default it runs
                   on the first GPU type's partition. docs/cluster.md has an example.
   --dir DIR       the run folder for the job scripts, their logs and the jobs' work
-                  folders (default slurm/<UTC time>); it must not hold job scripts yet
-  --results DIR   where the merge job puts the GPU folders (default results)
+                  folders (default slurm/<UTC time> in the checkout); it must not hold job scripts yet
+  --results DIR   where the merge job puts the GPU folders (default the checkout's results)
   --resubmit DIR  submit DIR's scripts again (as they are, edits included) for the GPU
                   types whose job did not finish (they resume where they stopped:
                   ./run.sh --resume), then the merge job after them
@@ -38,7 +38,7 @@ USAGE
 die() { echo "submit.sh: $*" >&2; exit 2; }
 exec 3>&1 # the dry run's sbatch commands, from inside $(...)
 
-dry=0; dir=""; results=results; config=""; resubmit=""
+dry=0; dir=""; results=$repo/results; config=""; resubmit=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --dry-run) dry=1; shift ;;
@@ -256,7 +256,7 @@ fi
 [ -n "$config" ] || { echo "submit.sh: needs a config file" >&2; usage >&2; exit 2; }
 parse_config "$config"
 cfg_abs=$(abs "$config")
-[ -n "$dir" ] || dir=slurm/$(date -u +%Y%m%dT%H%M%SZ)
+[ -n "$dir" ] || dir=$repo/slurm/$(date -u +%Y%m%dT%H%M%SZ)
 run=$(abs "$dir")
 if ls "$run"/*.sbatch >/dev/null 2>&1; then
     die "$run: holds job scripts already: tools/slurm/submit.sh --resubmit $dir submits them again"
