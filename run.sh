@@ -27,7 +27,8 @@ usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--budge
   --suite NAME   suite from bench/suites (default: llm on a GPU, smoke on a CPU)
   --quick        the smoke suite with a short time budget, on every device
   --tune N       first tune each shape class (N timed candidates; bo on a GPU, random on a CPU; default 60),
-                 then measure with the tuned configurations; without it, a tuning table
+                 then measure with the tuned configurations (several GPUs of one model and
+                 runtime tune together, a worker each); without it, a tuning table
                  already in the results folder is used when there is one
   --budget S     seconds of timed repetitions per shape and implementation (default 0.5)
   --results DIR  where per-GPU folders go (default: results)
@@ -130,6 +131,21 @@ for i in "${!sels[@]}"; do
     [ $rc -eq 0 ] || { echo "run.sh: bad input (above); nothing was run, moved or written" >&2; exit 2; }
 done
 
+# tune_group I: the devices that tune together with device I, comma-separated: those of its
+# runtime, suite and folder (several GPUs of one model: a tune worker each, fabench tune
+# --device A,B, the classes shared out), each once; empty when an earlier device of the
+# group tuned for it. Never two runtimes of one GPU at once: their timings would share it.
+tune_group() {
+    local i=$1 j g=""
+    for j in "${!sels[@]}"; do
+        [ "${dirs[$j]}" = "${dirs[$i]}" ] && [ "${sels[$j]%%:*}" = "${sels[$i]%%:*}" ] && [ "${suites[$j]}" = "${suites[$i]}" ] ||
+            continue
+        [ "$j" -ge "$i" ] || return 0
+        [[ ,$g, == *,"${sels[$j]}",* ]] || g+="${g:+,}${sels[$j]}"
+    done
+    printf '%s' "$g"
+}
+
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 declare -A archived=()
 status=0
@@ -149,14 +165,17 @@ for i in "${!sels[@]}"; do
         fi
     fi
     tuned=()
-    if [ $tune -gt 0 ] && [ $quick -eq 0 ]; then
-        echo "run.sh: $sel ($name): tuning suite $s, $tune candidates per shape class"
+    group=$(tune_group "$i")
+    if [ $tune -gt 0 ] && [ $quick -eq 0 ] && [ -z "$group" ]; then
+        echo "run.sh: $sel ($name): tuned above, with the other devices of its runtime and folder"
+    elif [ $tune -gt 0 ] && [ $quick -eq 0 ]; then
+        echo "run.sh: $group ($name): tuning suite $s, $tune candidates per shape class"
         # bo on a GPU (it beat random search in replays of H200 tunes); random on a CPU, where
         # bo's wider precompile (4x the budget) costs more than it saves
         strat=random; [ "$kind" = gpu ] && strat=bo
         merge=(); [ $update -eq 0 ] || merge=(--merge)
-        $fab tune --device "$sel" --suite "$s" --results "$dir" --strategy $strat --budget "$tune" "${merge[@]}" ||
-            { echo "run.sh: $sel: tuning stopped (exit $?); measuring with what it found" >&2; }
+        $fab tune --device "$group" --suite "$s" --results "$dir" --strategy $strat --budget "$tune" "${merge[@]}" ||
+            { echo "run.sh: $group: tuning stopped (exit $?); measuring with what it found" >&2; }
         # the rules run --tuned takes for a shape of no tuned class, fitted to the tables as they stand
         if [ "$kind" = gpu ]; then
             $fab fit-fallback --results "$dir" --quiet ||

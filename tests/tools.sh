@@ -339,6 +339,16 @@ rm -f "$T/rf/rounds-marks.txt" "$T/rf/rounds.csv"
 tools/rounds.sh - - 0 "$T/rf" --summary-only >/dev/null 2>&1
 check "rounds.sh --summary-only of a folder without rounds-marks.txt: failed rows counted, the same pairing" \
       "grep -q '^s,cudnn,3,.*,0.944,0.944$' '$T/rf/rounds.csv'"
+# run.sh --tune: the devices of one runtime and folder tune together (fabench tune --device
+# A,B), each once; another runtime of the same GPU apart; the later ones of a group not again
+{
+    echo 'sels=(cuda:0 opencl:0 cuda:1 cuda:0 opencl:1); dirs=(r/h r/h r/h r/h r/x); suites=(llm llm llm llm llm)'
+    sed -n '/^tune_group() {/,/^}/p' run.sh
+    echo 'for i in 0 1 2 3 4; do printf "%s;" "$(tune_group $i)"; done'
+} >"$T/tg.sh"
+check "run.sh's tune groups: cuda:0,cuda:1 together, each OpenCL device alone, the rest tuned already" \
+      "[ \"\$(bash '$T/tg.sh')\" = 'cuda:0,cuda:1;opencl:0;;;opencl:1;' ]"
+
 # tools/cross-gpu.sh: the transfer table's sources on two made-up GPU folders. A's winners
 # on B: c1 measured (B's portability.csv: 80%), c2 looked up in B's explored.csv (its
 # parameters in another order; B's best 20 us over 40 us: 50%), c3 unknown (B did not tune
