@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "tune.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -941,7 +942,11 @@ static void usage(FILE *f)
             "                      clocks, the default for sustained work\n"
             "  --timeout S         a batch of runs longer than this is a hang (default 30)\n"
             "  --quiet\n\n"
-            "Candidates run in a child process: one that crashes the process or hangs the device\n"
+            "--device A,B,... (or all: every GPU) tunes on several devices of one GPU model at\n"
+            "once: a worker process per device (a selector may repeat), each taking the next class\n"
+            "no worker has taken, each writing DIR/tune-workers/w<N>/; at the end their rows are\n"
+            "merged into DIR's explored.csv and tuning.csv (a merge cut short is done by the next\n"
+            "such tune of DIR). Candidates run in a child process: one that crashes the process or hangs the device\n"
             "is recorded (launch_error, timeout) and tuning goes on in a fresh child\n"
             "(FABENCH_TUNE_ISOLATE=0: in this process, as one run).\n");
 }
@@ -955,13 +960,25 @@ int cmd_tune(int argc, char **argv)
         const char *iso = getenv("FABENCH_TUNE_ISOLATE");
         int help = 0;
         for (int i = 1; i < argc; i++) help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+        /* several devices: a worker process each (tune_multi.c), not one tune */
+        const char *spec = NULL, *res = NULL;
+        int worker = 0;
+        for (int i = 1; i < argc; i++) {
+            if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[i + 1];
+            else if (!strncmp(argv[i], "--device=", 9)) spec = argv[i] + 9;
+            else if (!strcmp(argv[i], "--results") && i + 1 < argc) res = argv[i + 1];
+            else if (!strncmp(argv[i], "--results=", 10)) res = argv[i] + 10;
+            worker |= !strncmp(argv[i], "--worker-", 9);
+        }
+        if (!child && !help && !worker && spec && (strchr(spec, ',') || !strcmp(spec, "all")))
+            return tune_multi(argc, argv, spec, res);
         if (!child && !help && !(iso && !strcmp(iso, "0"))) {
             int rc = supervise(argc, argv);
             if (rc >= 0) return rc;
         }
     }
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_DTYPE, O_STRATEGY, O_BUDGET, O_TIME, O_SEED, O_RESULTS, O_SPACE,
-           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE, O_REMATCH, O_DECLARED };
+           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE, O_REMATCH, O_DECLARED, O_CLAIMS, O_WORKER };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"dtype", required_argument, 0, O_DTYPE},
@@ -970,7 +987,8 @@ int cmd_tune(int argc, char **argv)
         {"results", required_argument, 0, O_RESULTS}, {"space", required_argument, 0, O_SPACE},
         {"rep-budget", required_argument, 0, O_REPBUDGET}, {"rematch-budget", required_argument, 0, O_REMATCH}, {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, O_HELP}, {"timeout", required_argument, 0, O_TIMEOUT},
-        {"merge", no_argument, 0, O_MERGE}, {"declared-only", no_argument, 0, O_DECLARED}, {0, 0, 0, 0}};
+        {"merge", no_argument, 0, O_MERGE}, {"declared-only", no_argument, 0, O_DECLARED},
+        {"worker-claims", required_argument, 0, O_CLAIMS}, {"worker-id", required_argument, 0, O_WORKER}, {0, 0, 0, 0}};
     const char *device = NULL, *suite = NULL, *shapes_file = NULL, *results = NULL, *space_file = NULL;
     const char *strategy = "exhaustive";
     int halving = 0;
@@ -979,6 +997,8 @@ int cmd_tune(int argc, char **argv)
     double time_limit = -1, rep_budget = 0.1, rematch_budget = 0;
     uint64_t seed = 1;
     int have_dtype = 0, quiet = 0, merge = 0, declared_only = 0;
+    const char *claims = NULL; /* a worker of a multi-device tune: the classes it takes */
+    long worker_id = -1;
     dtype_t dtype = DT_BF16;
     char err[FB_ERRLEN];
     optind = 1;
@@ -995,6 +1015,11 @@ int cmd_tune(int argc, char **argv)
         case O_QUIET: quiet = 1; break;
         case O_MERGE: merge = 1; break;
         case O_DECLARED: declared_only = 1; break;
+        case O_CLAIMS: claims = optarg; break;
+        case O_WORKER:
+            worker_id = strtol(optarg, &end, 10);
+            if (*end || end == optarg || worker_id < 0) { fprintf(stderr, "fabench tune: --worker-id: bad number '%s'\n", optarg); return FB_EXIT_BADINPUT; }
+            break;
         case O_DTYPE:
             if (dtype_parse(optarg, &dtype) != 0) {
                 fprintf(stderr, "fabench tune: --dtype: unknown '%s' (known: fp32, fp16, bf16)\n", optarg);
@@ -1044,6 +1069,10 @@ int cmd_tune(int argc, char **argv)
     if (!device || (!suite == !shapes_file)) {
         fprintf(stderr, "fabench tune: needs --device and one of --suite or --shapes\n\n");
         usage(stderr);
+        return FB_EXIT_BADINPUT;
+    }
+    if (!claims != (worker_id < 0)) {
+        fprintf(stderr, "fabench tune: --worker-claims and --worker-id go together (tune --device A,B passes them)\n");
         return FB_EXIT_BADINPUT;
     }
     if (declared_only && !(merge && space_file)) {
@@ -1152,6 +1181,11 @@ int cmd_tune(int argc, char **argv)
     for (size_t ci = 0; ci < nclass && !stop_requested && !fatal && !restart; ci++) {
         const shape_t *s = &shapes.v[rep[ci]];
         dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        if (claims) { /* a worker: only the classes no other worker took */
+            const int mine = tune_claim(claims, (int)worker_id, dev.info.name, dev.rt->name, keys[ci]);
+            if (mine < 0) { fprintf(stderr, "fabench tune: %s: cannot claim a class: %s\n", claims, strerror(errno)); fatal = 1; break; }
+            if (!mine) { nfinished++; continue; }
+        }
         kconfig *cands;
         long before;
         long n = space_enumerate(&space, &dev.info, s, dt, &cands, &before);

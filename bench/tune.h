@@ -88,4 +88,12 @@ int tune_rematch_pick(const double *us, int n, int incumbent);
 
 int cmd_tune(int argc, char **argv);
 
+/* `fabench tune` with several devices (--device A,B or all; tune_multi.c): one worker
+ * process per device into DIR/tune-workers/w<N>/, merged into DIR's tables at the end.
+ * results: the --results value or NULL. Returns tune's exit status. */
+int tune_multi(int argc, char **argv, const char *spec, const char *results);
+/* A worker's claim on a class, under the claims file's lock: 1 the class is this worker's
+ * (claimed now, or earlier by it), 0 another worker's, -1 the file cannot be used. */
+int tune_claim(const char *path, int worker, const char *gpu, const char *backend, const char *cls);
+
 #endif
