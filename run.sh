@@ -13,18 +13,23 @@
 # tuner's resumable records and stay where they are. Every row of one pass carries one run
 # id (FABENCH_RUN_ID, run.sh-<UTC time>-<pid> unless the caller set one).
 set -eu
+# a cluster run (docs/cluster.md): its job scripts call run.sh again on each node; paths
+# given to it are taken from where it was called, so it goes before the cd
+if [ "${1:-}" = --slurm ]; then shift; exec bash "$(dirname "$0")/tools/slurm/submit.sh" "$@"; fi
 cd "$(dirname "$0")"
 
 usage() {
     cat <<'USAGE'
 usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--tune-missing SECONDS] [--budget S]
                 [--results DIR] [--resume | --update]
+       ./run.sh --slurm CONFIG [--dry-run] [--dir DIR] [--results DIR]   (tools/slurm/submit.sh --help)
 
   --device SEL   measure only this device (repeatable; see build/fabench devices)
   --suite NAME   suite from bench/suites (default: llm on a GPU, smoke on a CPU)
   --quick        the smoke suite with a short time budget, on every device
   --tune N       first tune each shape class (N timed candidates; bo on a GPU, random on a CPU; default 60),
-                 then measure with the tuned configurations; without it, a tuning table
+                 then measure with the tuned configurations (several GPUs of one model and
+                 runtime tune together, a worker each); without it, a tuning table
                  already in the results folder is used when there is one
   --tune-missing SECONDS
                  a shape whose class has no row in the folder's tuning.csv (made there
@@ -41,6 +46,10 @@ usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--tune-
                  manifest records the commands under update.N. keys, and --tune keeps a
                  class's tuning.csv row unless this tune beats it (--merge); the code metrics
                  (compiled.csv, codegen*.csv) are left as they were
+  --slurm CONFIG one Slurm job per GPU type of CONFIG, then a job that merges their folders
+                 into results/ (docs/cluster.md); the options after it are submit.sh's
+
+  FABENCH_BUILD  the build folder (default build); each Slurm job builds into its own
 USAGE
 }
 
@@ -61,6 +70,7 @@ while [ $# -gt 0 ]; do
         --budget) [[ ${2:-} =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --budget needs seconds, got '${2:-}'" >&2; exit 2; }
                   budget=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
+        --slurm) echo "run.sh: --slurm comes first (./run.sh --slurm CONFIG); a GPU type's options go in CONFIG" >&2; exit 2 ;;
         *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
 done
@@ -73,8 +83,12 @@ done
 export FABENCH_RUN_ID=${FABENCH_RUN_ID-run.sh-$(date -u +%Y%m%dT%H%M%SZ)-$$}
 
 bash tools/ensure-deps.sh run
-make -s -j"$(nproc 2>/dev/null || echo 2)" all
-fab=build/fabench
+# FABENCH_BUILD: Slurm jobs sharing one checkout on several nodes each build their own
+build=${FABENCH_BUILD:-build}
+# fabench finds kernels/ and the suites beside its binary's folder; one built elsewhere is told
+export FABENCH_ROOT=${FABENCH_ROOT:-$PWD}
+make -s -j"$(nproc 2>/dev/null || echo 2)" BUILD="$build" "$build/fabench"
+fab=$build/fabench
 $fab devices
 
 # selector <TAB> gpu|cpu <TAB> name, for the devices to measure
@@ -125,6 +139,21 @@ for i in "${!sels[@]}"; do
     [ $rc -eq 0 ] || { echo "run.sh: bad input (above); nothing was run, moved or written" >&2; exit 2; }
 done
 
+# tune_group I: the devices that tune together with device I, comma-separated: those of its
+# runtime, suite and folder (several GPUs of one model: a tune worker each, fabench tune
+# --device A,B, the classes shared out), each once; empty when an earlier device of the
+# group tuned for it. Never two runtimes of one GPU at once: their timings would share it.
+tune_group() {
+    local i=$1 j g=""
+    for j in "${!sels[@]}"; do
+        [ "${dirs[$j]}" = "${dirs[$i]}" ] && [ "${sels[$j]%%:*}" = "${sels[$i]%%:*}" ] && [ "${suites[$j]}" = "${suites[$i]}" ] ||
+            continue
+        [ "$j" -ge "$i" ] || return 0
+        [[ ,$g, == *,"${sels[$j]}",* ]] || g+="${g:+,}${sels[$j]}"
+    done
+    printf '%s' "$g"
+}
+
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 declare -A archived=()
 status=0
@@ -144,14 +173,17 @@ for i in "${!sels[@]}"; do
         fi
     fi
     tuned=()
-    if [ $tune -gt 0 ] && [ $quick -eq 0 ]; then
-        echo "run.sh: $sel ($name): tuning suite $s, $tune candidates per shape class"
+    group=$(tune_group "$i")
+    if [ $tune -gt 0 ] && [ $quick -eq 0 ] && [ -z "$group" ]; then
+        echo "run.sh: $sel ($name): tuned above, with the other devices of its runtime and folder"
+    elif [ $tune -gt 0 ] && [ $quick -eq 0 ]; then
+        echo "run.sh: $group ($name): tuning suite $s, $tune candidates per shape class"
         # bo on a GPU (it beat random search in replays of H200 tunes); random on a CPU, where
         # bo's wider precompile (4x the budget) costs more than it saves
         strat=random; [ "$kind" = gpu ] && strat=bo
         merge=(); [ $update -eq 0 ] || merge=(--merge)
-        $fab tune --device "$sel" --suite "$s" --results "$dir" --strategy $strat --budget "$tune" "${merge[@]}" ||
-            { echo "run.sh: $sel: tuning stopped (exit $?); measuring with what it found" >&2; }
+        $fab tune --device "$group" --suite "$s" --results "$dir" --strategy $strat --budget "$tune" "${merge[@]}" ||
+            { echo "run.sh: $group: tuning stopped (exit $?); measuring with what it found" >&2; }
         # the rules run --tuned takes for a shape of no tuned class, fitted to the tables as they stand
         if [ "$kind" = gpu ]; then
             $fab fit-fallback --results "$dir" --quiet ||

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "codegen.h"
+#include "op_histogram.h"
 
 /* What the compiler recorded for one kernel; -1 where the note says nothing. */
 typedef struct {

@@ -381,30 +381,11 @@ int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,
     add_define(defs, &nd, "HEAD_DIM=%d", s->d);
     add_define(defs, &nd, "DTYPE=%d", (int)dt);
     add_define(defs, &nd, "CAUSAL=%d", s->causal ? 1 : 0);
-    add_define(defs, &nd, "BLOCK_M=%d", c->block_m);
-    add_define(defs, &nd, "BLOCK_N=%d", c->block_n);
-    add_define(defs, &nd, "NUM_WARPS=%d", c->num_warps);
-    add_define(defs, &nd, "SPLIT_KV=%d", c->split_kv);
-    add_define(defs, &nd, "KPAD=%d", c->kpad);
-    add_define(defs, &nd, "MMA=%d", (int)c->mma);
-    add_define(defs, &nd, "STAGES=%d", c->stages);
-    add_define(defs, &nd, "PACK_GQA=%d", c->pack_gqa);
-    add_define(defs, &nd, "WARP_M=%d", c->warp_m);
-    if (c->red_split) add_define(defs, &nd, "RED_SPLIT=1");
-    if (c->split_fuse) add_define(defs, &nd, "SPLIT_FUSE=1");
-    if (kconfig_kv_warps(c) > 1) add_define(defs, &nd, "KV_WARPS=%d", c->kv_warps);
-    if (c->mask_bound) add_define(defs, &nd, "MASK_BOUND=1");
-    if (c->wg_half) add_define(defs, &nd, "WG_HALF=%d", c->wg_half);
+    for (int k = 0; k < KNOB_COUNT; k++) /* the knobs as kconfig_str shows them, by number */
+        if (kconfig_shows(c, (knob_id)k)) add_define(defs, &nd, "%s=%d", knob((knob_id)k)->key, kconfig_get(c, (knob_id)k));
     add_define(defs, &nd, "WRITE_LSE=%d", write_lse ? 1 : 0);
     /* wgmma exists only on the architecture-specific target (sm_90a): the runtime compiles for it */
     if (c->mma == MMA_WGMMA) add_define(defs, &nd, "ARCH_SPECIFIC=1");
-    /* the wgmma switches: those set, and WG_SWIZZLE always (its default is 1) */
-    const char *key;
-    int on;
-    for (size_t i = 0; (key = kconfig_wg_switch(c, i, &on)); i++)
-        if (on || (c->mma == MMA_WGMMA && !strcmp(key, "WG_SWIZZLE")))
-            add_define(defs, &nd, "%s=%d", key, on);
-    if (c->grid_lpt) add_define(defs, &nd, "GRID_LPT=%d", c->grid_lpt);
     if (shape_ragged(s)) add_define(defs, &nd, "VARLEN=1");
     if (shape_paged(s)) {
         add_define(defs, &nd, "PAGED=1");

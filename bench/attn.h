@@ -41,7 +41,7 @@ int attn_source(const char *runtime, char **out, char *err, size_t errlen);
 
 /* The -D defines ("NAME=VALUE") that select one configuration of the kernel for a shape
  * class; returns how many were written (at most ATTN_MAX_DEFINES). */
-#define ATTN_MAX_DEFINES 48 /* 15 always, 18 wgmma switches, GRID_LPT, SPLIT_FUSE, KV_WARPS, VARLEN, PAGED, PAGE, a FAULT_: 40 at most */
+#define ATTN_MAX_DEFINES 48 /* HEAD_DIM, DTYPE, CAUSAL, the knobs (33), WRITE_LSE, ARCH_SPECIFIC, VARLEN, PAGED, PAGE, a FAULT_: 42 at most */
 #define ATTN_DEFINE_LEN 48
 #define ATTN_KEY_LEN (ATTN_MAX_DEFINES * ATTN_DEFINE_LEN + 1) /* the define set joined by spaces */
 int attn_defines(const shape_t *s, dtype_t dt, const kconfig *c, int write_lse,

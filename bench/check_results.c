@@ -1009,8 +1009,12 @@ static void check_folder(checker *ck, const char *dir, int depth)
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
         struct stat st;
-        if (strcmp(names[i], "archive") && strcmp(names[i], "plots") && stat(p, &st) == 0 && S_ISDIR(st.st_mode) &&
-            depth < 4)
+        if (!strcmp(names[i], "cross-gpu") && stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            /* derived from the GPU folders (tools/cross-gpu.sh draws it again each time);
+             * those are what is checked */
+            note(ck, p, "drawn from the GPU folders by tools/cross-gpu.sh; not checked");
+        else if (strcmp(names[i], "archive") && strcmp(names[i], "plots") && stat(p, &st) == 0 && S_ISDIR(st.st_mode) &&
+                 depth < 4)
             check_folder(ck, p, depth + 1);
         free(names[i]);
     }
@@ -1021,7 +1025,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: fabench check-results [--quiet] DIR...\n\n"
-            "Validates results folders: DIR and every folder under it (archive/ and plots/ aside).\n"
+            "Validates results folders: DIR and every folder under it (archive/ and plots/ aside;\n"
+            "cross-gpu/, drawn from the GPU folders by tools/cross-gpu.sh, gets a note).\n"
             "Checks each known file (perf.csv, explored.csv, tuning.csv, codegen.csv, compiled.csv,\n"
             "manifest.csv, vendor_configs.csv, portability.csv, codegen_summary.csv,\n"
             "codegen_distance.csv, loc.csv, convergence.csv, fit-fallback's fallback.csv,\n"

@@ -1,4 +1,4 @@
-/* codegen.c: PTX instruction histograms and `fabench compile --target`. */
+/* codegen.c: `fabench compile --target`: configurations compiled for a GPU that need not be present. */
 #define _GNU_SOURCE
 #include "codegen.h"
 
@@ -19,63 +19,6 @@
 #include "shapes.h"
 #include "space.h"
 #include "tune.h"
-
-int op_histogram_add(op_histogram *h, const char *op, size_t len)
-{
-    for (size_t i = 0; i < h->n; i++)
-        if (strlen(h->op[i]) == len && !memcmp(h->op[i], op, len)) { h->count[i]++; return 0; }
-    char **nop = realloc(h->op, sizeof *nop * (h->n + 1));
-    if (!nop) return -1;
-    h->op = nop;
-    long *nc = realloc(h->count, sizeof *nc * (h->n + 1));
-    if (!nc) return -1;
-    h->count = nc;
-    h->op[h->n] = strndup(op, len);
-    if (!h->op[h->n]) return -1;
-    h->count[h->n++] = 1;
-    return 0;
-}
-
-int ptx_histogram(const char *ptx, size_t len, op_histogram *h)
-{
-    memset(h, 0, sizeof *h);
-    const char *p = ptx, *end = ptx + len;
-    int in_comment = 0;
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        if (!eol) eol = end;
-        const char *s = p;
-        p = eol + 1;
-        while (s < eol && isspace((unsigned char)*s)) s++;
-        if (in_comment) {
-            const char *c = memmem(s, (size_t)(eol - s), "*/", 2);
-            if (!c) continue;
-            in_comment = 0;
-            s = c + 2;
-            while (s < eol && isspace((unsigned char)*s)) s++;
-        }
-        if (s + 1 < eol && s[0] == '/' && s[1] == '*') { in_comment = !memmem(s, (size_t)(eol - s), "*/", 2); continue; }
-        if (s >= eol || *s == '.' || *s == '/' || *s == '{' || *s == '}' || *s == ')' || *s == '(') continue;
-        if (*s == '@') { /* predicate guard */
-            while (s < eol && !isspace((unsigned char)*s)) s++;
-            while (s < eol && isspace((unsigned char)*s)) s++;
-        }
-        const char *e = s;
-        while (e < eol && !isspace((unsigned char)*e) && *e != ';' && *e != ',') e++;
-        if (e == s || e[-1] == ':') continue; /* a label */
-        if (!isalpha((unsigned char)*s)) continue;
-        if (op_histogram_add(h, s, (size_t)(e - s)) != 0) { op_histogram_free(h); return -1; }
-    }
-    return 0;
-}
-
-void op_histogram_free(op_histogram *h)
-{
-    for (size_t i = 0; i < h->n; i++) free(h->op[i]);
-    free(h->op);
-    free(h->count);
-    memset(h, 0, sizeof *h);
-}
 
 /* What a named AMD target offers the kernel: 64-lane wavefronts, 64 KiB of LDS, MFMA on
  * CDNA2/3 (compute units of an MI250X GCD and an MI300X). */

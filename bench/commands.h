@@ -15,6 +15,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_versus(int argc, char **argv);
 int cmd_codegen_summary(int argc, char **argv);
 int cmd_portability(int argc, char **argv);
+int cmd_knobs(int argc, char **argv);
 int cmd_fit_fallback(int argc, char **argv);
 
 #endif

@@ -2,22 +2,12 @@
 #define _GNU_SOURCE
 #include "config.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-static const char *mma_name(mma_kind m)
-{
-    switch (m) {
-    case MMA_FMA: return "fma";
-    case MMA_SYNC: return "mma";
-    case MMA_MFMA: return "mfma";
-    case MMA_WGMMA: return "wgmma";
-    }
-    return "?";
-}
 
 static int parse_int(const char *v, int lo, int hi, int *out)
 {
@@ -29,35 +19,93 @@ static int parse_int(const char *v, int lo, int hi, int *out)
 }
 
 static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+static int block_m_ok(int v) { return is_pow2(v) || v % 16 == 0; } /* or 16 * WARP_M * NUM_WARPS rows */
+static int block_n_ok(int v) { return is_pow2(v) || v == 176 || v == 192; } /* 176 and 192: wgmma only */
 
-/* The wgmma-only switches (0 or 1): key, field and set bit, in the order kconfig_check
- * names the first one set on another MMA kind. */
-static const struct {
-    const char *key;
-    size_t off;
-    uint64_t bit;
-} wg_flags[] = {
-    {"WG_PIPE", offsetof(kconfig, wg_pipe), CFG_WG_PIPE},          {"WG_TMA", offsetof(kconfig, wg_tma), CFG_WG_TMA},
-    {"WG_WS", offsetof(kconfig, wg_ws), CFG_WG_WS},                {"WG_PINGPONG", offsetof(kconfig, wg_pingpong), CFG_WG_PINGPONG},
-    {"WG_PERSIST", offsetof(kconfig, wg_persist), CFG_WG_PERSIST}, {"WG_KVSPLIT", offsetof(kconfig, wg_kvsplit), CFG_WG_KVSPLIT},
-    {"WG_DEFER", offsetof(kconfig, wg_defer), CFG_WG_DEFER},       {"WG_PVTURN", offsetof(kconfig, wg_pvturn), CFG_WG_PVTURN},
-    {"WG_DYNAMIC", offsetof(kconfig, wg_dynamic), CFG_WG_DYNAMIC}, {"WG_QEARLY", offsetof(kconfig, wg_qearly), CFG_WG_QEARLY},
-    {"WG_QPREFETCH", offsetof(kconfig, wg_qprefetch), CFG_WG_QPREFETCH}, {"WG_HOLDPV", offsetof(kconfig, wg_holdpv), CFG_WG_HOLDPV},
-    {"WG_SINFLIGHT", offsetof(kconfig, wg_sinflight), CFG_WG_SINFLIGHT}, {"WG_OSTAGE", offsetof(kconfig, wg_ostage), CFG_WG_OSTAGE},
-    {"WG_QTMA", offsetof(kconfig, wg_qtma), CFG_WG_QTMA}, {"WG_OTMA", offsetof(kconfig, wg_otma), CFG_WG_OTMA},
-    {"WG_SKIP", offsetof(kconfig, wg_skip), CFG_WG_SKIP},
-    {"WG_SWIZZLE", offsetof(kconfig, wg_swizzle), CFG_WG_SWIZZLE},
-};
-#define N_WG_FLAGS (sizeof wg_flags / sizeof wg_flags[0])
+#define FB_KNOB_ROW(KEY, field, type, lo, hi, ok, allowed, kinds, show, off, feat, fdiv, names, values_doc, takes_doc, doc) \
+    {#KEY, lo, hi, ok, allowed, kinds, show, off, feat, fdiv, names, values_doc, takes_doc, doc},
+static const knob_info knob_table[KNOB_COUNT] = {FB_KNOBS(FB_KNOB_ROW)};
+#undef FB_KNOB_ROW
 
-static int *wg_flag(kconfig *c, size_t i) { return (int *)((char *)c + wg_flags[i].off); }
-static int wg_flag_get(const kconfig *c, size_t i) { return *(const int *)((const char *)c + wg_flags[i].off); }
+const knob_info *knob(knob_id k) { return &knob_table[k]; }
 
-const char *kconfig_wg_switch(const kconfig *c, size_t i, int *on)
+#define FB_KNOB_GET(KEY, field, ...) \
+    case KNOB_##KEY: return (int)c->field;
+int kconfig_get(const kconfig *c, knob_id k)
 {
-    if (i >= N_WG_FLAGS) return NULL;
-    *on = wg_flag_get(c, i);
-    return wg_flags[i].key;
+    switch (k) {
+        FB_KNOBS(FB_KNOB_GET)
+    case KNOB_COUNT: break;
+    }
+    return 0;
+}
+#undef FB_KNOB_GET
+
+#define FB_KNOB_SET(KEY, field, type, ...) \
+    case KNOB_##KEY: c->field = (type)v; break;
+void kconfig_set(kconfig *c, knob_id k, int v)
+{
+    switch (k) {
+        FB_KNOBS(FB_KNOB_SET)
+    case KNOB_COUNT: break;
+    }
+}
+#undef FB_KNOB_SET
+
+int kconfig_value(const kconfig *c, knob_id k)
+{
+    const int v = kconfig_get(c, k);
+    return knob_table[k].show == SHOW_ON && v < knob_table[k].off ? knob_table[k].off : v;
+}
+
+int kconfig_shows(const kconfig *c, knob_id k)
+{
+    switch (knob_table[k].show) {
+    case SHOW_ALWAYS: return 1;
+    case SHOW_WGMMA: return c->mma == MMA_WGMMA;
+    case SHOW_ON: return kconfig_value(c, k) != knob_table[k].off;
+    }
+    return 1;
+}
+
+/* The i-th name of a names list ("fma mma|mma_sync ..."): its first spelling into out. */
+static int knob_name_of(const char *names, int i, char *out, size_t outlen)
+{
+    for (const char *p = names; *p; i--) {
+        size_t word = strcspn(p, " "), first = strcspn(p, " |");
+        if (i == 0) {
+            snprintf(out, outlen, "%.*s", (int)first, p);
+            return 0;
+        }
+        p += word;
+        p += *p == ' ';
+    }
+    return -1;
+}
+
+/* The value a name (or one of its spellings) stands for in a names list; -1 when none. */
+static int knob_name_value(const char *names, const char *v)
+{
+    int i = 0;
+    for (const char *p = names; *p; i++) {
+        size_t word = strcspn(p, " ");
+        for (const char *q = p; q < p + word;) {
+            size_t n = strcspn(q, " |");
+            if (n == strlen(v) && !strncasecmp(q, v, n)) return i;
+            q += n;
+            q += *q == '|';
+        }
+        p += word;
+        p += *p == ' ';
+    }
+    return -1;
+}
+
+int knob_find(const char *key)
+{
+    for (int i = 0; i < KNOB_COUNT; i++)
+        if (!strcasecmp(key, knob_table[i].key)) return i;
+    return -1;
 }
 
 /* The test hooks (0 or 1, never tuned; kernels/common.k): key and field, in the order
@@ -91,49 +139,15 @@ static int fault_hook_index(const char *key)
     return -1;
 }
 
-/* The wg_flags entry a key names, or -1. */
-static int wg_flag_index(const char *key)
+/* Sets knob k to text v in *c. NULL, or the values k allows (v is not one of them). */
+static const char *parse_knob(kconfig *c, knob_id k, const char *v)
 {
-    for (size_t i = 0; i < N_WG_FLAGS; i++)
-        if (!strcasecmp(key, wg_flags[i].key)) return (int)i;
-    return -1;
-}
-
-static int block_m_ok(int v) { return is_pow2(v) || v % 16 == 0; } /* or 16 * WARP_M * NUM_WARPS rows */
-static int block_n_ok(int v) { return is_pow2(v) || v == 176 || v == 192; } /* 176 and 192: wgmma only */
-
-/* The integer keys besides the switches: field, range, a further rule within the range
- * (NULL: none) and the values allowed, as a bad value's message names them. */
-static const struct {
-    const char *key;
-    size_t off;
-    int lo, hi;
-    int (*ok)(int);
-    uint64_t bit;
-    const char *allowed;
-} int_keys[] = {
-    {"BLOCK_M", offsetof(kconfig, block_m), 1, 1024, block_m_ok, CFG_BLOCK_M, "a power of two or a multiple of 16, 1 to 1024"},
-    {"BLOCK_N", offsetof(kconfig, block_n), 1, 256, block_n_ok, CFG_BLOCK_N, "a power of two up to 256, or 176 or 192"},
-    {"NUM_WARPS", offsetof(kconfig, num_warps), 1, 32, NULL, CFG_NUM_WARPS, "1 to 32"},
-    {"SPLIT_KV", offsetof(kconfig, split_kv), 1, 256, NULL, CFG_SPLIT_KV, "1 to 256"},
-    {"KPAD", offsetof(kconfig, kpad), 0, 8, NULL, CFG_KPAD, "0 to 8"},
-    {"WARP_M", offsetof(kconfig, warp_m), 1, 2, NULL, CFG_WARP_M, "1 or 2"},
-    {"KV_WARPS", offsetof(kconfig, kv_warps), 1, 8, is_pow2, CFG_KV_WARPS, "1, 2, 4 or 8"},
-    {"SPLIT_FUSE", offsetof(kconfig, split_fuse), 0, 1, NULL, CFG_SPLIT_FUSE, "0 or 1"},
-    {"RED_SPLIT", offsetof(kconfig, red_split), 0, 1, NULL, CFG_RED_SPLIT, "0 or 1"},
-    {"WG_HALF", offsetof(kconfig, wg_half), 0, 2, NULL, CFG_WG_HALF, "0, 1 or 2"},
-    {"MASK_BOUND", offsetof(kconfig, mask_bound), 0, 1, NULL, CFG_MASK_BOUND, "0 or 1"},
-    {"PACK_GQA", offsetof(kconfig, pack_gqa), 0, 3, NULL, CFG_PACK_GQA, "0, 1, 2 or 3"},
-    {"STAGES", offsetof(kconfig, stages), 1, 4, NULL, CFG_STAGES, "1 to 4"},
-    {"GRID_LPT", offsetof(kconfig, grid_lpt), 0, 4096, NULL, CFG_GRID_LPT, "0 to 4096"},
-};
-#define N_INT_KEYS (sizeof int_keys / sizeof int_keys[0])
-
-static int int_key_index(const char *key)
-{
-    for (size_t i = 0; i < N_INT_KEYS; i++)
-        if (!strcasecmp(key, int_keys[i].key)) return (int)i;
-    return -1;
+    const knob_info *kn = &knob_table[k];
+    int x = kn->names ? knob_name_value(kn->names, v) : -1;
+    c->set |= UINT64_C(1) << k;
+    if (x < 0 && (parse_int(v, kn->lo, kn->hi, &x) || (kn->ok && !kn->ok(x)))) return kn->allowed;
+    kconfig_set(c, k, x);
+    return NULL;
 }
 
 /* Sets key k to text v in *c. NULL, or the values k allows (v is not one of them); an
@@ -141,29 +155,10 @@ static int int_key_index(const char *key)
 static const char *parse_key(kconfig *c, const char *k, const char *v)
 {
     int i;
-    if ((i = int_key_index(k)) >= 0) {
-        int *f = (int *)((char *)c + int_keys[i].off);
-        c->set |= int_keys[i].bit;
-        if (parse_int(v, int_keys[i].lo, int_keys[i].hi, f) || (int_keys[i].ok && !int_keys[i].ok(*f)))
-            return int_keys[i].allowed;
-        return NULL;
-    }
-    if ((i = wg_flag_index(k)) >= 0) {
-        c->set |= wg_flags[i].bit;
-        return parse_int(v, 0, 1, wg_flag(c, (size_t)i)) ? "0 or 1" : NULL;
-    }
+    if ((i = knob_find(k)) >= 0) return parse_knob(c, (knob_id)i, v);
     if ((i = fault_hook_index(k)) >= 0) {
         c->set |= CFG_FAULT;
         return parse_int(v, 0, 1, fault_hook(c, (size_t)i)) ? "0 or 1" : NULL;
-    }
-    if (!strcasecmp(k, "MMA")) {
-        c->set |= CFG_MMA;
-        if (!strcasecmp(v, "fma") || !strcmp(v, "0")) c->mma = MMA_FMA;
-        else if (!strcasecmp(v, "mma") || !strcasecmp(v, "mma_sync") || !strcmp(v, "1")) c->mma = MMA_SYNC;
-        else if (!strcasecmp(v, "mfma") || !strcmp(v, "2")) c->mma = MMA_MFMA;
-        else if (!strcasecmp(v, "wgmma") || !strcmp(v, "3")) c->mma = MMA_WGMMA;
-        else return "fma, mma, mfma or wgmma";
-        return NULL;
     }
     return "";
 }
@@ -180,10 +175,9 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
         *eq = 0;
         const char *k = tok, *v = eq + 1, *allowed = parse_key(c, k, v);
         if (allowed && !*allowed) {
-            size_t o = (size_t)snprintf(err, errlen, "unknown key '%s' (known: MMA", k);
-            for (size_t i = 0; i < N_INT_KEYS && o < errlen; i++) o += (size_t)snprintf(err + o, errlen - o, ", %s", int_keys[i].key);
-            for (size_t i = 0; i < N_WG_FLAGS && o < errlen; i++) o += (size_t)snprintf(err + o, errlen - o, ", %s", wg_flags[i].key);
-            if (o < errlen) snprintf(err + o, errlen - o, ", FAULT_*)");
+            size_t o = (size_t)snprintf(err, errlen, "unknown key '%s' (known: ", k);
+            for (int i = 0; i < KNOB_COUNT && o < errlen; i++) o += (size_t)snprintf(err + o, errlen - o, "%s, ", knob_table[i].key);
+            if (o < errlen) snprintf(err + o, errlen - o, "FAULT_*)");
             rc = FB_EXIT_BADINPUT;
             break;
         }
@@ -199,23 +193,8 @@ int kconfig_parse(const char *s, kconfig *c, char *err, size_t errlen)
 
 void kconfig_overlay(kconfig *dst, const kconfig *src)
 {
-    if (src->set & CFG_BLOCK_M) dst->block_m = src->block_m;
-    if (src->set & CFG_BLOCK_N) dst->block_n = src->block_n;
-    if (src->set & CFG_NUM_WARPS) dst->num_warps = src->num_warps;
-    if (src->set & CFG_SPLIT_KV) dst->split_kv = src->split_kv;
-    if (src->set & CFG_KPAD) dst->kpad = src->kpad;
-    if (src->set & CFG_MMA) dst->mma = src->mma;
-    if (src->set & CFG_STAGES) dst->stages = src->stages;
-    if (src->set & CFG_PACK_GQA) dst->pack_gqa = src->pack_gqa;
-    if (src->set & CFG_WARP_M) dst->warp_m = src->warp_m;
-    if (src->set & CFG_RED_SPLIT) dst->red_split = src->red_split;
-    if (src->set & CFG_MASK_BOUND) dst->mask_bound = src->mask_bound;
-    if (src->set & CFG_WG_HALF) dst->wg_half = src->wg_half;
-    for (size_t i = 0; i < N_WG_FLAGS; i++)
-        if (src->set & wg_flags[i].bit) *wg_flag(dst, i) = wg_flag_get(src, i);
-    if (src->set & CFG_GRID_LPT) dst->grid_lpt = src->grid_lpt;
-    if (src->set & CFG_SPLIT_FUSE) dst->split_fuse = src->split_fuse;
-    if (src->set & CFG_KV_WARPS) dst->kv_warps = src->kv_warps;
+    for (int k = 0; k < KNOB_COUNT; k++)
+        if (src->set & (UINT64_C(1) << k)) kconfig_set(dst, (knob_id)k, kconfig_get(src, (knob_id)k));
     dst->set |= src->set;
     for (size_t i = 0; i < N_FAULT_HOOKS; i++)
         if (fault_hook_get(src, i)) *fault_hook(dst, i) = 1;
@@ -223,13 +202,20 @@ void kconfig_overlay(kconfig *dst, const kconfig *src)
 
 int kconfig_distance(const kconfig *a, const kconfig *b)
 {
-    int d = (a->mma != b->mma) + (a->block_m != b->block_m) + (a->block_n != b->block_n) +
-            (a->num_warps != b->num_warps) + (a->warp_m != b->warp_m) + (a->stages != b->stages) +
-            (a->split_kv != b->split_kv) + (a->pack_gqa != b->pack_gqa) + (a->kpad != b->kpad) +
-            (a->grid_lpt != b->grid_lpt) + (a->red_split != b->red_split) + (a->mask_bound != b->mask_bound) + (a->wg_half != b->wg_half) +
-            (a->split_fuse != b->split_fuse) + (kconfig_kv_warps(a) != kconfig_kv_warps(b));
-    for (size_t i = 0; i < N_WG_FLAGS; i++) d += wg_flag_get(a, i) != wg_flag_get(b, i);
+    int d = 0;
+    for (int k = 0; k < KNOB_COUNT; k++) d += kconfig_value(a, (knob_id)k) != kconfig_value(b, (knob_id)k);
     return d;
+}
+
+void kconfig_features(const kconfig *c, double f[KNOB_COUNT])
+{
+    for (int k = 0; k < KNOB_COUNT; k++) {
+        const knob_info *kn = &knob_table[k];
+        const int v = kconfig_value(c, (knob_id)k);
+        f[k] = kn->feat == FEAT_ON ? (double)(v != 0)
+             : kn->feat == FEAT_LOG2 ? log2((double)v) / kn->fdiv
+                                     : (double)(v - kn->lo) / kn->fdiv;
+    }
 }
 
 long kconfig_nearest(const kconfig *cands, long n, const kconfig *k, int *dist)
@@ -244,23 +230,31 @@ long kconfig_nearest(const kconfig *cands, long n, const kconfig *k, int *dist)
 
 int kconfig_threads(const kconfig *c) { return c->num_warps * 32 + (c->wg_ws ? 128 : 0); }
 
+/* A knob's value as text: its name (MMA) or its number */
+static void knob_text(const kconfig *c, knob_id k, char *out, size_t outlen)
+{
+    const int v = kconfig_get(c, k);
+    if (!knob_table[k].names || knob_name_of(knob_table[k].names, v, out, outlen)) snprintf(out, outlen, "%d", v);
+}
+
 void kconfig_str(const kconfig *c, char *out, size_t outlen)
 {
-    char lpt[24] = "";
-    if (c->grid_lpt) snprintf(lpt, sizeof lpt, ";GRID_LPT=%d", c->grid_lpt);
-    char half[16] = "";
-    if (c->wg_half) snprintf(half, sizeof half, ";WG_HALF=%d", c->wg_half);
-    char kvw[24] = "";
-    if (kconfig_kv_warps(c) > 1) snprintf(kvw, sizeof kvw, ";KV_WARPS=%d", c->kv_warps);
-    char fault[32] = "";
-    if (kconfig_fault(c)) snprintf(fault, sizeof fault, ";%s=1", kconfig_fault(c));
-    int n = snprintf(out, outlen, "MMA=%s;BLOCK_M=%d;BLOCK_N=%d;NUM_WARPS=%d;WARP_M=%d;STAGES=%d;SPLIT_KV=%d;PACK_GQA=%d;KPAD=%d%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s",
-             mma_name(c->mma), c->block_m, c->block_n, c->num_warps, c->warp_m, c->stages, c->split_kv, c->pack_gqa, c->kpad,
-             c->wg_pipe ? ";WG_PIPE=1" : "", c->mma != MMA_WGMMA ? "" : c->wg_swizzle ? ";WG_SWIZZLE=1" : ";WG_SWIZZLE=0",
-             c->wg_tma ? ";WG_TMA=1" : "", c->wg_ws ? ";WG_WS=1" : "", c->wg_pingpong ? ";WG_PINGPONG=1" : "", c->wg_kvsplit ? ";WG_KVSPLIT=1" : "", c->wg_persist ? ";WG_PERSIST=1" : "",
-             c->wg_defer ? ";WG_DEFER=1" : "", c->wg_pvturn ? ";WG_PVTURN=1" : "", c->wg_dynamic ? ";WG_DYNAMIC=1" : "", c->wg_qearly ? ";WG_QEARLY=1" : "", c->wg_qprefetch ? ";WG_QPREFETCH=1" : "", c->wg_holdpv ? ";WG_HOLDPV=1" : "", c->wg_sinflight ? ";WG_SINFLIGHT=1" : "", c->wg_ostage ? ";WG_OSTAGE=1" : "", c->wg_qtma ? ";WG_QTMA=1" : "", c->wg_otma ? ";WG_OTMA=1" : "", c->wg_skip ? ";WG_SKIP=1" : "", half, c->red_split ? ";RED_SPLIT=1" : "", c->mask_bound ? ";MASK_BOUND=1" : "", lpt, c->split_fuse ? ";SPLIT_FUSE=1" : "", kvw, fault);
-    if (n < 0 || (size_t)n >= outlen) { /* a cut name would be recorded as another configuration */
-        fprintf(stderr, "fabench: internal error: a configuration's text needs %d bytes, the buffer has %zu\n", n, outlen);
+    size_t o = 0;
+    int n = 0;
+    out[0] = 0;
+    for (int k = 0; k < KNOB_COUNT && n >= 0 && o < outlen; k++) {
+        if (!kconfig_shows(c, (knob_id)k)) continue;
+        char v[32];
+        knob_text(c, (knob_id)k, v, sizeof v);
+        n = snprintf(out + o, outlen - o, "%s%s=%s", o ? ";" : "", knob_table[k].key, v);
+        o += n > 0 ? (size_t)n : 0;
+    }
+    if (kconfig_fault(c) && n >= 0 && o < outlen) {
+        n = snprintf(out + o, outlen - o, ";%s=1", kconfig_fault(c));
+        o += n > 0 ? (size_t)n : 0;
+    }
+    if (n < 0 || o >= outlen) { /* a cut name would be recorded as another configuration */
+        fprintf(stderr, "fabench: internal error: a configuration's text needs more than the %zu bytes of its buffer\n", outlen);
         abort();
     }
 }
@@ -303,25 +297,25 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
 {
     (void)dt;
     /* decode-like shapes with GQA: one work-group per KV head reads each K/V tile once */
-    if (!(c->set & CFG_PACK_GQA)) c->pack_gqa = s->hq > s->hkv && s->sq <= 16;
-    if (!(c->set & CFG_MMA)) c->mma = (dev->features & RT_FEAT_MMA_SYNC) && dt != DT_FP32 ? MMA_SYNC : MMA_FMA;
-    if (!(c->set & CFG_MMA) && (dev->features & RT_FEAT_MFMA) && dt != DT_FP32) c->mma = MMA_MFMA;
+    if (!(c->set & CFG(PACK_GQA))) c->pack_gqa = s->hq > s->hkv && s->sq <= 16;
+    if (!(c->set & CFG(MMA))) c->mma = (dev->features & RT_FEAT_MMA_SYNC) && dt != DT_FP32 ? MMA_SYNC : MMA_FMA;
+    if (!(c->set & CFG(MMA)) && (dev->features & RT_FEAT_MFMA) && dt != DT_FP32) c->mma = MMA_MFMA;
     /* Hopper: wgmma for dense prefill it can tile (64 query rows per warpgroup, head dims
      * 64/128/256, 64-key tiles within a page). On the H200 the untuned wgmma default ran the
      * reference shapes at 425 and 386 TFLOP/s against mma's 337 and 312; decode stays on mma
      * (split-KV over packed heads, 16 rows). */
-    if (!(c->set & CFG_MMA) && (dev->features & RT_FEAT_WGMMA) && dt != DT_FP32 && !shape_ragged(s) &&
+    if (!(c->set & CFG(MMA)) && (dev->features & RT_FEAT_WGMMA) && dt != DT_FP32 && !shape_ragged(s) &&
         s->sq >= 64 && (s->d == 64 || s->d == 128 || s->d == 256) && (!shape_paged(s) || s->page % 64 == 0))
         c->mma = MMA_WGMMA;
     /* ragged batches and a paged KV cache have no mfma tiles */
-    if ((shape_ragged(s) || shape_paged(s)) && !(c->set & CFG_MMA) && c->mma == MMA_MFMA) c->mma = MMA_FMA;
+    if ((shape_ragged(s) || shape_paged(s)) && !(c->set & CFG(MMA)) && c->mma == MMA_MFMA) c->mma = MMA_FMA;
     if (shape_ragged(s)) { /* VARLEN: one work-group per (m-block, sequence, head); fma or mma */
-        if (!(c->set & CFG_PACK_GQA)) c->pack_gqa = 0;
-        if (!(c->set & CFG_SPLIT_KV)) c->split_kv = 1; /* and no split below */
+        if (!(c->set & CFG(PACK_GQA))) c->pack_gqa = 0;
+        if (!(c->set & CFG(SPLIT_KV))) c->split_kv = 1; /* and no split below */
     }
-    if (!(c->set & CFG_STAGES)) c->stages = c->mma == MMA_SYNC || c->mma == MMA_WGMMA ? 2 : 1;
-    if (!(c->set & CFG_KPAD)) c->kpad = 1;
-    if (!(c->set & CFG_WARP_M)) c->warp_m = 1;
+    if (!(c->set & CFG(STAGES))) c->stages = c->mma == MMA_SYNC || c->mma == MMA_WGMMA ? 2 : 1;
+    if (!(c->set & CFG(KPAD))) c->kpad = 1;
+    if (!(c->set & CFG(WARP_M))) c->warp_m = 1;
     if (c->mma == MMA_SYNC) {
         /* hand-swept on an H200 (tools/sweep.sh, results/nvidia-h200): 4 warps of 2 x 16
          * rows, 64-key tiles, two stages for prefill; one warp and split-KV over packed
@@ -332,24 +326,24 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
          * H100 every B=16 llama decode class tuned to 2 or 4 such warps with 3 stages and
          * no split (results/nvidia-h100-80gb-hbm3, stop 42) */
         const int key_warps = decode && s->d <= 128 && !shape_paged(s) &&
-                              !(c->set & (CFG_KV_WARPS | CFG_NUM_WARPS | CFG_BLOCK_M | CFG_WARP_M));
+                              !(c->set & (CFG(KV_WARPS) | CFG(NUM_WARPS) | CFG(BLOCK_M) | CFG(WARP_M)));
         if (key_warps) {
             c->kv_warps = 4;
-            if (!(c->set & CFG_STAGES)) c->stages = 3;
+            if (!(c->set & CFG(STAGES))) c->stages = 3;
         }
-        if (!(c->set & CFG_WARP_M) && !(c->set & CFG_NUM_WARPS) && !(c->set & CFG_BLOCK_M))
+        if (!(c->set & CFG(WARP_M)) && !(c->set & CFG(NUM_WARPS)) && !(c->set & CFG(BLOCK_M)))
             c->warp_m = decode || s->d > 128 ? 1 : 2;
         int rows = 16 * c->warp_m, kvw = kconfig_kv_warps(c);
-        if (!(c->set & CFG_NUM_WARPS))
-            c->num_warps = kvw * ((c->set & CFG_BLOCK_M) ? (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 1 : 4);
-        if (!(c->set & CFG_BLOCK_M)) c->block_m = rows * (c->num_warps / kvw > 0 ? c->num_warps / kvw : 1);
+        if (!(c->set & CFG(NUM_WARPS)))
+            c->num_warps = kvw * ((c->set & CFG(BLOCK_M)) ? (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 1 : 4);
+        if (!(c->set & CFG(BLOCK_M))) c->block_m = rows * (c->num_warps / kvw > 0 ? c->num_warps / kvw : 1);
         /* with KV_WARPS the step's keys stay the same, shared out among the warps (16 at least) */
         const int step = s->d > 128 ? 32 : 64;
-        if (!(c->set & CFG_BLOCK_N)) c->block_n = key_warps ? (s->d <= 64 ? 64 : 32) : step / kvw >= 16 ? step / kvw : 16;
+        if (!(c->set & CFG(BLOCK_N))) c->block_n = key_warps ? (s->d <= 64 ? 64 : 32) : step / kvw >= 16 ? step / kvw : 16;
         /* within the device's shared memory: fewer stages, then shorter tiles */
         if (key_warps && dev->shared_bytes > 0) {
-            while (!(c->set & CFG_STAGES) && c->stages > 2 && kconfig_shared_bytes(c, s->d) > dev->shared_bytes) c->stages--;
-            while (!(c->set & CFG_BLOCK_N) && c->block_n > 16 && kconfig_shared_bytes(c, s->d) > dev->shared_bytes) c->block_n /= 2;
+            while (!(c->set & CFG(STAGES)) && c->stages > 2 && kconfig_shared_bytes(c, s->d) > dev->shared_bytes) c->stages--;
+            while (!(c->set & CFG(BLOCK_N)) && c->block_n > 16 && kconfig_shared_bytes(c, s->d) > dev->shared_bytes) c->block_n /= 2;
         }
         goto split;
     }
@@ -358,13 +352,13 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
          * one for decode; 128-key tiles up to d = 128 (registers: 64 x 128 scores and
          * 64 x d outputs per warpgroup), 64 beyond */
         int decode = (long)s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 64;
-        if (!(c->set & CFG_NUM_WARPS))
-            c->num_warps = (c->set & CFG_BLOCK_M) ? (c->block_m >= 64 ? c->block_m / 64 : 1) * 4 : decode ? 4 : 8;
-        if (!(c->set & CFG_BLOCK_M)) c->block_m = 16 * c->num_warps;
-        if (!(c->set & CFG_BLOCK_N)) c->block_n = s->d > 128 ? 64 : 128;
+        if (!(c->set & CFG(NUM_WARPS)))
+            c->num_warps = (c->set & CFG(BLOCK_M)) ? (c->block_m >= 64 ? c->block_m / 64 : 1) * 4 : decode ? 4 : 8;
+        if (!(c->set & CFG(BLOCK_M))) c->block_m = 16 * c->num_warps;
+        if (!(c->set & CFG(BLOCK_N))) c->block_n = s->d > 128 ? 64 : 128;
         /* the unswizzled layout conflicts on shared-memory banks: 259 against 436 TFLOP/s on
          * the H200's reference shape (tests/test_wgmma_probe.c) */
-        if (!(c->set & CFG_WG_SWIZZLE)) c->wg_swizzle = 1;
+        if (!(c->set & CFG(WG_SWIZZLE))) c->wg_swizzle = 1;
         goto split;
     }
     if (c->mma == MMA_MFMA) {
@@ -372,21 +366,21 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
          * for prefill, one wavefront for decode; 64-key tiles (32 past d = 128: 64 KiB LDS) */
         int decode = (long)s->sq * (c->pack_gqa ? s->hq / s->hkv : 1) <= 16;
         int rows = 16 * c->warp_m;
-        if (!(c->set & CFG_NUM_WARPS))
-            c->num_warps = (c->set & CFG_BLOCK_M) ? 2 * (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 2 : 8;
-        if (!(c->set & CFG_BLOCK_M)) c->block_m = rows * (c->num_warps / 2 > 0 ? c->num_warps / 2 : 1);
-        if (!(c->set & CFG_BLOCK_N)) c->block_n = s->d > 128 ? 32 : 64;
+        if (!(c->set & CFG(NUM_WARPS)))
+            c->num_warps = (c->set & CFG(BLOCK_M)) ? 2 * (c->block_m >= rows ? c->block_m / rows : 1) : decode ? 2 : 8;
+        if (!(c->set & CFG(BLOCK_M))) c->block_m = rows * (c->num_warps / 2 > 0 ? c->num_warps / 2 : 1);
+        if (!(c->set & CFG(BLOCK_N))) c->block_n = s->d > 128 ? 32 : 64;
         goto split;
     }
-    if (!(c->set & CFG_NUM_WARPS)) c->num_warps = 4;
+    if (!(c->set & CFG(NUM_WARPS))) c->num_warps = 4;
     static const int tiles[][2] = {{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}, {16, 8}};
     size_t limit = dev->static_shared_bytes ? dev->static_shared_bytes : 48 * 1024;
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         kconfig t = *c;
-        if (!(c->set & CFG_BLOCK_M)) t.block_m = tiles[i][0];
-        if (!(c->set & CFG_BLOCK_N)) t.block_n = tiles[i][1];
+        if (!(c->set & CFG(BLOCK_M))) t.block_m = tiles[i][0];
+        if (!(c->set & CFG(BLOCK_N))) t.block_n = tiles[i][1];
         /* short query ranges (decode) waste a large BLOCK_M */
-        if (!(c->set & CFG_BLOCK_M) && s->sq <= 16) t.block_m = 16;
+        if (!(c->set & CFG(BLOCK_M)) && s->sq <= 16) t.block_m = 16;
         if (kconfig_shared_bytes(&t, s->d) <= limit || i + 1 == sizeof tiles / sizeof tiles[0]) {
             c->block_m = t.block_m;
             c->block_n = t.block_n;
@@ -395,10 +389,10 @@ void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, d
     }
 split:
     /* a paged cache: a key tile must not straddle two pages */
-    if (shape_paged(s) && !(c->set & CFG_BLOCK_N) && c->block_n > s->page) c->block_n = s->page;
-    if (!(c->set & CFG_SPLIT_KV) && (c->wg_persist || c->wg_ostage)) {
+    if (shape_paged(s) && !(c->set & CFG(BLOCK_N)) && c->block_n > s->page) c->block_n = s->page;
+    if (!(c->set & CFG(SPLIT_KV)) && (c->wg_persist || c->wg_ostage)) {
         c->split_kv = 1; /* the persistent work-groups fill the device themselves; O staged whole */
-    } else if (!(c->set & CFG_SPLIT_KV) && !shape_ragged(s)) {
+    } else if (!(c->set & CFG(SPLIT_KV)) && !shape_ragged(s)) {
         /* flash-decoding: enough work-groups to fill the device four times over (an
          * H200 decode sweep: 64 x 8 KV heads ran 1.3x faster split in two). Prefill only
          * splits a grid that leaves compute units idle: each work-group already walks
@@ -426,145 +420,203 @@ split:
     }
 }
 
+/* The rules between knobs, and between knobs and the shape, that kconfig_check enforces,
+ * in the order it names the first one broken. Each: whether a configuration breaks it, the
+ * reason recorded (explain() where it names values), and what kconfig_fit sets so that a
+ * tuned row fits a ragged batch (KNOB_COUNT: nothing; the row is refused). */
+typedef struct {
+    int (*broken)(const kconfig *c, const shape_t *s);
+    const char *why;
+    void (*explain)(const kconfig *c, const shape_t *s, char *out, size_t len);
+    knob_id fix;
+    int to;
+} kconfig_rule;
+
+static int ragged_mfma(const kconfig *c, const shape_t *s) { return shape_ragged(s) && c->mma == MMA_MFMA; }
+static int ragged_split(const kconfig *c, const shape_t *s) { return shape_ragged(s) && c->split_kv > 1; }
+static int ragged_pack(const kconfig *c, const shape_t *s) { return shape_ragged(s) && c->pack_gqa; }
+static int stripes_misfit(const kconfig *c, const shape_t *s) { return c->pack_gqa >= 2 && (s->sq % 64 || c->block_m % 64); }
+static void stripes_explain(const kconfig *c, const shape_t *s, char *out, size_t len)
+{
+    snprintf(out, len, "PACK_GQA=%d packs whole 64-row stripes: it needs Sq %% 64 = 0 and BLOCK_M %% 64 = 0 (got Sq %d, BLOCK_M %d)",
+             c->pack_gqa, s->sq, c->block_m);
+}
+static int paged_mfma(const kconfig *c, const shape_t *s) { return shape_paged(s) && c->mma == MMA_MFMA; }
+static int paged_straddle(const kconfig *c, const shape_t *s) { return shape_paged(s) && s->page % c->block_n; }
+static int block_n_odd(const kconfig *c, const shape_t *s) { (void)s; return !is_pow2(c->block_n) && c->mma != MMA_WGMMA; }
+static void block_n_odd_explain(const kconfig *c, const shape_t *s, char *out, size_t len)
+{
+    (void)s;
+    snprintf(out, len, "BLOCK_N=%d (not a power of two) applies to MMA=wgmma only", c->block_n);
+}
+static int knob_kind_broken(const kconfig *c, const shape_t *s);
+static void knob_kind_explain(const kconfig *c, const shape_t *s, char *out, size_t len);
+static int fuse_unsplit(const kconfig *c, const shape_t *s) { (void)s; return c->split_fuse && c->split_kv < 2; }
+static int fuse_ws(const kconfig *c, const shape_t *s) { (void)s; return c->split_fuse && c->wg_ws; }
+static int ws_no_tma(const kconfig *c, const shape_t *s) { (void)s; return c->wg_ws && !c->wg_tma; }
+static int lpt_not_dense(const kconfig *c, const shape_t *s) { return c->grid_lpt && (shape_ragged(s) || shape_paged(s)); }
+static int pingpong_misfit(const kconfig *c, const shape_t *s)
+{
+    (void)s;
+    return c->wg_pingpong && (!c->wg_ws || (c->num_warps != 8 && c->num_warps != 12));
+}
+static int defer_no_pipe(const kconfig *c, const shape_t *s) { (void)s; return c->wg_defer && !c->wg_pipe; }
+static int pvturn_misfit(const kconfig *c, const shape_t *s) { (void)s; return c->wg_pvturn && !(c->wg_pipe && c->wg_pingpong); }
+static int holdpv_no_pipe(const kconfig *c, const shape_t *s) { (void)s; return c->wg_holdpv && !c->wg_pipe; }
+static int sinflight_no_defer(const kconfig *c, const shape_t *s) { (void)s; return c->wg_sinflight && !c->wg_defer; }
+static int ostage_misfit(const kconfig *c, const shape_t *s) { (void)s; return c->wg_ostage && (c->split_kv != 1 || c->wg_qprefetch); }
+static int dynamic_alone(const kconfig *c, const shape_t *s) { (void)s; return c->wg_dynamic && !c->wg_persist; }
+static int qearly_misfit(const kconfig *c, const shape_t *s) { (void)s; return c->wg_qearly && (!c->wg_ws || c->wg_persist); }
+static int qtma_misfit(const kconfig *c, const shape_t *s)
+{
+    return c->wg_qtma && (!c->wg_tma || !c->wg_ws || c->wg_persist || c->wg_qearly || c->pack_gqa || shape_ragged(s) || shape_paged(s));
+}
+static int qtma_tall(const kconfig *c, const shape_t *s) { (void)s; return c->wg_qtma && c->block_m > 256; }
+static void qtma_tall_explain(const kconfig *c, const shape_t *s, char *out, size_t len)
+{
+    (void)s;
+    snprintf(out, len, "WG_QTMA=1 needs BLOCK_M <= 256 (a bulk tensor copy's box is at most 256 rows; got %d)", c->block_m);
+}
+static int otma_misfit(const kconfig *c, const shape_t *s)
+{
+    return c->wg_otma && (!c->wg_ostage || !c->wg_tma || c->pack_gqa || shape_ragged(s) || shape_paged(s));
+}
+static int skip_misfit(const kconfig *c, const shape_t *s) { (void)s; return c->wg_skip && (!c->wg_ws || c->wg_pipe); }
+static int half_no_skip(const kconfig *c, const shape_t *s) { (void)s; return c->wg_half && !c->wg_skip; }
+static void half_no_skip_explain(const kconfig *c, const shape_t *s, char *out, size_t len)
+{
+    (void)s;
+    snprintf(out, len, "WG_HALF=%d needs WG_SKIP=1 (its bound on the warpgroup's keys)", c->wg_half);
+}
+static int half_narrow(const kconfig *c, const shape_t *s)
+{
+    (void)s;
+    return c->wg_half == 2 && c->block_n != 128 && c->block_n != 192 && c->block_n != 256;
+}
+static int qprefetch_alone(const kconfig *c, const shape_t *s) { (void)s; return c->wg_qprefetch && !c->wg_persist; }
+static int kvsplit_no_ws(const kconfig *c, const shape_t *s) { (void)s; return c->wg_kvsplit && !c->wg_ws; }
+static int persist_misfit(const kconfig *c, const shape_t *s) { (void)s; return c->wg_persist && (!c->wg_ws || c->split_kv != 1 || c->grid_lpt); }
+static int tma_misfit(const kconfig *c, const shape_t *s) { return c->wg_tma && (shape_paged(s) || !c->wg_swizzle); }
+static int persist_ragged(const kconfig *c, const shape_t *s) { return c->wg_persist && shape_ragged(s); }
+
+#define RAGGED_ONLY "a ragged batch (lens) runs on MMA=fma, mma or wgmma with SPLIT_KV=1 and PACK_GQA=0 only"
+static const kconfig_rule rules[] = {
+    {ragged_mfma, RAGGED_ONLY " (got MMA=mfma)", NULL, KNOB_COUNT, 0},
+    {ragged_split, RAGGED_ONLY " (got SPLIT_KV>1)", NULL, KNOB_SPLIT_KV, 1},
+    {ragged_pack, RAGGED_ONLY " (got PACK_GQA>0)", NULL, KNOB_PACK_GQA, 0},
+    {stripes_misfit, NULL, stripes_explain, KNOB_COUNT, 0},
+    {paged_mfma, "a paged KV cache needs MMA=fma, mma or wgmma (not mfma yet)", NULL, KNOB_COUNT, 0},
+    {paged_straddle, "a paged KV cache needs BLOCK_N dividing the page size", NULL, KNOB_COUNT, 0},
+    {block_n_odd, NULL, block_n_odd_explain, KNOB_COUNT, 0},
+    {knob_kind_broken, NULL, knob_kind_explain, KNOB_COUNT, 0},
+    {fuse_unsplit, "SPLIT_FUSE=1 needs SPLIT_KV > 1 (it merges the splits' partial rows in the same launch)", NULL, KNOB_SPLIT_FUSE, 0},
+    {fuse_ws, "SPLIT_FUSE=1 needs WG_WS=0 (the merge's work-group barriers need every thread, and the producer warpgroup has left)",
+     NULL, KNOB_COUNT, 0},
+    {ws_no_tma, "WG_WS=1 needs WG_TMA=1 (its producer warpgroup issues the copy engine's loads)", NULL, KNOB_COUNT, 0},
+    {lpt_not_dense, "GRID_LPT=1 needs a dense batch (not ragged or paged: their blocks are found per sequence)", NULL, KNOB_GRID_LPT, 0},
+    {pingpong_misfit, "WG_PINGPONG=1 needs WG_WS=1 and two or three consumer warpgroups (NUM_WARPS=8 or 12)", NULL, KNOB_COUNT, 0},
+    {defer_no_pipe, "WG_DEFER=1 needs WG_PIPE=1 (it moves the rescale of O that WG_PIPE puts after the softmax)", NULL, KNOB_COUNT, 0},
+    {pvturn_misfit, "WG_PVTURN=1 needs WG_PIPE=1 and WG_PINGPONG=1 (it widens the ping-pong turn to the previous tile's P V)", NULL,
+     KNOB_COUNT, 0},
+    {holdpv_no_pipe, "WG_HOLDPV=1 needs WG_PIPE=1 (it places the wait for the previous tile's P V)", NULL, KNOB_COUNT, 0},
+    {sinflight_no_defer, "WG_SINFLIGHT=1 needs WG_DEFER=1 (it concerns the deferred rescale of O)", NULL, KNOB_COUNT, 0},
+    {ostage_misfit, "WG_OSTAGE=1 needs SPLIT_KV=1 and no WG_QPREFETCH (whose next Q rows would land where O is staged)", NULL,
+     KNOB_COUNT, 0},
+    {dynamic_alone, "WG_DYNAMIC=1 needs WG_PERSIST=1 (it schedules the persistent work-groups' query blocks)", NULL, KNOB_WG_DYNAMIC, 0},
+    {qearly_misfit, "WG_QEARLY=1 needs WG_WS=1 without WG_PERSIST (whose warpgroups load Q that way already)", NULL, KNOB_COUNT, 0},
+    {qtma_misfit,
+     "WG_QTMA=1 needs WG_TMA=1 and WG_WS=1 (the producer thread loads Q), no WG_PERSIST or WG_QEARLY (whose warpgroups load their "
+     "own Q rows), PACK_GQA=0 and a dense batch (Q's tensor map is [B * HQ] heads of SQ rows)",
+     NULL, KNOB_WG_QTMA, 0},
+    {qtma_tall, NULL, qtma_tall_explain, KNOB_COUNT, 0},
+    {otma_misfit,
+     "WG_OTMA=1 needs WG_OSTAGE=1 (it stores the staged rows), WG_TMA=1, PACK_GQA=0 and a dense batch (O's tensor map is [B * HQ] "
+     "heads of SQ rows)",
+     NULL, KNOB_WG_OTMA, 0},
+    {skip_misfit, "WG_SKIP=1 needs WG_WS=1 and no WG_PIPE (a skipped tile's warpgroup only takes its turn and releases the stage)",
+     NULL, KNOB_COUNT, 0},
+    {half_no_skip, NULL, half_no_skip_explain, KNOB_COUNT, 0},
+    {half_narrow, "WG_HALF=2 needs BLOCK_N = 128, 192 or 256 (half a tile's S is a wgmma width)", NULL, KNOB_COUNT, 0},
+    {qprefetch_alone, "WG_QPREFETCH=1 needs WG_PERSIST=1 (it fetches the next query block's Q rows)", NULL, KNOB_WG_QPREFETCH, 0},
+    {kvsplit_no_ws, "WG_KVSPLIT=1 needs WG_WS=1 (its producer warpgroup waits for K and V apart)", NULL, KNOB_COUNT, 0},
+    {persist_misfit,
+     "WG_PERSIST=1 needs WG_WS=1 and SPLIT_KV=1 (its producer walks whole query blocks), and no GRID_LPT (it keeps an order of its own)",
+     NULL, KNOB_COUNT, 0},
+    {tma_misfit, "WG_TMA=1 needs WG_SWIZZLE=1 and K and V not paged (not a paged batch yet)", NULL, KNOB_COUNT, 0},
+    {persist_ragged, "WG_PERSIST=1 needs a dense batch (its walk over query blocks knows no sequence lengths yet)", NULL,
+     KNOB_WG_PERSIST, 0},
+};
+#define N_RULES (sizeof rules / sizeof rules[0])
+
+/* The first rule c breaks for shape s: its index and reason; -1 when none */
+static int rule_broken(const kconfig *c, const shape_t *s, char *reason, size_t len)
+{
+    for (size_t i = 0; i < N_RULES; i++) {
+        if (!rules[i].broken(c, s)) continue;
+        if (rules[i].explain) rules[i].explain(c, s, reason, len);
+        else snprintf(reason, len, "%s", rules[i].why);
+        return (int)i;
+    }
+    return -1;
+}
+
+int kconfig_fit(kconfig *c, const shape_t *s, uint64_t keep, char *dropped, size_t len)
+{
+    uint64_t fixed = 0;
+    for (int again = 1; again;) { /* a fix can break a rule further on (WG_DYNAMIC after WG_PERSIST) */
+        again = 0;
+        for (size_t i = 0; i < N_RULES; i++) {
+            const kconfig_rule *r = &rules[i];
+            if (r->fix == KNOB_COUNT || (keep & (UINT64_C(1) << r->fix)) || !r->broken(c, s)) continue;
+            kconfig_set(c, r->fix, r->to);
+            fixed |= UINT64_C(1) << r->fix;
+            again = 1;
+        }
+    }
+    size_t n = 0;
+    if (len) dropped[0] = 0;
+    for (int k = 0; k < KNOB_COUNT; k++) /* in the table's order */
+        if ((fixed >> k & 1) && n < len)
+            n += (size_t)snprintf(dropped + n, len - n, "%s%s=%d", n ? ", " : "", knob_table[k].key, kconfig_get(c, (knob_id)k));
+    return fixed != 0;
+}
+
+/* A knob set (not `off`) on a tile kind that does not take it (knob_info.kinds): the first,
+ * in the table's order; KNOB_COUNT when none. */
+static knob_id knob_off_kind(const kconfig *c)
+{
+    for (int k = 0; k < KNOB_COUNT; k++)
+        if (!(knob_table[k].kinds >> c->mma & 1) && kconfig_value(c, (knob_id)k) != knob_table[k].off) return (knob_id)k;
+    return KNOB_COUNT;
+}
+
+static int knob_kind_broken(const kconfig *c, const shape_t *s)
+{
+    (void)s;
+    return knob_off_kind(c) != KNOB_COUNT;
+}
+
+static void knob_kind_explain(const kconfig *c, const shape_t *s, char *out, size_t len)
+{
+    (void)s;
+    const knob_id k = knob_off_kind(c);
+    const knob_info *kn = &knob_table[k];
+    size_t o = (size_t)snprintf(out, len, "%s=%d applies to", kn->key, kconfig_get(c, k));
+    for (int m = 0, first = 1; m <= MMA_WGMMA && o < len; m++)
+        if (kn->kinds >> m & 1) {
+            char name[16];
+            knob_name_of(knob_table[KNOB_MMA].names, m, name, sizeof name);
+            o += (size_t)snprintf(out + o, len - o, "%s MMA=%s", first ? "" : " and", name);
+            first = 0;
+        }
+    if (o < len) snprintf(out + o, len - o, " only");
+}
+
 status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_t *s, dtype_t dt,
                        char *reason, size_t len)
 {
     int nt = kconfig_threads(c);
-    if (shape_ragged(s) && (c->mma == MMA_MFMA || c->split_kv != 1 || c->pack_gqa)) {
-        snprintf(reason, len, "a ragged batch (lens) runs on MMA=fma, mma or wgmma with SPLIT_KV=1 and PACK_GQA=0 only (got %s)",
-                 c->mma == MMA_MFMA ? "MMA=mfma" : c->split_kv != 1 ? "SPLIT_KV>1" : "PACK_GQA>0");
-        return ST_UNSUPPORTED;
-    }
-    if (c->pack_gqa >= 2 && (s->sq % 64 || c->block_m % 64)) {
-        snprintf(reason, len, "PACK_GQA=%d packs whole 64-row stripes: it needs Sq %% 64 = 0 and BLOCK_M %% 64 = 0 (got Sq %d, BLOCK_M %d)",
-                 c->pack_gqa, s->sq, c->block_m);
-        return ST_UNSUPPORTED;
-    }
-    if (shape_paged(s) && (c->mma == MMA_MFMA || s->page % c->block_n)) {
-        snprintf(reason, len, "a paged KV cache needs %s",
-                 c->mma == MMA_MFMA ? "MMA=fma, mma or wgmma (not mfma yet)" : "BLOCK_N dividing the page size");
-        return ST_UNSUPPORTED;
-    }
-    if (!is_pow2(c->block_n) && c->mma != MMA_WGMMA) {
-        snprintf(reason, len, "BLOCK_N=%d (not a power of two) applies to MMA=wgmma only", c->block_n);
-        return ST_UNSUPPORTED;
-    }
-    if (c->mask_bound && c->mma != MMA_SYNC && c->mma != MMA_WGMMA) {
-        snprintf(reason, len, "MASK_BOUND=1 applies to MMA=mma and MMA=wgmma only (their mask over score fragments)");
-        return ST_UNSUPPORTED;
-    }
-    if (kconfig_kv_warps(c) > 1 && c->mma != MMA_SYNC) {
-        snprintf(reason, len, "KV_WARPS > 1 applies to MMA=mma only");
-        return ST_UNSUPPORTED;
-    }
-    if (c->split_fuse && c->split_kv < 2) {
-        snprintf(reason, len, "SPLIT_FUSE=1 needs SPLIT_KV > 1 (it merges the splits' partial rows in the same launch)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->split_fuse && c->wg_ws) {
-        snprintf(reason, len, "SPLIT_FUSE=1 needs WG_WS=0 (the merge's work-group barriers need every thread, and the producer warpgroup has left)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->red_split && c->mma != MMA_SYNC && c->mma != MMA_WGMMA) {
-        snprintf(reason, len, "RED_SPLIT=1 applies to MMA=mma and MMA=wgmma only (their softmax over score fragments)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->mma != MMA_WGMMA)
-        for (size_t i = 0; i < N_WG_FLAGS; i++)
-            if (wg_flag_get(c, i)) {
-                snprintf(reason, len, "%s applies to MMA=wgmma only", wg_flags[i].key);
-                return ST_UNSUPPORTED;
-            }
-    if (c->wg_half && c->mma != MMA_WGMMA) {
-        snprintf(reason, len, "WG_HALF=%d applies to MMA=wgmma only", c->wg_half);
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_ws && !c->wg_tma) {
-        snprintf(reason, len, "WG_WS=1 needs WG_TMA=1 (its producer warpgroup issues the copy engine's loads)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->grid_lpt && (shape_ragged(s) || shape_paged(s))) {
-        snprintf(reason, len, "GRID_LPT=1 needs a dense batch (not ragged or paged: their blocks are found per sequence)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_pingpong && (!c->wg_ws || (c->num_warps != 8 && c->num_warps != 12))) {
-        snprintf(reason, len, "WG_PINGPONG=1 needs WG_WS=1 and two or three consumer warpgroups (NUM_WARPS=8 or 12)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_defer && !c->wg_pipe) {
-        snprintf(reason, len, "WG_DEFER=1 needs WG_PIPE=1 (it moves the rescale of O that WG_PIPE puts after the softmax)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_pvturn && !(c->wg_pipe && c->wg_pingpong)) {
-        snprintf(reason, len, "WG_PVTURN=1 needs WG_PIPE=1 and WG_PINGPONG=1 (it widens the ping-pong turn to the previous tile's P V)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_holdpv && !c->wg_pipe) {
-        snprintf(reason, len, "WG_HOLDPV=1 needs WG_PIPE=1 (it places the wait for the previous tile's P V)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_sinflight && !c->wg_defer) {
-        snprintf(reason, len, "WG_SINFLIGHT=1 needs WG_DEFER=1 (it concerns the deferred rescale of O)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_ostage && (c->split_kv != 1 || c->wg_qprefetch)) {
-        snprintf(reason, len, "WG_OSTAGE=1 needs SPLIT_KV=1 and no WG_QPREFETCH (whose next Q rows would land where O is staged)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_dynamic && !c->wg_persist) {
-        snprintf(reason, len, "WG_DYNAMIC=1 needs WG_PERSIST=1 (it schedules the persistent work-groups' query blocks)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_qearly && (!c->wg_ws || c->wg_persist)) {
-        snprintf(reason, len, "WG_QEARLY=1 needs WG_WS=1 without WG_PERSIST (whose warpgroups load Q that way already)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_qtma && (!c->wg_tma || !c->wg_ws || c->wg_persist || c->wg_qearly || c->pack_gqa || shape_ragged(s) || shape_paged(s))) {
-        snprintf(reason, len, "WG_QTMA=1 needs WG_TMA=1 and WG_WS=1 (the producer thread loads Q), no WG_PERSIST or WG_QEARLY (whose "
-                              "warpgroups load their own Q rows), PACK_GQA=0 and a dense batch (Q's tensor map is [B * HQ] heads of SQ rows)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_qtma && c->block_m > 256) {
-        snprintf(reason, len, "WG_QTMA=1 needs BLOCK_M <= 256 (a bulk tensor copy's box is at most 256 rows; got %d)", c->block_m);
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_otma && (!c->wg_ostage || !c->wg_tma || c->pack_gqa || shape_ragged(s) || shape_paged(s))) {
-        snprintf(reason, len, "WG_OTMA=1 needs WG_OSTAGE=1 (it stores the staged rows), WG_TMA=1, PACK_GQA=0 and a dense batch "
-                              "(O's tensor map is [B * HQ] heads of SQ rows)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_skip && (!c->wg_ws || c->wg_pipe)) {
-        snprintf(reason, len, "WG_SKIP=1 needs WG_WS=1 and no WG_PIPE (a skipped tile's warpgroup only takes its turn and releases the stage)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_half && !c->wg_skip) {
-        snprintf(reason, len, "WG_HALF=%d needs WG_SKIP=1 (its bound on the warpgroup's keys)", c->wg_half);
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_half == 2 && c->block_n != 128 && c->block_n != 192 && c->block_n != 256) {
-        snprintf(reason, len, "WG_HALF=2 needs BLOCK_N = 128, 192 or 256 (half a tile's S is a wgmma width)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_qprefetch && !c->wg_persist) {
-        snprintf(reason, len, "WG_QPREFETCH=1 needs WG_PERSIST=1 (it fetches the next query block's Q rows)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_kvsplit && !c->wg_ws) {
-        snprintf(reason, len, "WG_KVSPLIT=1 needs WG_WS=1 (its producer warpgroup waits for K and V apart)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_persist && (!c->wg_ws || c->split_kv != 1 || c->grid_lpt)) {
-        snprintf(reason, len, "WG_PERSIST=1 needs WG_WS=1 and SPLIT_KV=1 (its producer walks whole query blocks), and no GRID_LPT (it keeps an order of its own)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_tma && (shape_paged(s) || !c->wg_swizzle)) {
-        snprintf(reason, len, "WG_TMA=1 needs WG_SWIZZLE=1 and K and V not paged (not a paged batch yet)");
-        return ST_UNSUPPORTED;
-    }
-    if (c->wg_persist && shape_ragged(s)) {
-        snprintf(reason, len, "WG_PERSIST=1 needs a dense batch (its walk over query blocks knows no sequence lengths yet)");
-        return ST_UNSUPPORTED;
-    }
+    if (rule_broken(c, s, reason, len) >= 0) return ST_UNSUPPORTED;
     if (c->wg_tma && !(dev->features & RT_FEAT_TMA)) {
         snprintf(reason, len, "WG_TMA=1 needs the bulk tensor copy engine (sm_90) and a driver with cuTensorMapEncodeTiled");
         return ST_UNSUPPORTED;
@@ -677,4 +729,42 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         return ST_RESOURCE_LIMIT;
     }
     return ST_OK;
+}
+
+/* Writes text to f wrapped at spaces into lines of at most `width` columns, each after indent */
+static void print_wrapped(FILE *f, const char *text, const char *indent, int width)
+{
+    const int room = width - (int)strlen(indent);
+    while (*text) {
+        int n = (int)strlen(text);
+        if (n > room) { /* the last space that fits, else the first one */
+            n = room;
+            while (n > 0 && text[n] != ' ') n--;
+            if (n == 0) n = (int)strcspn(text, " ");
+        }
+        fprintf(f, "%s%.*s\n", indent, n, text);
+        text += n;
+        while (*text == ' ') text++;
+    }
+}
+
+void knobs_print_keys(FILE *f, const char *indent, int width)
+{
+    char text[4096];
+    size_t o = 0;
+    for (int k = 0; k < KNOB_COUNT && o < sizeof text; k++) { /* neighbours that take the same values share them */
+        const int last = k + 1 == KNOB_COUNT || strcmp(knob_table[k].allowed, knob_table[k + 1].allowed);
+        o += (size_t)snprintf(text + o, sizeof text - o, last ? "%s (%s)%s" : "%s, ", knob_table[k].key,
+                              knob_table[k].allowed, k + 1 < KNOB_COUNT ? "; " : "");
+    }
+    print_wrapped(f, text, indent, width);
+}
+
+/* The knob table as docs/kernel.md shows it (Markdown) */
+void knobs_print_markdown(FILE *f)
+{
+    fprintf(f, "| key | values | takes it | what it does |\n| --- | --- | --- | --- |\n");
+    for (int k = 0; k < KNOB_COUNT; k++)
+        fprintf(f, "| `%s` | %s | %s | %s |\n", knob_table[k].key, knob_table[k].values_doc, knob_table[k].takes_doc,
+                knob_table[k].doc);
 }

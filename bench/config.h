@@ -4,49 +4,28 @@
 #define FABENCH_CONFIG_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common.h"
+#include "knobs.h"
 #include "rt.h"
 
 typedef enum { MMA_FMA = 0, MMA_SYNC = 1, MMA_MFMA = 2, MMA_WGMMA = 3 } mma_kind;
 
+/* One configuration: a field per knob (FB_KNOBS, knobs.h, where each is documented), the
+ * keys the user gave, and the test hooks. */
+#define FB_KNOB_FIELD(KEY, field, type, ...) type field;
 typedef struct {
-    int block_m, block_n, num_warps, split_kv, kpad, stages, pack_gqa, warp_m;
-    int wg_pipe; /* wgmma: P V of tile j-1 runs while tile j's softmax does (STAGES >= 3) */
-    int wg_swizzle; /* wgmma: tiles in shared memory in the 128-byte swizzled layout (default) */
-    int wg_tma; /* wgmma: K and V tiles by the bulk tensor copy engine (TMA) and per-stage mbarriers */
-    int wg_pingpong; /* wgmma + WG_WS, two consumer warpgroups: they take turns issuing S = Q K^T */
-    int wg_kvsplit; /* wgmma + WG_WS: K and V of a stage on barriers of their own (K freed after S, V after P V) */
-    int wg_persist; /* wgmma + WG_WS: one work-group per SM walks many query blocks, the producer running on into the next */
-    int wg_defer; /* wgmma + WG_PIPE: O's rescale for tile j-1 runs beside tile j's S wgmma (FlashAttention-3's order) */
-    int wg_pvturn; /* wgmma + WG_PIPE + WG_PINGPONG: a warpgroup's turn covers P V of tile j-1 as well as S of tile j */
-    int wg_dynamic; /* WG_PERSIST: the work-groups take their next query block from a global counter as they free up */
-    int wg_qearly; /* WG_WS without WG_PERSIST: the producer starts on K and V while the consumers load Q (not after) */
-    int wg_qprefetch; /* WG_PERSIST: a warpgroup fetches its next block's Q rows once this block's last S is done */
-    int mask_bound; /* MMA=mma or wgmma: a masked tile's scores compared with one bound per row (fewer registers: no index per key) */
-    int red_split; /* MMA=mma or wgmma: a score tile's row maxima and sums in four independent chains per row (not one) */
-    int wg_holdpv; /* WG_PIPE: a fence keeps the wait for tile j-1's P V behind tile j's softmax (ptxas hoists it otherwise) */
-    int wg_ostage; /* wgmma, SPLIT_KV=1, no WG_QPREFETCH: O stored through the warpgroup's Q rows of shared memory in 16-byte chunks */
-    int wg_otma; /* WG_OSTAGE, WG_TMA, dense, PACK_GQA=0: one thread per warpgroup stores the staged O rows by the copy engine */
-    int wg_qtma; /* WG_WS without WG_PERSIST or WG_QEARLY, dense, PACK_GQA=0: the producer brings Q in by the copy engine before K and V */
-    int wg_skip; /* wgmma: a consumer warpgroup issues no MMA for a key tile none of its rows sees (past the last row; causal, past its diagonal) */
-    int wg_half; /* WG_SKIP: a live tile whose second half none of the warpgroup's rows sees takes its P V (1), or its S and P V (2), over its first half only */
-    int wg_sinflight; /* WG_DEFER: a wait for all but this tile's S before O's rescale, so that ptxas does not wait for S there */
-    int wg_ws;  /* wgmma + TMA: warp specialisation, a producer warpgroup feeds the stages (no CTA barrier per tile) */
-    int kv_warps; /* MMA=mma: warps sharing one group of query rows, each taking BLOCK_N of every KV_WARPS * BLOCK_N keys, merged in shared memory at the end (0 or 1: none; kconfig_kv_warps) */
-    int split_fuse; /* SPLIT_KV > 1: the last split work-group of each query block merges the partial rows (no attn_combine launch) */
-    int grid_lpt; /* dense batches: the launch order visits the heaviest query blocks first (longest first), in sections of groups (1: as many as fit L2, N > 1: N) */
-    mma_kind mma;
-    uint64_t set; /* bit per field the user gave explicitly (CFG_*) */
+    FB_KNOBS(FB_KNOB_FIELD)
+    uint64_t set; /* bit per field the user gave explicitly (CFG(KEY)) */
     int fault_skip_last_tile; /* test hooks, never tuned: see kernels/common.k */
     int fault_hang, fault_oob, fault_compile, fault_linear_pages, fault_fuse_keep;
     int fault_zero_block, fault_skip_block_tile, fault_head_scale; /* one block's or one head's output wrong */
 } kconfig;
 
-enum { CFG_BLOCK_M = 1, CFG_BLOCK_N = 2, CFG_NUM_WARPS = 4, CFG_SPLIT_KV = 8, CFG_KPAD = 16, CFG_MMA = 32, CFG_STAGES = 64, CFG_PACK_GQA = 128, CFG_WARP_M = 256, CFG_WG_PIPE = 512, CFG_WG_SWIZZLE = 1024, CFG_WG_TMA = 2048, CFG_WG_WS = 4096, CFG_WG_PINGPONG = 8192, CFG_GRID_LPT = 16384, CFG_WG_PERSIST = 32768, CFG_WG_KVSPLIT = 65536, CFG_WG_DEFER = 131072, CFG_WG_PVTURN = 262144, CFG_WG_DYNAMIC = 524288, CFG_WG_QEARLY = 1048576, CFG_WG_QPREFETCH = 2097152, CFG_WG_HOLDPV = 4194304, CFG_RED_SPLIT = 8388608, CFG_WG_SINFLIGHT = 16777216, CFG_WG_OSTAGE = 33554432, CFG_WG_QTMA = 67108864, CFG_WG_OTMA = 134217728, CFG_WG_SKIP = 268435456, CFG_MASK_BOUND = 536870912, CFG_WG_HALF = 1073741824 };
-#define CFG_SPLIT_FUSE 0x80000000u /* past what an enum constant may hold */
-#define CFG_KV_WARPS (UINT64_C(1) << 32)
-#define CFG_FAULT (UINT64_C(1) << 33) /* any FAULT_* test hook: a --config that holds only hooks is still a --config */
+/* kconfig.set's bit for a knob: CFG(BLOCK_M) */
+#define CFG(KEY) (UINT64_C(1) << KNOB_##KEY)
+#define CFG_FAULT (UINT64_C(1) << KNOB_COUNT) /* any FAULT_* test hook: a --config that holds only hooks is still a --config */
 
 /* Parses "K=V,K=V" (or ';'), overriding fields of *c and marking them in c->set.
  * Keys: BLOCK_M, BLOCK_N, NUM_WARPS, SPLIT_KV, KPAD, STAGES, PACK_GQA, WARP_M, MMA (fma, mma, mfma, wgmma),
@@ -63,13 +42,29 @@ void kconfig_overlay(kconfig *dst, const kconfig *src);
  * configuration's text is this size, and kconfig_str aborts rather than cut one short. */
 #define KCONFIG_STR_MAX 512
 
-/* Canonical text form, ';' separated, every tuned field (WG_PIPE, WG_TMA, WG_WS, WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC, WG_QEARLY, WG_QPREFETCH, WG_HOLDPV, WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, WG_HALF, RED_SPLIT, MASK_BOUND, GRID_LPT, SPLIT_FUSE and KV_WARPS (above 1) only when set, WG_SWIZZLE
- * only for wgmma, so that the configurations recorded before they existed keep their names). */
+/* Canonical text form, ';' separated: the knobs in FB_KNOBS's order, each as its `show`
+ * says (the switches only when on, WG_SWIZZLE only for wgmma, so that the configurations
+ * recorded before a knob existed keep their names), then a test hook. */
 void kconfig_str(const kconfig *c, char *out, size_t outlen);
 
-/* The i-th wgmma switch (WG_PIPE, WG_TMA, ..., WG_SWIZZLE, 0 or 1): its key, with its value
- * in c through *on; NULL past the last. */
-const char *kconfig_wg_switch(const kconfig *c, size_t i, int *on);
+/* The knobs' rows (knobs.h), and a knob's value in a configuration */
+const knob_info *knob(knob_id k);
+/* The knob a key names (any case, as --config reads it); -1 when none */
+int knob_find(const char *key);
+int kconfig_get(const kconfig *c, knob_id k);
+void kconfig_set(kconfig *c, knob_id k, int v);
+/* The value as it counts: below a SHOW_ON knob's `off`, `off` (KV_WARPS 0 is 1) */
+int kconfig_value(const kconfig *c, knob_id k);
+/* Whether kconfig_str writes the knob and the kernel gets its define (knob_info.show) */
+int kconfig_shows(const kconfig *c, knob_id k);
+/* The search's feature vector, about [0, 1] per knob (knob_info.feat) */
+void kconfig_features(const kconfig *c, double f[KNOB_COUNT]);
+
+/* --config's help: every key and its values, wrapped at `width` columns after `indent` */
+void knobs_print_keys(FILE *f, const char *indent, int width);
+/* docs/kernel.md's knob table (`fabench knobs --markdown`) */
+void knobs_print_markdown(FILE *f);
+
 /* The first test hook (FAULT_*) c sets, as its define's name; NULL when none. */
 const char *kconfig_fault(const kconfig *c);
 
@@ -89,6 +84,14 @@ int kconfig_threads(const kconfig *c);
 /* Fills the fields not in c->set with a default for this device and shape: tiles that
  * fit the device's shared memory, split-KV when there are too few work-groups. */
 void kconfig_complete(kconfig *c, const rt_device_info *dev, const shape_t *s, dtype_t dt);
+
+/* Fits a tuned configuration to shape s where a rule of kconfig_check allows a fix: what a
+ * ragged batch does not support yet goes (split-KV and its fused merge, GQA packing,
+ * persistent work-groups and the longest-first order, which walk dense query blocks, and Q
+ * or O through the copy engine, whose tensor maps are dense), except the keys keep names (a
+ * user's --config). Returns 1 and fills dropped ("SPLIT_KV=1, PACK_GQA=0", in the knobs'
+ * order) when something went, else 0. */
+int kconfig_fit(kconfig *c, const shape_t *s, uint64_t keep, char *dropped, size_t len);
 
 /* Static checks before compiling: returns 0, or ST_UNSUPPORTED / ST_RESOURCE_LIMIT with
  * reason, e.g. thread count above the device limit, shared memory above its size. */

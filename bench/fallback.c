@@ -301,25 +301,25 @@ int fallback_instantiate(const char *config, double fill, const shape_t *s, dtyp
         snprintf(reason, len, "its configuration: %s", err);
         return ST_UNSUPPORTED;
     }
-    c.set &= ~(uint64_t)CFG_SPLIT_KV;
+    c.set &= ~(uint64_t)CFG(SPLIT_KV);
     c.split_kv = 0;
     if (s->hq == s->hkv) { /* nothing to pack */
         c.pack_gqa = 0;
-        c.set |= CFG_PACK_GQA;
-    } else if ((c.set & CFG_PACK_GQA) && c.pack_gqa >= 2 && (s->sq % 64 || !s->causal || c.mma != MMA_WGMMA || c.block_m % 64))
+        c.set |= CFG(PACK_GQA);
+    } else if ((c.set & CFG(PACK_GQA)) && c.pack_gqa >= 2 && (s->sq % 64 || !s->causal || c.mma != MMA_WGMMA || c.block_m % 64))
         c.pack_gqa = 0; /* whole 64-row stripes only (kconfig_check); unpacked rows otherwise */
     if (!s->causal) /* what kernels/space.csv offers causal shapes only (fallback_causal_only) */
         c.grid_lpt = c.wg_half = c.mask_bound = 0;
     if (shape_ragged(s)) {
         char dropped[256];
-        tune_ragged_drop(&c, 0, dropped, sizeof dropped);
-        c.set |= CFG_SPLIT_KV | CFG_PACK_GQA;
+        kconfig_fit(&c, s, 0, dropped, sizeof dropped);
+        c.set |= CFG(SPLIT_KV) | CFG(PACK_GQA);
         c.split_kv = 1;
         c.pack_gqa = 0;
     } else if (fill > 0) {
         kconfig t = c;
         t.split_kv = 1;
-        t.set |= CFG_SPLIT_KV;
+        t.set |= CFG(SPLIT_KV);
         kconfig_complete(&t, dev, s, dt);
         size_t grid[3];
         kconfig_grid(&t, s, grid);
@@ -331,7 +331,7 @@ int fallback_instantiate(const char *config, double fill, const shape_t *s, dtyp
         if (split > 32) split = 32; /* kconfig_complete's bound */
         if (split < 1 || t.wg_persist || t.wg_ostage) split = 1;
         c.split_kv = (int)split;
-        c.set |= CFG_SPLIT_KV;
+        c.set |= CFG(SPLIT_KV);
     }
     kconfig_complete(&c, dev, s, dt);
     if (c.split_kv < 2 && c.split_fuse) c.split_fuse = 0; /* nothing to merge */

@@ -43,18 +43,10 @@ static void usage_run(FILE *f)
             "                     update.N. keys and leaves the run's own as they were\n"
             "  --resume           --append, skipping the shapes --out already has a row for (this\n"
             "                     device, dtype): the same command again goes on where it stopped\n"
-            "  --config K=V,...   kernel parameters: MMA (fma, mma, mfma, wgmma), BLOCK_M, BLOCK_N,\n"
-            "                     NUM_WARPS, WARP_M, STAGES, SPLIT_KV, PACK_GQA, KPAD, GRID_LPT;\n"
-            "                     with MMA=wgmma also WG_SWIZZLE, WG_TMA, WG_WS, WG_PIPE,\n"
-            "                     WG_PINGPONG, WG_KVSPLIT, WG_PERSIST, WG_DEFER, WG_PVTURN, WG_DYNAMIC,\n"
-            "                     WG_QEARLY, WG_QPREFETCH, WG_HOLDPV,\n"
-            "                     WG_SINFLIGHT, WG_OSTAGE, WG_QTMA, WG_OTMA, WG_SKIP, RED_SPLIT, MASK_BOUND\n"
-            "                     (0 or 1), WG_HALF (0, 1 or 2; kernels/space.csv says which\n"
-            "                     combine); SPLIT_FUSE (0 or 1: with SPLIT_KV > 1 the last split\n"
-            "                     work-group of each query block merges the partial rows, no second\n"
-            "                     launch); with MMA=mma KV_WARPS (1, 2, 4 or 8: warps sharing\n"
-            "                     a group of query rows, each with its own keys); unset ones get\n"
-            "                     per-device, per-shape defaults\n"
+            "  --config K=V,...   kernel parameters (`fabench knobs`, docs/kernel.md); unset ones get\n"
+            "                     per-device, per-shape defaults:\n", suites);
+    knobs_print_keys(f, "                     ", 92);
+    fprintf(f,
             "  --tuned            take each shape's configuration from the tuning table (`fabench\n"
             "                     tune`): its class's row, else the rule of fallback.csv beside the\n"
             "                     table for the shape's regime and features (`fabench fit-fallback`),\n"
@@ -86,8 +78,7 @@ static void usage_run(FILE *f)
             "  --seed N           input seed (default 20250505)\n"
             "  --timeout S        a launch running longer is recorded as a timeout (default 60)\n"
             "  --quiet            no progress lines on stderr\n\n"
-            "Exit status: 0 all rows ok; 1 some row failed (see status, reason); 2 bad input.\n",
-            suites);
+            "Exit status: 0 all rows ok; 1 some row failed (see status, reason); 2 bad input.\n");
 }
 
 static int parse_double(const char *opt, const char *v, double lo, double *out)
@@ -135,9 +126,9 @@ static int shape_config(int tuned, const char *tuning_path, const rt_device *dev
             size_t n = strlen(source);
             snprintf(source + n, slen - n, " + --config");
         }
-        if (lr != 0 && shape_ragged(s)) { /* what ragged batches do not support goes (tune_ragged_drop) */
+        if (lr != 0 && shape_ragged(s)) { /* what ragged batches do not support goes (kconfig_fit) */
             char dropped[256];
-            if (tune_ragged_drop(&shape_cfg, cfg.set, dropped, sizeof dropped)) {
+            if (kconfig_fit(&shape_cfg, s, cfg.set, dropped, sizeof dropped)) {
                 size_t n = strlen(source);
                 snprintf(source + n, slen - n, " (ragged: %s)", dropped);
             }

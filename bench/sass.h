@@ -1,11 +1,11 @@
 /* sass.h: machine-code (SASS) instruction histograms of NVIDIA binaries, read from the text
- * that nvdisasm or cuobjdump -sass print, and distances between instruction histograms. */
+ * that nvdisasm or cuobjdump -sass print. */
 #ifndef FABENCH_SASS_H
 #define FABENCH_SASS_H
 
 #include <stddef.h>
 
-#include "codegen.h"
+#include "op_histogram.h"
 
 /* Counts the instructions of a disassembly (nvdisasm, or cuobjdump -sass): a line whose
  * first token is an offset comment such as slash-star 0a40 star-slash, then an optional
@@ -21,11 +21,5 @@ int sass_tool(char *path, size_t len);
 /* Disassembles a cubin with the tool sass_tool found and counts its instructions.
  * 0; 1 when no tool is available (h empty); -1 when the tool failed (err says why). */
 int sass_disassemble(const void *cubin, size_t len, op_histogram *h, char *err, size_t errlen);
-
-/* Distances between two histograms taken as distributions over instructions:
- * cosine distance 1 - cos(a, b), and the Jensen-Shannon distance (square root of the
- * divergence, base 2), both in [0, 1]; 0 for identical mixes. *shared counts the
- * instructions both use. Empty histograms are at distance 1 from anything else. */
-void hist_distances(const op_histogram *a, const op_histogram *b, double *cosine, double *js, long *shared);
 
 #endif

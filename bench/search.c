@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFEAT 33
+#define NFEAT KNOB_COUNT
 #define BO_INIT 8          /* random probes before the model steers */
 #define BO_LENGTH 0.45     /* RBF length scale in the normalised feature space, before fitting */
 #define BO_NOISE 1e-2      /* observation noise (standardised log time) */
@@ -63,43 +63,8 @@ int search_strategy_known(const char *s)
            !strcmp(s, "halving") || !strcmp(s, "staged");
 }
 
-/* Each parameter mapped to about [0, 1]. */
-static void features(const kconfig *c, double *f)
-{
-    f[0] = log2((double)c->block_m) / 8.0;
-    f[1] = log2((double)c->block_n) / 7.0;
-    f[2] = log2((double)c->num_warps) / 3.0;
-    f[3] = (double)(c->warp_m - 1);
-    f[4] = (double)(c->stages - 1) / 3.0;
-    f[5] = (double)c->mma / 3.0; /* fma 0, mma 1, mfma 2, wgmma 3 */
-    f[6] = (double)c->kpad;
-    f[7] = log2((double)c->split_kv) / 3.0;
-    f[8] = (double)c->pack_gqa;
-    f[9] = (double)c->wg_pipe;
-    f[10] = (double)c->wg_swizzle;
-    f[11] = (double)c->wg_tma;
-    f[12] = (double)c->wg_ws;
-    f[13] = (double)c->wg_pingpong;
-    f[14] = (double)(c->grid_lpt != 0);
-    f[15] = (double)c->wg_persist;
-    f[16] = (double)c->wg_kvsplit;
-    f[17] = (double)c->wg_defer;
-    f[18] = (double)c->wg_pvturn;
-    f[19] = (double)c->wg_dynamic;
-    f[20] = (double)c->wg_qearly;
-    f[21] = (double)c->wg_qprefetch;
-    f[22] = (double)c->wg_holdpv;
-    f[23] = (double)c->red_split;
-    f[24] = (double)c->wg_sinflight;
-    f[25] = (double)c->wg_ostage;
-    f[26] = (double)c->wg_qtma;
-    f[27] = (double)c->wg_otma;
-    f[28] = (double)c->wg_skip;
-    f[29] = (double)c->mask_bound;
-    f[30] = (double)c->wg_half / 2.0;
-    f[31] = (double)c->split_fuse;
-    f[32] = log2((double)kconfig_kv_warps(c)) / 3.0;
-}
+/* Each knob mapped to about [0, 1] (knobs.h's feat column). */
+static void features(const kconfig *c, double *f) { kconfig_features(c, f); }
 
 searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint64_t seed)
 {

@@ -9,13 +9,6 @@
 
 #include "csvio.h"
 
-static const char *const known_params[] = {"MMA", "BLOCK_M", "BLOCK_N", "NUM_WARPS", "WARP_M",
-                                           "STAGES", "KPAD", "SPLIT_KV", "PACK_GQA", "WG_PIPE", "WG_SWIZZLE", "WG_TMA",
-                                           "WG_WS", "WG_PINGPONG", "GRID_LPT", "WG_PERSIST", "WG_KVSPLIT",
-                                           "WG_DEFER", "WG_PVTURN", "WG_DYNAMIC", "WG_QEARLY",
-                                           "WG_QPREFETCH", "WG_HOLDPV", "RED_SPLIT", "MASK_BOUND",
-                                           "WG_SINFLIGHT", "WG_OSTAGE", "WG_QTMA", "WG_OTMA", "WG_SKIP", "WG_HALF",
-                                           "SPLIT_FUSE", "KV_WARPS"};
 static const char *const known_conds[] = {"feature:mma_sync", "dtype:16bit", "MMA=fma", "MMA=mma",
                                           "decode", "prefill", "gqa", "fill", "feature:mfma", "MMA=mfma",
                                           "feature:wgmma", "MMA=wgmma", "feature:tma", "causal"};
@@ -35,7 +28,7 @@ static int param_cond(const char *c, size_t *namelen)
     if (!eq || eq == c || !eq[1] || !strncmp(c, "MMA=", 4)) return 0;
     char name[32];
     snprintf(name, sizeof name, "%.*s", (int)(eq - c), c);
-    if (!known(name, known_params, sizeof known_params / sizeof known_params[0])) return 0;
+    if (knob_find(name) < 0) return 0;
     *namelen = (size_t)(eq - c);
     return 1;
 }
@@ -68,7 +61,7 @@ int space_load(const char *path, space_t *sp, char *err, size_t errlen)
     for (size_t i = 0; rc == 0 && i < t->nrows; i++) {
         const char *name = t->rows[i][cp], *val = t->rows[i][cv], *when = t->rows[i][cw];
         int line = t->row_line[i];
-        if (!known(name, known_params, sizeof known_params / sizeof known_params[0])) {
+        if (knob_find(name) < 0) { /* a knob of bench/knobs.h */
             snprintf(err, errlen, "%s:%d: field 'param': unknown parameter '%s'", path, line, name);
             rc = FB_EXIT_BADINPUT;
             break;
@@ -198,7 +191,7 @@ static void likely_first(kconfig *v, long n, const rt_device_info *dev, const sh
     }
     kconfig def[4];
     for (int m = 0; m < 4; m++) {
-        def[m] = (kconfig){.mma = (mma_kind)m, .set = CFG_MMA};
+        def[m] = (kconfig){.mma = (mma_kind)m, .set = CFG(MMA)};
         kconfig_complete(&def[m], dev, s, dt);
     }
     for (long i = 0; i < n; i++) {
@@ -369,7 +362,7 @@ long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t
      * reaches both */
     const int nm = mma_param >= 0 ? sp->p[mma_param].nvalues : 1;
     for (int mv = 0; mv < nm && !w->oom; mv++) {
-        int mma = mma_param >= 0 && (w->delta[mma_param][mv].set & CFG_MMA) ? (int)w->delta[mma_param][mv].mma : MMA_FMA;
+        int mma = mma_param >= 0 && (w->delta[mma_param][mv].set & CFG(MMA)) ? (int)w->delta[mma_param][mv].mma : MMA_FMA;
         int empty = 0;
         for (int k = 0; k < sp->nparams; k++) {
             w->na[k] = 0;

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "tune.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -575,26 +576,6 @@ double tune_class_distance(const char *row, const char *key, double dtype_cost, 
     return dist;
 }
 
-int tune_ragged_drop(kconfig *c, uint64_t keep, char *dropped, size_t len)
-{
-    const struct { int *v, off; uint64_t set; const char *name; } drop[] = { /* (SPLIT_KV: 0 when a row names none) */
-        {&c->split_kv, c->split_kv > 1 ? 1 : c->split_kv, CFG_SPLIT_KV, "SPLIT_KV=1"},
-        {&c->pack_gqa, 0, CFG_PACK_GQA, "PACK_GQA=0"},
-        {&c->wg_persist, 0, CFG_WG_PERSIST, "WG_PERSIST=0"},
-        {&c->wg_dynamic, 0, CFG_WG_DYNAMIC, "WG_DYNAMIC=0"},
-        {&c->wg_qprefetch, 0, CFG_WG_QPREFETCH, "WG_QPREFETCH=0"}, {&c->grid_lpt, 0, CFG_GRID_LPT, "GRID_LPT=0"},
-        {&c->wg_qtma, 0, CFG_WG_QTMA, "WG_QTMA=0"}, {&c->wg_otma, 0, CFG_WG_OTMA, "WG_OTMA=0"},
-        {&c->split_fuse, 0, CFG_SPLIT_FUSE, "SPLIT_FUSE=0"}};
-    if (len) dropped[0] = 0;
-    size_t n = 0;
-    for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
-        if (*drop[k].v != drop[k].off && !(keep & drop[k].set)) {
-            *drop[k].v = drop[k].off;
-            if (n < len) n += (size_t)snprintf(dropped + n, len - n, "%s%s", n ? ", " : "", drop[k].name);
-        }
-    return n > 0;
-}
-
 long tune_table_classes(const char *path, const rt_device *dev)
 {
     csv_table *t;
@@ -751,7 +732,7 @@ int tune_lookup_nearest(const csv_table *t, const char *gpu, const char *backend
         snprintf(source, srclen, "default (no tuned class for %s)", want);
         return 0;
     }
-    if (best_dist > 0) c.set &= ~(uint64_t)(CFG_SPLIT_KV | CFG_PACK_GQA);
+    if (best_dist > 0) c.set &= ~(uint64_t)(CFG(SPLIT_KV) | CFG(PACK_GQA));
     *cfg = c;
     snprintf(source, srclen, "%s %s", best_dist == 0 ? "tuned" : "nearest", t->rows[best][cc]);
     return 1;
@@ -1068,7 +1049,11 @@ static void usage(FILE *f)
             "                      clocks, the default for sustained work\n"
             "  --timeout S         a batch of runs longer than this is a hang (default 30)\n"
             "  --quiet\n\n"
-            "Candidates run in a child process: one that crashes the process or hangs the device\n"
+            "--device A,B,... (or all: every GPU) tunes on several devices of one GPU model at\n"
+            "once: a worker process per device (a selector may repeat), each taking the next class\n"
+            "no worker has taken, each writing DIR/tune-workers/w<N>/; at the end their rows are\n"
+            "merged into DIR's explored.csv and tuning.csv (a merge cut short is done by the next\n"
+            "such tune of DIR). Candidates run in a child process: one that crashes the process or hangs the device\n"
             "is recorded (launch_error, timeout) and tuning goes on in a fresh child\n"
             "(FABENCH_TUNE_ISOLATE=0: in this process, as one run).\n");
 }
@@ -1082,13 +1067,25 @@ int cmd_tune(int argc, char **argv)
         const char *iso = getenv("FABENCH_TUNE_ISOLATE");
         int help = 0;
         for (int i = 1; i < argc; i++) help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+        /* several devices: a worker process each (tune_multi.c), not one tune */
+        const char *spec = NULL, *res = NULL;
+        int worker = 0;
+        for (int i = 1; i < argc; i++) {
+            if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[i + 1];
+            else if (!strncmp(argv[i], "--device=", 9)) spec = argv[i] + 9;
+            else if (!strcmp(argv[i], "--results") && i + 1 < argc) res = argv[i + 1];
+            else if (!strncmp(argv[i], "--results=", 10)) res = argv[i] + 10;
+            worker |= !strncmp(argv[i], "--worker-", 9);
+        }
+        if (!child && !help && !worker && spec && (strchr(spec, ',') || !strcmp(spec, "all")))
+            return tune_multi(argc, argv, spec, res);
         if (!child && !help && !(iso && !strcmp(iso, "0"))) {
             int rc = supervise(argc, argv);
             if (rc >= 0) return rc;
         }
     }
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_DTYPE, O_STRATEGY, O_BUDGET, O_TIME, O_SEED, O_RESULTS, O_SPACE,
-           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE, O_REMATCH, O_DECLARED, O_CLASS };
+           O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE, O_REMATCH, O_DECLARED, O_CLASS, O_CLAIMS, O_WORKER };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"dtype", required_argument, 0, O_DTYPE},
@@ -1098,7 +1095,8 @@ int cmd_tune(int argc, char **argv)
         {"rep-budget", required_argument, 0, O_REPBUDGET}, {"rematch-budget", required_argument, 0, O_REMATCH}, {"quiet", no_argument, 0, O_QUIET},
         {"help", no_argument, 0, O_HELP}, {"timeout", required_argument, 0, O_TIMEOUT},
         {"merge", no_argument, 0, O_MERGE}, {"declared-only", no_argument, 0, O_DECLARED},
-        {"class", required_argument, 0, O_CLASS}, {0, 0, 0, 0}};
+        {"class", required_argument, 0, O_CLASS}, {"worker-claims", required_argument, 0, O_CLAIMS},
+        {"worker-id", required_argument, 0, O_WORKER}, {0, 0, 0, 0}};
     const char *device = NULL, *suite = NULL, *shapes_file = NULL, *results = NULL, *space_file = NULL, *only = NULL;
     const char *strategy = "exhaustive";
     int halving = 0;
@@ -1107,6 +1105,8 @@ int cmd_tune(int argc, char **argv)
     double time_limit = -1, rep_budget = 0.1, rematch_budget = 0;
     uint64_t seed = 1;
     int have_dtype = 0, quiet = 0, merge = 0, declared_only = 0;
+    const char *claims = NULL; /* a worker of a multi-device tune: the classes it takes */
+    long worker_id = -1;
     dtype_t dtype = DT_BF16;
     char err[FB_ERRLEN];
     optind = 1;
@@ -1124,6 +1124,11 @@ int cmd_tune(int argc, char **argv)
         case O_QUIET: quiet = 1; break;
         case O_MERGE: merge = 1; break;
         case O_DECLARED: declared_only = 1; break;
+        case O_CLAIMS: claims = optarg; break;
+        case O_WORKER:
+            worker_id = strtol(optarg, &end, 10);
+            if (*end || end == optarg || worker_id < 0) { fprintf(stderr, "fabench tune: --worker-id: bad number '%s'\n", optarg); return FB_EXIT_BADINPUT; }
+            break;
         case O_DTYPE:
             if (dtype_parse(optarg, &dtype) != 0) {
                 fprintf(stderr, "fabench tune: --dtype: unknown '%s' (known: fp32, fp16, bf16)\n", optarg);
@@ -1173,6 +1178,10 @@ int cmd_tune(int argc, char **argv)
     if (!device || (!suite == !shapes_file)) {
         fprintf(stderr, "fabench tune: needs --device and one of --suite or --shapes\n\n");
         usage(stderr);
+        return FB_EXIT_BADINPUT;
+    }
+    if (!claims != (worker_id < 0)) {
+        fprintf(stderr, "fabench tune: --worker-claims and --worker-id go together (tune --device A,B passes them)\n");
         return FB_EXIT_BADINPUT;
     }
     if (declared_only && !(merge && space_file)) {
@@ -1273,6 +1282,11 @@ int cmd_tune(int argc, char **argv)
     for (size_t ci = 0; ci < nclass && !stop_requested && !fatal && !restart; ci++) {
         const shape_t *s = &shapes.v[rep[ci]];
         dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        if (claims) { /* a worker: only the classes no other worker took */
+            const int mine = tune_claim(claims, (int)worker_id, dev.info.name, dev.rt->name, keys[ci]);
+            if (mine < 0) { fprintf(stderr, "fabench tune: %s: cannot claim a class: %s\n", claims, strerror(errno)); fatal = 1; break; }
+            if (!mine) { nfinished++; continue; }
+        }
         kconfig *cands;
         long before;
         long n = space_enumerate(&space, &dev.info, s, dt, &cands, &before);

@@ -47,13 +47,6 @@ int tune_lookup(const char *table_path, const rt_device *dev, const shape_t *s, 
 int tune_lookup_nearest(const csv_table *t, const char *gpu, const char *backend, const shape_t *s, dtype_t dt,
                         const char *const *skip, size_t nskip, kconfig *cfg, char *source, size_t srclen);
 
-/* What a ragged batch does not support yet, dropped from a looked-up configuration (split-KV
- * and its fused merge, GQA packing, persistent work-groups and the longest-first order, which
- * walk dense query blocks, and Q or O through the copy engine, whose tensor maps are dense),
- * except the keys keep names (a user's --config). Returns 1 and fills dropped ("SPLIT_KV=1,
- * PACK_GQA=0") when something went, else 0. */
-int tune_ragged_drop(kconfig *c, uint64_t keep, char *dropped, size_t len);
-
 /* How many classes the tuning table at path holds for this device's GPU and runtime; -1 when
  * it cannot be read (absent). */
 long tune_table_classes(const char *path, const rt_device *dev);
@@ -104,5 +97,13 @@ int tune_borrow_classes(const char *key, const char *const *keys, size_t n, size
 int tune_rematch_pick(const double *us, int n, int incumbent);
 
 int cmd_tune(int argc, char **argv);
+
+/* `fabench tune` with several devices (--device A,B or all; tune_multi.c): one worker
+ * process per device into DIR/tune-workers/w<N>/, merged into DIR's tables at the end.
+ * results: the --results value or NULL. Returns tune's exit status. */
+int tune_multi(int argc, char **argv, const char *spec, const char *results);
+/* A worker's claim on a class, under the claims file's lock: 1 the class is this worker's
+ * (claimed now, or earlier by it), 0 another worker's, -1 the file cannot be used. */
+int tune_claim(const char *path, int worker, const char *gpu, const char *backend, const char *cls);
 
 #endif

@@ -570,11 +570,16 @@ def crossed_runs(ours, theirs):
     return not a or a != b
 
 
-def speedup_figure(rows, all_rows, date, outdir, tmp):
+def speedup_figure(rows, all_rows, date, outdir, tmp, panel_of=None, name="speedup"):
     """speedup: per shape, the best vendor's median time over the portable kernel's (one
     panel per backend of the portable kernel), as a bar from 1; a marker for the speedup
     over FlashAttention-2 (torch-flash) alone. rows: status ok; all_rows: every status
-    (to tell a vendor that failed on a shape from one that never ran on it)."""
+    (to tell a vendor that failed on a shape from one that never ran on it).
+    panel_of (row -> panel name), when given, makes the panels its values instead, and a
+    panel's bars compare only rows of that panel: one panel per GPU, each against its own
+    vendors (plots/cross_gpu.py). name: the figure's file names and data folder."""
+    own = panel_of is not None
+    pan = panel_of or (lambda r: r["backend"])
     def skey(r):
         return tuple(r[f] for f in SHAPE_FIELDS)
 
@@ -601,36 +606,39 @@ def speedup_figure(rows, all_rows, date, outdir, tmp):
     if not vend:
         return "no vendor rows with status ok (only %s)" % ", ".join(
             sorted({r["impl"] for r in rows}))
-    backends = sorted({r["backend"] for r in port}, key=lambda b: (b != "cuda", b))
+    backends = sorted({pan(r) for r in port}, key=lambda b: (b != "cuda", b))
     vendors_all = sorted({r["impl"] for r in all_rows if r["impl"] != "portable"})
     by_shape = {}
     for r in rows:
         by_shape.setdefault(skey(r), []).append(r)
-    run_on = {}
+    run_on = {}  # (shape, panel or None): the vendors with any row there
     for r in all_rows:
         if r["impl"] != "portable":
-            run_on.setdefault(skey(r), set()).add(r["impl"])
+            run_on.setdefault((skey(r), pan(r) if own else None), set()).add(r["impl"])
 
     shapes = []  # (key, {backend: (vs best, best impl, vs fa2 or None, verdict)}, partial)
     ncrossed = 0  # shapes whose rows paired are not of one run (fabench versus leaves them out)
     for k in order:
         rs = by_shape[k]
-        best = fastest(x for x in rs if x["impl"] != "portable")
-        fa2 = fastest(x for x in rs if x["impl"] == VENDOR_FA2)
         per = {}
+        partial = False
         for b in backends:
-            mine = fastest(x for x in rs if x["impl"] == "portable" and x["backend"] == b)
+            theirs = [x for x in rs if x["impl"] != "portable" and (not own or pan(x) == b)]
+            best = fastest(theirs)
+            fa2 = fastest(x for x in theirs if x["impl"] == VENDOR_FA2)
+            mine = fastest(x for x in rs if x["impl"] == "portable" and pan(x) == b)
             if mine and best:
+                partial |= len(run_on.get((k, b if own else None), ())) < len(vendors_all)
                 per[b] = (best[0] / mine[0], best[1], fa2[0] / mine[0] if fa2 else None,
                           spread_verdict(mine[2], best[2]))
                 ncrossed += crossed_runs(mine[2], best[2])
         if per:
-            shapes.append((k, per, len(run_on.get(k, ())) < len(vendors_all)))
+            shapes.append((k, per, partial))
     if not shapes:
         return "no shape has ok rows of both the portable kernel and a vendor"
     backends = [b for b in backends if any(b in s[1] for s in shapes)]
 
-    d = os.path.join(tmp, "speedup")
+    d = os.path.join(tmp, name)
     os.makedirs(d, exist_ok=True)
     v = Vars()
     multi_dtype = len({k[1] for k, _, _ in shapes}) > 1
@@ -670,8 +678,9 @@ def speedup_figure(rows, all_rows, date, outdir, tmp):
                     "%.6g" % f if f is not None else "NaN",
                     "%s %s%s" % (fmt_ratio(s), impl, "*" if partial else ""),
                     fmt_ratio(f) if f is not None else "-"))
-        title = "{/:Bold portable / %s}   faster on %d, tied on %d, slower on %d of %d shapes\ngeomean" \
-            " %s vs the best vendor" % (gp_enh(b), verdicts.count("faster"), verdicts.count("tie"),
+        head = gp_enh(b) if own else "portable / %s" % gp_enh(b)
+        title = "{/:Bold %s}   faster on %d, tied on %d, slower on %d of %d shapes\ngeomean" \
+            " %s vs the best vendor" % (head, verdicts.count("faster"), verdicts.count("tie"),
                                        verdicts.count("slower"), len(sb), fmt_ratio(geomean(sb)))
         if sf:
             title += ", %s vs FA2%s" % (fmt_ratio(geomean(sf)),
@@ -696,8 +705,8 @@ def speedup_figure(rows, all_rows, date, outdir, tmp):
         p_xmax.append(xhi)
         p_xtics.append("set xtics (" + ", ".join('"%g" %r' % (t, t) for t in xt) + ")")
 
-    v.set("out_png", os.path.join(outdir, "speedup.png"))
-    v.set("out_svg", os.path.join(outdir, "speedup.svg"))
+    v.set("out_png", os.path.join(outdir, name + ".png"))
+    v.set("out_svg", os.path.join(outdir, name + ".svg"))
     v.set("datadir", d)
     v.set("width", width)
     v.set("height", height)
@@ -742,11 +751,11 @@ def speedup_figure(rows, all_rows, date, outdir, tmp):
     return None
 
 
-def main(argv):
-    if len(argv) != 5:
-        sys.stderr.write("usage: prep.py PERF_CSV MANIFEST_CSV OUT_PLOTS_DIR TMP_DIR\n")
-        return 2
-    perf, manifest, outdir, tmp = argv[1:]
+def load_perf(perf):
+    """(all_rows, rows) of a perf.csv: every row, a later row of the same implementation,
+    backend and shape replacing an earlier one as in fabench versus and compare (the figures
+    then agree with their numbers), and those with status ok; None (said on stderr) when a
+    needed column is missing."""
     with open(perf, newline="") as f:
         reader = csv.DictReader(f)
         need = {"gpu", "backend", "impl", "name", "dtype", "batch", "hq", "hkv", "sq", "skv",
@@ -754,10 +763,9 @@ def main(argv):
         missing = need - set(reader.fieldnames or [])
         if missing:
             sys.stderr.write("%s: missing columns: %s\n" % (perf, ", ".join(sorted(missing))))
-            return 2
+            return None
         all_rows = list(reader)
-    # a later row of the same implementation, backend and shape replaces an earlier one, as
-    # in fabench versus and compare (the figures then agree with their numbers)
+
     def row_key(r):
         cfg = r.get("config", "") if r.get("config_source") == "--config" else ""
         return (r["impl"], r["backend"], cfg) + tuple(r.get(f, "") for f in SHAPE_FIELDS) + (r.get("lens", ""),
@@ -766,13 +774,29 @@ def main(argv):
     for r in all_rows:
         last[row_key(r)] = r
     all_rows = [r for r in all_rows if last[row_key(r)] is r]
-    rows = [r for r in all_rows if (r.get("status") or "").strip() == "ok"]
-    date = "undated"
+    return all_rows, [r for r in all_rows if (r.get("status") or "").strip() == "ok"]
+
+
+def manifest_date(manifest):
+    """The manifest's date (YYYY-MM-DD), "undated" when it has none or is missing."""
     if os.path.exists(manifest):
         with open(manifest, newline="") as f:
             for rec in csv.reader(f):
                 if len(rec) >= 2 and rec[0].strip() == "date" and rec[1].strip():
-                    date = rec[1].strip()[:10]
+                    return rec[1].strip()[:10]
+    return "undated"
+
+
+def main(argv):
+    if len(argv) != 5:
+        sys.stderr.write("usage: prep.py PERF_CSV MANIFEST_CSV OUT_PLOTS_DIR TMP_DIR\n")
+        return 2
+    perf, manifest, outdir, tmp = argv[1:]
+    loaded = load_perf(perf)
+    if loaded is None:
+        return 2
+    all_rows, rows = loaded
+    date = manifest_date(manifest)
     impls = impl_order(impl_key(r) for r in rows)
     color_of = {k: COLORS[i % len(COLORS)] for i, k in enumerate(impls)}
 

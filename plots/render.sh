@@ -16,7 +16,8 @@
 #                 (compiled.csv, explored.csv)
 #   portability   winners tuned on GPU/runtime A run on B, % of B's own best (portability.csv)
 #   convergence   tuner's best-so-far against configurations timed, per strategy (explored.csv)
-# and results/plots/loc.{png,svg}: kernel source size from results/loc.csv.
+# and results/plots/loc.{png,svg}: kernel source size from results/loc.csv; with no folder
+# named, results/cross-gpu/ too (tools/cross-gpu.sh: configuration transfer, speedup per GPU).
 # Usage: plots/render.sh [--brief] [RESULTS_DIR...]   (default: every results folder with a known CSV)
 # A figure without data in a folder is skipped with a message (its old files removed);
 # --brief (run.sh) prints one line per folder instead: the figures drawn, and how many had no data.
@@ -147,6 +148,12 @@ if [ "$#" -eq 0 ]; then
         echo "render.sh: results/loc.csv could not be read" >&2
         bad=1
     fi
+    # and what the GPU folders say together: results/cross-gpu/
+    echo "== $root/results/cross-gpu (all GPUs)"
+    rc=0
+    bash "$root/tools/cross-gpu.sh" "$root/results" || rc=$?
+    [ "$rc" -ne 2 ] || bad=1
+    [ "$rc" -ne 1 ] || failed=1
 fi
 [ "$bad" -eq 0 ] || exit 2
 exit "$failed"

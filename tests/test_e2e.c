@@ -516,7 +516,7 @@ static void test_resource_limit_recorded(void **state)
     attn_result res;
     /* 1024 threads: allowed on PoCL; 4096 surely not: */
     c.num_warps = 256;
-    c.set |= CFG_NUM_WARPS;
+    c.set |= CFG(NUM_WARPS);
     assert_int_equal(attn_run(runner, &s, DT_FP32, &c, &opts, &res, err, sizeof err), 0);
     assert_true(res.status == ST_RESOURCE_LIMIT || res.status == ST_UNSUPPORTED);
 }

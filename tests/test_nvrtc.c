@@ -692,7 +692,7 @@ static void test_wgmma_rejected(void **state)
     assert_int_equal(kconfig_parse("MMA=mma,WG_TMA=1", &mtma, err, sizeof err), 0);
     kconfig_complete(&mtma, &h100, &s, DT_BF16);
     assert_int_equal(kconfig_check(&mtma, &h100, &s, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
-    assert_non_null(strstr(reason, "WG_TMA applies to MMA=wgmma only"));
+    assert_non_null(strstr(reason, "WG_TMA=1 applies to MMA=wgmma only"));
     /* WG_WS: a producer warp beside the NUM_WARPS consumers, over the copy engine only */
     kconfig ws = c;
     assert_int_equal(kconfig_parse("WG_TMA=1,WG_WS=1", &ws, err, sizeof err), 0);

@@ -285,7 +285,7 @@ static void test_kv_warps_overlay(void **state)
     char err[256];
     kconfig user = {0}, row = {0}, other = {0};
     assert_int_equal(kconfig_parse("KV_WARPS=4", &user, err, sizeof err), 0);
-    assert_true(user.set & CFG_KV_WARPS);
+    assert_true(user.set & CFG(KV_WARPS));
     assert_int_equal(kconfig_parse("MMA=mma;NUM_WARPS=1;BLOCK_M=16", &row, err, sizeof err), 0);
     kconfig_overlay(&row, &user);
     assert_int_equal(kconfig_kv_warps(&row), 4);
@@ -373,7 +373,7 @@ static void test_default_split(void **state)
         {mk(1, 8, 8, 1, 20000, 128, 0), 8, 16, 8, 32},
     };
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
-        kconfig c = {.kv_warps = kv[i].kvw, .mma = MMA_SYNC, .set = CFG_MMA | CFG_KV_WARPS};
+        kconfig c = {.kv_warps = kv[i].kvw, .mma = MMA_SYNC, .set = CFG(MMA) | CFG(KV_WARPS)};
         kconfig_complete(&c, &hop, &kv[i].s, DT_BF16);
         if (c.block_n != kv[i].block_n || c.num_warps != kv[i].num_warps || c.block_m != 16 || c.split_kv > kv[i].max_split)
             fail_msg("KV_WARPS case %zu: BLOCK_N=%d NUM_WARPS=%d BLOCK_M=%d SPLIT_KV=%d", i, c.block_n, c.num_warps, c.block_m,
@@ -411,7 +411,7 @@ static void test_default_key_warps(void **state)
         {&hop, mk(4, 32, 8, 1024, 1024, 128, 1), 1, 64, 2, 1, 1}, /* prefill */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        kconfig c = {.mma = MMA_SYNC, .set = CFG_MMA};
+        kconfig c = {.mma = MMA_SYNC, .set = CFG(MMA)};
         kconfig_complete(&c, cases[i].dev, &cases[i].s, DT_BF16);
         if (kconfig_kv_warps(&c) != cases[i].kvw || c.block_n != cases[i].block_n || c.stages != cases[i].stages ||
             c.split_kv < cases[i].split_lo || c.split_kv > cases[i].split_hi)
@@ -426,7 +426,7 @@ static void test_default_key_warps(void **state)
     /* a paged cache, or warps the user counted, keep the one-warp form */
     shape_t pg = mk(16, 32, 8, 1, 4096, 128, 1);
     pg.page = 64;
-    kconfig c = {.mma = MMA_SYNC, .set = CFG_MMA};
+    kconfig c = {.mma = MMA_SYNC, .set = CFG(MMA)};
     kconfig_complete(&c, &hop, &pg, DT_BF16);
     assert_int_equal(kconfig_kv_warps(&c), 1);
     char err[256];
@@ -659,7 +659,7 @@ static void test_lookup_work_bucket(void **state)
     assert_int_equal(lookup_from(p, &dev, &p4, "tuned bf16-d128-c1-g4-q1024-k1024").block_m, 64);
     kconfig n1 = lookup_from(p, &dev, &q1, "nearest bf16-d64-c1-g4-q1024-k1024");
     assert_int_equal(n1.block_n, 64);
-    assert_int_equal(n1.set & (CFG_PACK_GQA | CFG_SPLIT_KV), 0);
+    assert_int_equal(n1.set & (CFG(PACK_GQA) | CFG(SPLIT_KV)), 0);
 }
 
 static void test_lookup(void **state)
@@ -683,7 +683,7 @@ static void test_lookup(void **state)
     assert_int_equal(tune_lookup_for(p, dev.info.name, dev.rt->name, &near, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);
     assert_int_equal(c.block_n, 64);
     assert_non_null(strstr(src, "nearest bf16-d128-c1-g4-q1-k4096"));
-    assert_false(c.set & CFG_SPLIT_KV); /* re-derived for the shape */
+    assert_false(c.set & CFG(SPLIT_KV)); /* re-derived for the shape */
     /* run --tuned's own lookup takes no nearest class: its regime's default, without
      * fallback.csv beside the table (tests/test_fallback.c has the rules) */
     assert_int_equal(tune_lookup(p, &dev, &near, DT_BF16, &c, src, sizeof src, err, sizeof err), 1);

@@ -297,6 +297,17 @@ check "rounds.sh: zero rounds exits 2" "[ $? -eq 2 ]"
 FAKEFAB_LOG="$T/fakefab.log" FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 1 "$T/rdr" --rest 1.5 >/dev/null 2>&1; rc=$?
 check "rounds.sh --rest: passed to ours and the vendors alike" \
       "[ $rc -eq 0 ] && grep -q '^run .*--rest 1.5' '$T/fakefab.log' && grep -q '^vendors .*--rest 1.5' '$T/fakefab.log'"
+# tools/knob-table.sh: docs/kernel.md's knob table is bench/knobs.h's; an edit by hand fails --check
+tools/knob-table.sh --check >"$T/knobs.log" 2>&1; rc=$?
+check "knob-table.sh --check: docs/kernel.md's knob table is what bench/knobs.h gives" "[ $rc -eq 0 ]"
+[ $rc -eq 0 ] || sed 's/^/#   /' "$T/knobs.log" | head -20
+cp docs/kernel.md "$T/kernel.md"
+sed -i 's/^| `KPAD` | 0 to 8 |/| `KPAD` | 0 to 9 |/' "$T/kernel.md"
+tools/knob-table.sh --check --doc "$T/kernel.md" >/dev/null 2>&1; rc=$?
+grep -q '^| `KPAD` | 0 to 9 |' "$T/kernel.md"; typed=$?
+tools/knob-table.sh --doc "$T/kernel.md" && cmp -s docs/kernel.md "$T/kernel.md"; restored=$?
+check "knob-table.sh: a value typed into the table fails --check; a rewrite restores the page" \
+      "[ $typed -eq 0 ] && [ $rc -eq 1 ] && [ $restored -eq 0 ]"
 # tools/readme-summary.sh: README's summary block is what the committed results give (its
 # numbers cannot be typed by hand); a number typed into it fails --check; a rewrite restores it
 tools/readme-summary.sh --check >"$T/rsum.log" 2>&1; rc=$?
@@ -346,5 +357,48 @@ rm -f "$T/rf/rounds-marks.txt" "$T/rf/rounds.csv"
 tools/rounds.sh - - 0 "$T/rf" --summary-only >/dev/null 2>&1
 check "rounds.sh --summary-only of a folder without rounds-marks.txt: failed rows counted, the same pairing" \
       "grep -q '^s,cudnn,3,.*,0.944,0.944$' '$T/rf/rounds.csv'"
+# run.sh --tune: the devices of one runtime and folder tune together (fabench tune --device
+# A,B), each once; another runtime of the same GPU apart; the later ones of a group not again
+{
+    echo 'sels=(cuda:0 opencl:0 cuda:1 cuda:0 opencl:1); dirs=(r/h r/h r/h r/h r/x); suites=(llm llm llm llm llm)'
+    sed -n '/^tune_group() {/,/^}/p' run.sh
+    echo 'for i in 0 1 2 3 4; do printf "%s;" "$(tune_group $i)"; done'
+} >"$T/tg.sh"
+check "run.sh's tune groups: cuda:0,cuda:1 together, each OpenCL device alone, the rest tuned already" \
+      "[ \"\$(bash '$T/tg.sh')\" = 'cuda:0,cuda:1;opencl:0;;;opencl:1;' ]"
+
+# tools/cross-gpu.sh: the transfer table's sources on two made-up GPU folders. A's winners
+# on B: c1 measured (B's portability.csv: 80%), c2 looked up in B's explored.csv (its
+# parameters in another order; B's best 20 us over 40 us: 50%), c3 unknown (B did not tune
+# it). B's on A: c1 unknown (not explored on A), c2 cannot run (A's row: compile_error).
+X=$T/xg
+mkdir -p "$X/gpu-a" "$X/gpu-b"
+for g in a b; do printf 'key,value\ngpu,GPU %s\n' "$g" >"$X/gpu-$g/manifest.csv"; done
+printf 'gpu,backend,shape_class,config,median_us\nGPU a,opencl,c1,K1=1;K2=1,5\nGPU a,opencl,c2,K1=2;K2=1,6\nGPU a,opencl,c3,K1=3,7\n' \
+    >"$X/gpu-a/tuning.csv"
+printf 'gpu,backend,shape_class,config,median_us\nGPU b,opencl,c1,K1=9,10\nGPU b,opencl,c2,K1=8,20\n' >"$X/gpu-b/tuning.csv"
+printf 'gpu,backend,shape_class,config,status,median_us\nGPU b,opencl,c2,K2=1;K1=2,ok,40\nGPU b,opencl,c2,K1=8,ok,20\n' \
+    >"$X/gpu-b/explored.csv"
+printf 'gpu,backend,shape_class,config,status,median_us\nGPU a,opencl,c2,K1=8,compile_error,\n' >"$X/gpu-a/explored.csv"
+printf 'from_gpu,from_backend,to_gpu,to_backend,class,pct,status,from_us,to_us,reason\nGPU a,opencl,GPU b,opencl,c1,80.0,ok,12.5,10,\n' \
+    >"$X/gpu-b/portability.csv"
+bash tools/cross-gpu.sh "$X" >"$T/xg.log" 2>&1; rc=$?
+xrow() { awk -F, -v f="$1" -v t="$2" -v c="$3" '$1 == f && $3 == t && $5 == c { print $6 "," $7 }' "$X/cross-gpu/transfer.csv"; }
+check "cross-gpu.sh: exit 0, transfer tables written, no speedup figure without perf.csv (said)" \
+      "[ $rc -eq 0 ] && [ -s '$X/cross-gpu/transfer_summary.csv' ] && grep -q 'speedup_gpus: not drawn: no perf.csv' '$T/xg.log'"
+check "cross-gpu.sh: a portability.csv row is measured (80.0)" "[ \"\$(xrow 'GPU a' 'GPU b' c1)\" = '80.0,measured' ]"
+check "cross-gpu.sh: a winner among the other's explored rows (parameters in any order) is looked up (50.0)" \
+      "[ \"\$(xrow 'GPU a' 'GPU b' c2)\" = '50.0,lookup' ]"
+check "cross-gpu.sh: a class the other did not tune, or a winner it did not explore, is unknown" \
+      "[ \"\$(xrow 'GPU a' 'GPU b' c3)\" = ',unknown' ] && [ \"\$(xrow 'GPU b' 'GPU a' c1)\" = ',unknown' ]"
+check "cross-gpu.sh: a winner explored there with another status has no value, and it says so" \
+      "[ \"\$(xrow 'GPU b' 'GPU a' c2)\" = ',lookup' ] && grep -q 'status compile_error' '$X/cross-gpu/transfer.csv'"
+check "cross-gpu.sh: the summary: A on B from 1 measured, 1 lookup, 1 unknown, geomean 63.2 (of 80 and 50)" \
+      "grep -qx 'GPU a,opencl,GPU b,opencl,3,1,1,0,1,0,63.2' '$X/cross-gpu/transfer_summary.csv' &&
+       grep -qx 'GPU b,opencl,GPU a,opencl,2,0,0,1,1,0,' '$X/cross-gpu/transfer_summary.csv'"
+$fab check-results "$X" >"$T/xg.ck" 2>&1
+check "check-results notes cross-gpu/ instead of checking its files" \
+      "grep -q 'cross-gpu: note: drawn from the GPU folders' '$T/xg.ck' && ! grep -q 'cross-gpu/transfer' '$T/xg.ck'"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ensure-deps.sh build|test|run|fuzz: checks what fabench needs on this machine (by compiling
+# ensure-deps.sh build|test|run|fuzz|slurm: checks what fabench needs on this machine (by compiling
 # and probing, so headers unpacked elsewhere and named by CPATH count too), installs what
 # is missing with apt-get when root, else prints the exact command and exits 2.
 # FABENCH_OFFLINE=1 (a machine without a package mirror): optional packages are only named.
@@ -43,6 +43,14 @@ if [ "$mode" = run ]; then
     # figures: without gnuplot (a GPU node without network, say) run.sh still measures and
     # says so; `make plots` renders them later wherever gnuplot is
     have_cmd gnuplot || want+=(gnuplot-nox)
+fi
+if [ "$mode" = slurm ]; then
+    # tests/slurm.sh's private one-node cluster: the controller, the node daemon (and with
+    # them sbatch, squeue, scancel) and munge for their authentication
+    PATH=$PATH:/usr/sbin:/sbin
+    have_cmd slurmctld || need+=(slurmctld)
+    have_cmd slurmd || need+=(slurmd)
+    { have_cmd munged && have_cmd mungekey; } || need+=(munge)
 fi
 if [ "$mode" = fuzz ]; then
     # make fuzz: clang with libFuzzer and the address/undefined sanitizers' runtimes
