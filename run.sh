@@ -50,6 +50,10 @@ usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--tune-
                  into results/ (docs/cluster.md); the options after it are submit.sh's
 
   FABENCH_BUILD  the build folder (default build); each Slurm job builds into its own
+
+Exit status: 0 every row passed; 1 some rows did not (their status says why); 2 bad input,
+nothing moved; 128 + N when fabench run was stopped by signal N (the rows so far are kept:
+--resume goes on), so a Slurm job cut by its time limit is not taken for a finished one.
 USAGE
 }
 
@@ -199,6 +203,10 @@ for i in "${!sels[@]}"; do
           "${args[@]}" "${tuned[@]}" 2>&1 >&3 3>&- | tee "$log" >&2 3>&-; rc=${PIPESTATUS[0]}; } 3>&1
     note=""
     if [ $rc -eq 2 ]; then note="run.sh: $sel: bad input (exit 2, above)"; status=2
+    elif [ $rc -ge 128 ]; then # stopped by a signal (Ctrl-C, a job's time limit): not a finished run
+        echo "run.sh: $sel: fabench run was stopped (exit $rc); its finished rows are in $dir/perf.csv," \
+             "and ./run.sh --resume with the same options goes on" >&2
+        exit $rc
     elif [ $rc -ne 0 ]; then note="run.sh: $sel: some rows did not pass (exit $rc); see the status column"; [ $status -ne 0 ] || status=1
     fi
     [ -z "$note" ] || echo "$note" >&2
