@@ -7,12 +7,17 @@ CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2 -g
 CFLAGS  += $(OPT) -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -D_POSIX_C_SOURCE=200809L \
-           -Ibench -Ibench/rt -Ivendors -MMD -MP
+           $(INCLUDES) -MMD -MP
 LDLIBS  += -lcsv -ldl -lm -lpthread
 
-SRC     := $(wildcard bench/*.c bench/rt/*.c vendors/*/*.c)
+# bench/: cmd/ (the commands, main.c), core/ (shapes, configurations, running, timing and
+# verifying the kernel, the results' files), tune/ (the tuner, its search, the fallback),
+# metrics/ (code metrics of compiled kernels), rt/ (the GPU runtimes); docs/architecture.md
+BENCH_DIRS := bench/cmd bench/core bench/tune bench/metrics bench/rt
+INCLUDES   := $(BENCH_DIRS:%=-I%) -Ivendors
+SRC     := $(wildcard $(BENCH_DIRS:%=%/*.c) vendors/*/*.c)
 OBJ     := $(SRC:%.c=$(BUILD)/obj/%.o)
-LIBOBJ  := $(filter-out $(BUILD)/obj/bench/main.o,$(OBJ))
+LIBOBJ  := $(filter-out $(BUILD)/obj/bench/cmd/main.o,$(OBJ))
 TESTSRC := $(wildcard tests/test_*.c)
 TESTS   := $(TESTSRC:tests/%.c=$(BUILD)/tests/%)
 
@@ -90,8 +95,8 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := -O1 -g -fno-omit-frame-pointer -std=c11 -D_POSIX_C_SOURCE=200809L \
-                -Ibench -Ibench/rt -Ivendors -MMD -MP
-FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(filter-out bench/main.c,$(SRC)))
+                $(INCLUDES) -MMD -MP
+FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(filter-out bench/cmd/main.c,$(SRC)))
 FUZZ_ALL     := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_BINS    := $(FUZZ_ALL:%=build/fuzz/fuzz_%)

@@ -45,7 +45,7 @@ class Protocol(unittest.TestCase):
                 adapter.parse_request(REQ + bad)
 
     def test_batch_request(self):
-        # the batch rule of bench/timing.h travels in the request; its defaults are the same
+        # the batch rule of bench/core/timing.h travels in the request; its defaults are the same
         r = adapter.parse_request(REQ + " batch_us=500 max_batch=64 max_flushed=16 lse=/t/l")
         self.assertEqual((r["batch_us"], r["max_batch"], r["max_flushed"], r["lse"]), (500.0, 64, 16, "/t/l"))
         d = adapter.parse_request(REQ)
@@ -56,7 +56,7 @@ class Protocol(unittest.TestCase):
                 adapter.parse_request(REQ + bad)
 
     def test_batch_size(self):
-        # timing_batch_size in bench/timing.c: as many runs as fit TIMING_BATCH_US, within limits
+        # timing_batch_size in bench/core/timing.c: as many runs as fit TIMING_BATCH_US, within limits
         r = adapter.parse_request(REQ)
         self.assertEqual(adapter.batch_size(5.0, r, False), 128)
         self.assertEqual(adapter.batch_size(10.0, r, False), 100)

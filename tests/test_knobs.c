@@ -1,4 +1,4 @@
-/* test_knobs.c: walks bench/knobs.h's table. Every knob parses over its whole range and
+/* test_knobs.c: walks bench/core/knobs.h's table. Every knob parses over its whole range and
  * refuses the values past it naming what it allows, survives kconfig_str and a parse back,
  * reaches the kernel as its define when shown, is copied by kconfig_overlay, counts in the
  * distance, gives the search an ordered feature, is refused on a tile kind that does not

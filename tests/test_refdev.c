@@ -1,4 +1,4 @@
-/* test_refdev.c: the reference on a device (kernels/ref_attn.k through bench/refdev.c; the
+/* test_refdev.c: the reference on a device (kernels/ref_attn.k through bench/core/refdev.c; the
  * first OpenCL device, PoCL in CI, or $FABENCH_TEST_DEVICE) against the CPU's, every row:
  * every dtype, causal and not, GQA and MQA, ragged and mixed batches, Sq != Skv both ways,
  * rows with no visible key, odd head dims; a device reference that is wrong in one row is

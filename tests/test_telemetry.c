@@ -1,4 +1,4 @@
-/* test_telemetry.c: the GPU readings of perf.csv (bench/telemetry.c) against a fake NVML
+/* test_telemetry.c: the GPU readings of perf.csv (bench/core/telemetry.c) against a fake NVML
  * (tests/fake_nvml.c, build/tests/libfake_nvml.so beside this program) whose clock, power,
  * temperature and clock event reasons each case sets: a window's median clock, idle samples
  * left out, power from the energy counter and without it, the reasons' names both ways,

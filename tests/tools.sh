@@ -315,9 +315,9 @@ check "rounds.sh: zero rounds exits 2" "[ $? -eq 2 ]"
 FAKEFAB_LOG="$T/fakefab.log" FABENCH="$T/fakefab" tools/rounds.sh cuda:0 "$T/rs.csv" 1 "$T/rdr" --rest 1.5 >/dev/null 2>&1; rc=$?
 check "rounds.sh --rest: passed to ours and the vendors alike" \
       "[ $rc -eq 0 ] && grep -q '^run .*--rest 1.5' '$T/fakefab.log' && grep -q '^vendors .*--rest 1.5' '$T/fakefab.log'"
-# tools/knob-table.sh: docs/kernel.md's knob table is bench/knobs.h's; an edit by hand fails --check
+# tools/knob-table.sh: docs/kernel.md's knob table is bench/core/knobs.h's; an edit by hand fails --check
 tools/knob-table.sh --check >"$T/knobs.log" 2>&1; rc=$?
-check "knob-table.sh --check: docs/kernel.md's knob table is what bench/knobs.h gives" "[ $rc -eq 0 ]"
+check "knob-table.sh --check: docs/kernel.md's knob table is what bench/core/knobs.h gives" "[ $rc -eq 0 ]"
 [ $rc -eq 0 ] || sed 's/^/#   /' "$T/knobs.log" | head -20
 cp docs/kernel.md "$T/kernel.md"
 sed -i 's/^| `KPAD` | 0 to 8 |/| `KPAD` | 0 to 9 |/' "$T/kernel.md"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tune_multi.sh: `fabench tune --device A,B` (bench/tune_multi.c) on PoCL, with two worker
+# tune_multi.sh: `fabench tune --device A,B` (bench/tune/tune_multi.c) on PoCL, with two worker
 # processes on the one OpenCL device: every class tuned once, by one worker, into one
 # explored.csv and tuning.csv; run again, nothing lost or doubled; a folder of workers left
 # by a cut-short run merged first; bad input exits 2 with nothing written. One line per

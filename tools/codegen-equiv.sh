@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # codegen-equiv.sh [options] BEFORE_REF [AFTER_REF]
 #
-# Proof that a change to the kernel (or to how bench/attn.c assembles and configures it)
+# Proof that a change to the kernel (or to how bench/core/attn.c assembles and configures it)
 # left the generated code alone. Builds fabench at BEFORE_REF and at AFTER_REF (default:
 # this working tree), then runs `fabench compile` on both for every target over the same
 # configurations:

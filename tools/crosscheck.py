@@ -48,12 +48,12 @@ def read_shapes(path):
 
 
 def frac_len(frac, most):
-    """bench/util.c's frac_len: max(1, round(frac * most)), at most most."""
+    """bench/core/util.c's frac_len: max(1, round(frac * most)), at most most."""
     return min(most, max(1, int(frac * most + 0.5)))
 
 
 def cu_seqlens(r):
-    """bench/shapes.c's ragged lengths: lens (keys, and queries when qlens is empty) and
+    """bench/core/shapes.c's ragged lengths: lens (keys, and queries when qlens is empty) and
     qlens as fractions of sq and skv, repeated over the batch; None for a dense row."""
     if not r["lens"] and not r["qlens"]:
         return None, None

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # knob-table.sh [--check] [--doc FILE]
 #
-# docs/kernel.md's knob table is generated from bench/knobs.h, never typed: the block between
+# docs/kernel.md's knob table is generated from bench/core/knobs.h, never typed: the block between
 # <!-- knobs:begin --> and <!-- knobs:end --> is `fabench knobs --markdown`.
 #   (no option)  rewrite the block in FILE (default docs/kernel.md)
 #   --check      exit 1, with the difference, when the block is not what knobs.h gives
@@ -34,7 +34,7 @@ awk -v b="$begin" -v e="$end" -v t="$table" '
     !skip' "$doc" >"$new"
 if [ $mode = check ]; then
     diff "$doc" "$new" >&2 && exit 0
-    echo "knob-table.sh: $doc's knob table is not what bench/knobs.h gives; run tools/knob-table.sh" >&2
+    echo "knob-table.sh: $doc's knob table is not what bench/core/knobs.h gives; run tools/knob-table.sh" >&2
     exit 1
 fi
 cat "$new" >"$doc"

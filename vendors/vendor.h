@@ -1,7 +1,7 @@
 /* vendor.h: the interface every vendor adapter implements (vendors/<name>/): open on a
  * device or say why it is absent, list the implementations it measures, run one shape on
  * the harness's inputs and hand back the output and the timing samples (or, timed in this
- * process by bench/timing.c, their summary). The harness verifies the output itself (and,
+ * process by bench/core/timing.c, their summary). The harness verifies the output itself (and,
  * through vendor_inputs.check, each candidate a vendor chooses among) and writes the same
  * perf.csv rows as for the portable kernel. */
 #ifndef FABENCH_VENDOR_H
@@ -39,7 +39,7 @@ typedef struct {
     char reason[512];
     double *samples_us;    /* malloc'd timing samples (status ok), or: */
     size_t nsamples;
-    int has_stats;         /* the vendor timed with time_device (bench/timing.h) in this process:
+    int has_stats;         /* the vendor timed with time_device (bench/core/timing.h) in this process:
                             * stats is its summary and samples_us stays NULL */
     stats_t stats;
     char config[512];      /* what the vendor chose (engine, knobs), for perf.csv's config column */

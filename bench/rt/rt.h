@@ -142,7 +142,7 @@ typedef struct rt_runtime {
      * into out; 0, or RT_ERR when it cannot be loaded. */
     int (*offline_compiler)(char *out, size_t len);
 
-    /* Optional (NULL where the runtime has none): the timing gate (bench/timing.c).
+    /* Optional (NULL where the runtime has none): the timing gate (bench/core/timing.c).
      * gate_hold enqueues a command that holds the queue until gate_open, so that the batch
      * enqueued between the two runs back to back on the device, whatever the host spent
      * enqueuing it. A hold not opened within timeout_s gives up (the batch then ran with the
@@ -154,14 +154,14 @@ typedef struct rt_runtime {
     long (*gate_late)(rt_ctx *ctx);
 
     /* Optional, for a vendor library that enqueues its own work on this context's queue
-     * (cuDNN) and is timed by bench/timing.c: native_queue is the runtime's own handle of
+     * (cuDNN) and is timed by bench/core/timing.c: native_queue is the runtime's own handle of
      * the queue (a CUstream); mark enqueues an event at this point of the queue, usable as
      * either end of elapsed_ms. 0, or RT_ERR with err. */
     void *(*native_queue)(rt_ctx *ctx);
     int (*mark)(rt_ctx *ctx, rt_event **ev, char *err, size_t errlen);
 
     /* Optional (NULL where the runtime has none): launch graphs, the timer's first choice
-     * (bench/timing.c). Between capture_begin and capture_end the context's queue records
+     * (bench/core/timing.c). Between capture_begin and capture_end the context's queue records
      * what is enqueued on it (launches without events; a vendor's own work) instead of running
      * it; capture_end makes a graph of it that graph_launch enqueues as one call, so the
      * host's cost per launch never reaches the device. capture_end also ends a capture that

@@ -1,4 +1,4 @@
-/* fuzz_amdgpu.c: AMDGPU code objects (bench/amdgpu.c): the ELF note walk and the msgpack
+/* fuzz_amdgpu.c: AMDGPU code objects (bench/metrics/amdgpu.c): the ELF note walk and the msgpack
  * metadata reader, and the llvm-objdump listing parser, on any bytes. Neither may read
  * outside its input; a kernel found must have plausible fields (-1 or a non-negative
  * count) and a histogram only names that start with a lower-case letter. */

@@ -1,4 +1,4 @@
-/* fuzz_cache.c: kernel cache entries (bench/cache.c). The input is written as the entry
+/* fuzz_cache.c: kernel cache entries (bench/core/cache.c). The input is written as the entry
  * file of a fixed key in a private cache folder ($FABENCH_CACHE, set once) and read with
  * cache_get. The target parses the entry format itself (magic line, "BLEN LLEN SUM\n",
  * BLEN binary bytes, LLEN log bytes, end of file, SUM the FNV-1a of binary and log) and

@@ -1,5 +1,5 @@
 /* fuzz_cli.c: the command-line parsing of `fabench run`, `tune`, `vendors` and `compile`
- * (bench/commands.h), without any device work.
+ * (bench/cmd/commands.h), without any device work.
  *
  * The first byte picks the subcommand; the rest is split on NUL or newline into at most
  * 32 words. `devices` is not fuzzed (it starts the runtimes), nor `loc` (it walks

@@ -1,5 +1,5 @@
 /* fuzz_config.c: kernel configuration strings (--config, tuning.csv's config column;
- * bench/config.c). The input (at most 4096 bytes, NUL-terminated) is parsed over a zero
+ * bench/core/config.c). The input (at most 4096 bytes, NUL-terminated) is parsed over a zero
  * configuration as `run --config` does, completed with a device's defaults and checked;
  * a completed configuration that passes the checks (one `run` would compile, time and
  * record in perf.csv, or `tune` in tuning.csv) must have a canonical text (kconfig_str)

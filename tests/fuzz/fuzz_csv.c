@@ -1,4 +1,4 @@
-/* fuzz_csv.c: the CSV reader and writer (bench/csvio.c, libcsv underneath). Any input
+/* fuzz_csv.c: the CSV reader and writer (bench/core/csvio.c, libcsv underneath). Any input
  * reads as a table or as an error (0, 2 or -1) without a crash or a leak; a table that
  * reads is written back with csvt_write_atomic and read again, and the second table must
  * equal the first, field for field: the writer quotes exactly what the reader would

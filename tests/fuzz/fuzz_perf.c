@@ -1,5 +1,5 @@
 /* fuzz_perf.c: an existing perf.csv or manifest.csv opened for appending
- * (csvt_open_append, bench/csvio.c) as `run --append`, `vendors --append` and
+ * (csvt_open_append, bench/core/csvio.c) as `run --append`, `vendors --append` and
  * manifest_update do: any file is either taken (same header, all its rows) or refused
  * (2, -1) with a message, never half-read. A taken manifest gets a key set, as
  * manifest_fill does. */

@@ -1,4 +1,4 @@
-/* fuzz_shapes.c: shape files (bench/shapes.c) through shapes_load, and suite names
+/* fuzz_shapes.c: shape files (bench/core/shapes.c) through shapes_load, and suite names
  * through shapes_load_suite. Whatever the input, the loader returns 0, 2 or -1 without a
  * crash or a leak; on failure err is a message and the list is empty; on success every
  * shape meets what shapes.h promises was checked. */

@@ -1,4 +1,4 @@
-/* fuzz_space.c: search-space files (bench/space.c). space_load must accept or reject any
+/* fuzz_space.c: search-space files (bench/tune/space.c). space_load must accept or reject any
  * input without a crash; an accepted space is enumerated for a tensor-core GPU and a CPU,
  * prefill and decode, and every configuration that comes out must pass kconfig_check (as
  * tests/test_tune.c asserts for the shipped space).

@@ -1,4 +1,4 @@
-/* fuzz_tuning.c: tuning tables (tuning.csv) through tune_lookup (bench/tune.c), as
+/* fuzz_tuning.c: tuning tables (tuning.csv) through tune_lookup (bench/tune/tune.c), as
  * `run --tuned` reads them, for a fixed device ("G" on the opencl runtime; nothing is
  * opened) and a few shapes: an exact class, a decode class (nearest), another head dim
  * and dtype. The lookup returns 0, 1 or 2; a configuration it hands back is completed

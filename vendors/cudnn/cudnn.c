@@ -1,6 +1,6 @@
 /* cudnn.c: the cuDNN vendor: cuDNN's fused flash-attention forward (cudnn_graph.c) on the
  * harness's inputs, on the harness's own CUDA context and stream (rt "cuda" opens the device's
- * primary context, which cuDNN's runtime shares), so bench/timing.c times it as it times ours:
+ * primary context, which cuDNN's runtime shares), so bench/core/timing.c times it as it times ours:
  * a captured launch graph replayed (gated batches where capture fails), events from rt->mark,
  * the L2 flush on the same stream. For each shape every
  * engine config cuDNN's heuristics offer (for graphs with the softmax statistics virtual and
@@ -760,7 +760,7 @@ typedef struct {
     fbdnn_desc vp;
 } exec_arg;
 
-/* enqueue_fn (bench/timing.h): one execution, between events of the harness's stream when asked. */
+/* enqueue_fn (bench/core/timing.h): one execution, between events of the harness's stream when asked. */
 static int enqueue_exec(void *arg, rt_event **first, rt_event **last, char *err, size_t errlen)
 {
     exec_arg *x = arg;

@@ -1,6 +1,6 @@
 /* cudnn_pad.h: the harness's inputs in the layouts cuDNN's padded and paged graphs read: a
  * ragged batch (packed per head: Q, O [hq, total_q, d], K, V [hkv, total_kv, d];
- * bench/common.h) padded with zeros to dense [b, h, s, d], each sequence's lengths, K and V
+ * bench/core/common.h) padded with zeros to dense [b, h, s, d], each sequence's lengths, K and V
  * scattered into shuffled pages with a block table for a paged cache, and the output and
  * the softmax statistics unpadded again. */
 #ifndef FBDNN_PAD_H

@@ -12,7 +12,7 @@ or  absent reason=WHY
 then, for every request line on stdin
     run impl=NAME dtype=bf16 b=.. hq=.. hkv=.. sq=.. skv=.. d=.. causal=0|1 q=PATH k=PATH v=PATH o=PATH
         warmup=SECONDS budget=SECONDS min_reps=N max_reps=N
-and optionally batch_us=US max_batch=N max_flushed=N (the batch rule of bench/timing.h)
+and optionally batch_us=US max_batch=N max_flushed=N (the batch rule of bench/core/timing.h)
 and lse=PATH (write the log-sum-exp there too, where the implementation returns one);
 it answers one line
     result status=ok timer=gated batch=N launch_us=US samples=US,US,...   (the output is in PATH o)
@@ -21,7 +21,7 @@ or  result status=error reason=WHY
 A ragged (variable-length or mixed) batch adds
         cu_q=0,N1,N2,... cu_kv=0,M1,M2,...   (batch + 1 cumulative offsets each)
 and its tensors are packed per head without padding: Q and O [Hq, total_q, D], K and V
-[Hkv, total_kv, D]; sequence b owns rows cu[b] .. cu[b+1]-1 (bench/common.h). A paged KV
+[Hkv, total_kv, D]; sequence b owns rows cu[b] .. cu[b+1]-1 (bench/core/common.h). A paged KV
 cache adds page=ROWS: the adapter scatters K and V into shuffled pages of that many rows
 and hands each vendor the block table its API takes; a vendor API without one says so.
 How each vendor ran a batch (varlen, document mask, padded with a mask, pages) comes back
@@ -38,7 +38,7 @@ implementation that returns it.
 Values never hold spaces except reason, which is always last. `quit` ends it.
 Tensors are raw little-endian arrays in [B, H, S, D] order, in the request's dtype.
 
-Timing is fabench's one protocol (bench/timing.c): after the warm-up, batches of calls run
+Timing is fabench's one protocol (bench/core/timing.c): after the warm-up, batches of calls run
 back to back, each batch a CUDA graph of n calls replayed by one call (timer=graph), or,
 where a call cannot be captured, n calls enqueued behind a gate (kernels/gate.ptx, loaded
 through the driver with ctypes) that holds the stream until the whole batch is enqueued
@@ -57,7 +57,7 @@ import os
 IMPLS = ("torch-flash", "torch-efficient", "torch-cudnn", "flex", "flex-autotune")
 # FlexAttention compiled with Inductor's autotuning: the Triton peer of the paper's method
 FLEX_MODES = {"flex": None, "flex-autotune": "max-autotune-no-cudagraphs"}
-# bench/timing.h's batch rule, used when a request does not carry it
+# bench/core/timing.h's batch rule, used when a request does not carry it
 BATCH_US, MAX_BATCH, MAX_FLUSHED = 1000.0, 128, 32
 GATE_PTX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels", "gate.ptx")
 
@@ -117,7 +117,7 @@ def parse_request(line):
 
 
 class Gate:
-    """The timing gate of bench/timing.c in this process: kernels/gate.ptx loaded through the
+    """The timing gate of bench/core/timing.c in this process: kernels/gate.ptx loaded through the
     CUDA driver (ctypes), spinning on a word of mapped host memory until the host writes the
     hold's sequence number there, or giving up after a timeout and counting itself late."""
 
@@ -156,7 +156,7 @@ class Gate:
 
 
 def batch_size(run_us, r, flushed):
-    """bench/timing.c's timing_batch_size: runs a batch, from one run's device time."""
+    """bench/core/timing.c's timing_batch_size: runs a batch, from one run's device time."""
     most = r["max_flushed"] if flushed else r["max_batch"]
     if not run_us > 0:
         return 1
@@ -647,7 +647,7 @@ class Adapter:
             return None
 
     def time_calls(self, r, call):
-        """fabench's timing protocol (bench/timing.c): warm-up, then batches of calls back to
+        """fabench's timing protocol (bench/core/timing.c): warm-up, then batches of calls back to
         back, each a replayed CUDA graph of n calls (FABENCH_TIMER=graph, the default), or
         calls enqueued behind the gate (gated) or as they come (queue); with flush=BYTES that
         much device memory is overwritten before every call, outside the events, and each

@@ -10,7 +10,7 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: fabench knobs [--markdown]\n\n"
-               "The portable kernel's tuned knobs (bench/knobs.h): each key and the values it takes,\n"
+               "The portable kernel's tuned knobs (bench/core/knobs.h): each key and the values it takes,\n"
                "one a line; --markdown: docs/kernel.md's table (key, values, who takes it, what it does).\n");
 }
 

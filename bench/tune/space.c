@@ -61,7 +61,7 @@ int space_load(const char *path, space_t *sp, char *err, size_t errlen)
     for (size_t i = 0; rc == 0 && i < t->nrows; i++) {
         const char *name = t->rows[i][cp], *val = t->rows[i][cv], *when = t->rows[i][cw];
         int line = t->row_line[i];
-        if (knob_find(name) < 0) { /* a knob of bench/knobs.h */
+        if (knob_find(name) < 0) { /* a knob of bench/core/knobs.h */
             snprintf(err, errlen, "%s:%d: field 'param': unknown parameter '%s'", path, line, name);
             rc = FB_EXIT_BADINPUT;
             break;

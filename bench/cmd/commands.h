@@ -1,6 +1,7 @@
-/* commands.h: the subcommands of the fabench command line, each in its own file
- * (run_cmd.c, tune.c, vendors_cmd.c, codegen.c, loc.c, check_results.c, compare.c,
- * versus.c, codegen_summary.c, portability.c, fallback_fit.c); main.c dispatches to them. */
+/* commands.h: the subcommands of the fabench command line, each in its own file: in cmd/
+ * (run_cmd.c, vendors_cmd.c, check_results.c, compare.c, versus.c, portability.c,
+ * knobs_cmd.c), tune/ (tune.c, replay.c, fallback_fit.c) and metrics/ (codegen.c, loc.c,
+ * codegen_summary.c), beside the code they drive; main.c dispatches to them. */
 #ifndef FABENCH_COMMANDS_H
 #define FABENCH_COMMANDS_H
 
