@@ -1058,32 +1058,47 @@ static void usage(FILE *f)
             "(FABENCH_TUNE_ISOLATE=0: in this process, as one run).\n");
 }
 
-int cmd_tune(int argc, char **argv)
+/* The supervisor, unless asked not to (FABENCH_TUNE_ISOLATE=0): it runs no GPU code itself
+ * but the tune in a child process, which it starts again where a candidate crashed or hung
+ * the device; several devices: a worker process each (tune_multi.c). Returns the exit
+ * status when it ran the tune, -1 when this process is to tune itself */
+static int tune_dispatch(int argc, char **argv, int child)
 {
-    const double tune_t0 = fb_now();
-    const int child = getenv("FABENCH_TUNE_CHILD") != NULL;
-    const char *inflight = child ? getenv("FABENCH_TUNE_INFLIGHT") : NULL;
-    {   /* the supervisor (unless asked not to): it runs no GPU code itself */
-        const char *iso = getenv("FABENCH_TUNE_ISOLATE");
-        int help = 0;
-        for (int i = 1; i < argc; i++) help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
-        /* several devices: a worker process each (tune_multi.c), not one tune */
-        const char *spec = NULL, *res = NULL;
-        int worker = 0;
-        for (int i = 1; i < argc; i++) {
-            if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[i + 1];
-            else if (!strncmp(argv[i], "--device=", 9)) spec = argv[i] + 9;
-            else if (!strcmp(argv[i], "--results") && i + 1 < argc) res = argv[i + 1];
-            else if (!strncmp(argv[i], "--results=", 10)) res = argv[i] + 10;
-            worker |= !strncmp(argv[i], "--worker-", 9);
-        }
-        if (!child && !help && !worker && spec && (strchr(spec, ',') || !strcmp(spec, "all")))
-            return tune_multi(argc, argv, spec, res);
-        if (!child && !help && !(iso && !strcmp(iso, "0"))) {
-            int rc = supervise(argc, argv);
-            if (rc >= 0) return rc;
-        }
+    const char *iso = getenv("FABENCH_TUNE_ISOLATE");
+    int help = 0;
+    for (int i = 1; i < argc; i++) help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+    /* several devices: a worker process each (tune_multi.c), not one tune */
+    const char *spec = NULL, *res = NULL;
+    int worker = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[i + 1];
+        else if (!strncmp(argv[i], "--device=", 9)) spec = argv[i] + 9;
+        else if (!strcmp(argv[i], "--results") && i + 1 < argc) res = argv[i + 1];
+        else if (!strncmp(argv[i], "--results=", 10)) res = argv[i] + 10;
+        worker |= !strncmp(argv[i], "--worker-", 9);
     }
+    if (!child && !help && !worker && spec && (strchr(spec, ',') || !strcmp(spec, "all")))
+        return tune_multi(argc, argv, spec, res);
+    if (!child && !help && !(iso && !strcmp(iso, "0"))) {
+        int rc = supervise(argc, argv);
+        if (rc >= 0) return rc;
+    }
+    return -1;
+}
+
+/* What `fabench tune` was asked: its options, checked */
+typedef struct {
+    const char *device, *suite, *shapes_file, *results, *space_file, *only, *strategy, *claims;
+    int halving, have_dtype, quiet, merge, declared_only;
+    double timeout_s, time_limit, rep_budget, rematch_budget;
+    long budget, worker_id; /* worker_id: a worker of a multi-device tune (claims: the classes it takes), else -1 */
+    uint64_t seed;
+    dtype_t dtype;
+} tune_opts;
+
+/* Reads tune's options into *o: -1 to go on, else the exit status (0 after --help) */
+static int tune_options(int argc, char **argv, tune_opts *o)
+{
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_DTYPE, O_STRATEGY, O_BUDGET, O_TIME, O_SEED, O_RESULTS, O_SPACE,
            O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE, O_REMATCH, O_DECLARED, O_CLASS, O_CLAIMS, O_WORKER };
     static const struct option opts[] = {
@@ -1108,7 +1123,6 @@ int cmd_tune(int argc, char **argv)
     const char *claims = NULL; /* a worker of a multi-device tune: the classes it takes */
     long worker_id = -1;
     dtype_t dtype = DT_BF16;
-    char err[FB_ERRLEN];
     optind = 1;
     opterr = 0;
     int c;
@@ -1188,455 +1202,566 @@ int cmd_tune(int argc, char **argv)
         fprintf(stderr, "fabench tune: --declared-only needs --merge and --space (without --space every candidate is declared)\n");
         return FB_EXIT_BADINPUT;
     }
-    space_t space;
-    int rc = space_file ? space_load(space_file, &space, err, sizeof err) : space_load_default(&space, err, sizeof err);
+    *o = (tune_opts){.device = device, .suite = suite, .shapes_file = shapes_file, .results = results,
+                     .space_file = space_file, .only = only, .strategy = strategy, .claims = claims,
+                     .halving = halving, .have_dtype = have_dtype, .quiet = quiet, .merge = merge,
+                     .declared_only = declared_only, .timeout_s = timeout_s, .time_limit = time_limit,
+                     .rep_budget = rep_budget, .rematch_budget = rematch_budget, .budget = budget,
+                     .worker_id = worker_id, .seed = seed, .dtype = dtype};
+    return -1;
+}
+
+/* One tune: its options, the space, the shapes, the device, the results folder's tables and
+ * fallback.csv's rules, the runner */
+typedef struct {
+    tune_opts o;
+    int child, is_tty;
+    const char *inflight; /* a supervised child: the file that names the candidate in flight */
+    space_t space, decl_space;
+    const space_t *declared; /* kernels/space.csv, which earlier runs' rows must belong to (NULL: unread) */
+    shape_list_t shapes;
+    rt_device dev;
+    char dir[1024], p_explored[1100], p_tuning[1100], p_manifest[1100];
+    csv_table *explored, *tuning;
+    fb_rules rules;
+    int have_rules;
+    attn_runner *runner;
+    attn_opts ao;
+} tune_run;
+
+/* Reads every input of the tune and opens the results folder's tables, all checked before
+ * anything is written: -1 to go on, else the exit status (what it opened is freed) */
+static int tune_open(tune_run *t, int argc, char **argv)
+{
+    char err[FB_ERRLEN];
+    int rc = t->o.space_file ? space_load(t->o.space_file, &t->space, err, sizeof err) : space_load_default(&t->space, err, sizeof err);
     if (rc != 0) { fprintf(stderr, "fabench tune: %s\n", err); return FB_EXIT_BADINPUT; }
     /* the declared space (kernels/space.csv), which earlier runs' rows must still belong to */
-    space_t decl_space;
-    const space_t *declared = &space;
-    if (space_file && merge) { /* only --merge consults it */
+    t->declared = &t->space;
+    if (t->o.space_file && t->o.merge) { /* only --merge consults it */
         char e2[512];
-        declared = space_load_default(&decl_space, e2, sizeof e2) == 0 ? &decl_space : NULL;
-        if (!declared && declared_only) {
+        t->declared = space_load_default(&t->decl_space, e2, sizeof e2) == 0 ? &t->decl_space : NULL;
+        if (!t->declared && t->o.declared_only) {
             fprintf(stderr, "fabench tune: --declared-only: %s\n", e2);
             return FB_EXIT_BADINPUT;
         }
-        if (!declared) fprintf(stderr, "fabench tune: note: %s; earlier rows are not checked against it\n", e2);
+        if (!t->declared) fprintf(stderr, "fabench tune: note: %s; earlier rows are not checked against it\n", e2);
     }
-    shape_list_t shapes = {0};
-    rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err) : shapes_load_suite(suite, &shapes, err, sizeof err);
-    if (rc == 0 && only && class_list_check(only, &shapes, have_dtype, dtype, err, sizeof err) != 0) rc = FB_EXIT_BADINPUT;
-    if (rc != 0) { fprintf(stderr, "fabench tune: %s\n", err); shapes_free(&shapes); return FB_EXIT_BADINPUT; }
-    rt_device dev;
-    if (rt_select(device, &dev, err, sizeof err) != 0) {
+    rc = t->o.shapes_file ? shapes_load(t->o.shapes_file, &t->shapes, err, sizeof err) : shapes_load_suite(t->o.suite, &t->shapes, err, sizeof err);
+    if (rc == 0 && t->o.only && class_list_check(t->o.only, &t->shapes, t->o.have_dtype, t->o.dtype, err, sizeof err) != 0) rc = FB_EXIT_BADINPUT;
+    if (rc != 0) { fprintf(stderr, "fabench tune: %s\n", err); shapes_free(&t->shapes); return FB_EXIT_BADINPUT; }
+    if (rt_select(t->o.device, &t->dev, err, sizeof err) != 0) {
         fprintf(stderr, "fabench tune: %s\n", err);
-        shapes_free(&shapes);
+        shapes_free(&t->shapes);
         return FB_EXIT_BADINPUT;
     }
 
-    char dir[1024], slug[256], p_explored[1100], p_tuning[1100], p_manifest[1100];
-    fb_slug(dev.info.name, slug, sizeof slug);
-    if (results) snprintf(dir, sizeof dir, "%s", results);
-    else snprintf(dir, sizeof dir, "results/%s", slug);
-    snprintf(p_tuning, sizeof p_tuning, "%s/tuning.csv", dir);
-    if (fb_mkdir_p(dir, err, sizeof err) != 0 || fb_claim_output(p_tuning, err, sizeof err) != 0) {
+    char slug[256];
+    fb_slug(t->dev.info.name, slug, sizeof slug);
+    if (t->o.results) snprintf(t->dir, sizeof t->dir, "%s", t->o.results);
+    else snprintf(t->dir, sizeof t->dir, "results/%s", slug);
+    snprintf(t->p_tuning, sizeof t->p_tuning, "%s/tuning.csv", t->dir);
+    if (fb_mkdir_p(t->dir, err, sizeof err) != 0 || fb_claim_output(t->p_tuning, err, sizeof err) != 0) {
         fprintf(stderr, "fabench tune: %s\n", err);
-        shapes_free(&shapes);
+        shapes_free(&t->shapes);
         return FB_EXIT_BADINPUT;
     }
-    snprintf(p_explored, sizeof p_explored, "%s/explored.csv", dir);
-    snprintf(p_tuning, sizeof p_tuning, "%s/tuning.csv", dir);
-    snprintf(p_manifest, sizeof p_manifest, "%s/manifest.csv", dir);
-    csv_table *explored = NULL, *tuning = NULL;
+    snprintf(t->p_explored, sizeof t->p_explored, "%s/explored.csv", t->dir);
+    snprintf(t->p_tuning, sizeof t->p_tuning, "%s/tuning.csv", t->dir);
+    snprintf(t->p_manifest, sizeof t->p_manifest, "%s/manifest.csv", t->dir);
     /* every input read (another GPU's manifest is bad input too) before anything is written */
-    if (manifest_check_path(p_manifest, &dev, err, sizeof err) != 0 ||
-        csvt_open_append_from(p_explored, explored_header, EXPLORED_NCOLS, EXPLORED_OLDEST_NCOLS, &explored, err, sizeof err) != 0 ||
-        csvt_open_append(p_tuning, tuning_header, TUNING_NCOLS, &tuning, err, sizeof err) != 0 ||
-        csvt_write_atomic(explored, p_explored, err, sizeof err) != 0 ||
-        manifest_update(p_manifest, &dev, argc + 1, argv - 1, merge, err, sizeof err) != 0) {
+    if (manifest_check_path(t->p_manifest, &t->dev, err, sizeof err) != 0 ||
+        csvt_open_append_from(t->p_explored, explored_header, EXPLORED_NCOLS, EXPLORED_OLDEST_NCOLS, &t->explored, err, sizeof err) != 0 ||
+        csvt_open_append(t->p_tuning, tuning_header, TUNING_NCOLS, &t->tuning, err, sizeof err) != 0 ||
+        csvt_write_atomic(t->explored, t->p_explored, err, sizeof err) != 0 ||
+        manifest_update(t->p_manifest, &t->dev, argc + 1, argv - 1, t->o.merge, err, sizeof err) != 0) {
         fprintf(stderr, "fabench tune: %s\n", err);
-        csvt_free(explored);
-        csvt_free(tuning);
-        shapes_free(&shapes);
+        csvt_free(t->explored);
+        csvt_free(t->tuning);
+        shapes_free(&t->shapes);
         return FB_EXIT_BADINPUT;
     }
     /* what `run --tuned` takes for a class without its row contends in its head-to-head: the
      * rules of fallback.csv in the results folder, where there is one */
     char p_fallback[1100];
-    fb_rules rules;
-    snprintf(p_fallback, sizeof p_fallback, "%s/fallback.csv", dir);
-    const int frc = fallback_read(p_fallback, dev.info.name, dev.rt->name, &rules, err, sizeof err);
-    const int have_rules = frc == 0;
+    snprintf(p_fallback, sizeof p_fallback, "%s/fallback.csv", t->dir);
+    const int frc = fallback_read(p_fallback, t->dev.info.name, t->dev.rt->name, &t->rules, err, sizeof err);
+    t->have_rules = frc == 0;
     if (frc == 2) {
         fprintf(stderr, "fabench tune: %s\n", err);
-        csvt_free(explored);
-        csvt_free(tuning);
-        shapes_free(&shapes);
+        csvt_free(t->explored);
+        csvt_free(t->tuning);
+        shapes_free(&t->shapes);
         return FB_EXIT_BADINPUT;
     }
-    attn_runner *runner;
-    if (attn_open(&dev, &runner, err, sizeof err) != 0) {
+    if (attn_open(&t->dev, &t->runner, err, sizeof err) != 0) {
         fprintf(stderr, "fabench tune: %s\n", err);
-        csvt_free(explored);
-        csvt_free(tuning);
-        shapes_free(&shapes);
-        if (have_rules) fallback_rules_free(&rules);
+        csvt_free(t->explored);
+        csvt_free(t->tuning);
+        shapes_free(&t->shapes);
+        if (t->have_rules) fallback_rules_free(&t->rules);
         return 1;
     }
-    attn_opts ao;
-    attn_opts_defaults(&ao);
-    ao.timing.budget_s = rep_budget;
-    ao.timing.warmup_s = 0.02;
-    ao.timing.timeout_s = timeout_s;
-    signal(SIGINT, on_sigint);
-    int is_tty = isatty(2);
+    attn_opts_defaults(&t->ao);
+    t->ao.timing.budget_s = t->o.rep_budget;
+    t->ao.timing.warmup_s = 0.02;
+    t->ao.timing.timeout_s = t->o.timeout_s;
+    return -1;
+}
 
-    size_t *rep = calloc(shapes.n ? shapes.n : 1, sizeof *rep);
-    char (*keys)[96] = calloc(shapes.n ? shapes.n : 1, sizeof *keys);
-    size_t nclass = 0;
-    int fatal = 0;
-    if (!rep || !keys) { fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; }
-    else class_reps(&shapes, have_dtype, dtype, only, rep, keys, &nclass);
-    int restart = 0; /* a child whose device hung: the supervisor starts a fresh one */
-    size_t nfinished = 0; /* classes this process finished (fewer than nclass when stopped) */
-    for (size_t ci = 0; ci < nclass && !stop_requested && !fatal && !restart; ci++) {
-        const shape_t *s = &shapes.v[rep[ci]];
-        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
-        if (claims) { /* a worker: only the classes no other worker took */
-            const int mine = tune_claim(claims, (int)worker_id, dev.info.name, dev.rt->name, keys[ci]);
-            if (mine < 0) { fprintf(stderr, "fabench tune: %s: cannot claim a class: %s\n", claims, strerror(errno)); fatal = 1; break; }
-            if (!mine) { nfinished++; continue; }
-        }
-        kconfig *cands;
-        long before;
-        long n = space_enumerate(&space, &dev.info, s, dt, &cands, &before);
-        if (n < 0) { fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; break; }
-        /* the declared space's configurations for this class (--merge): --declared-only
-         * filters the candidates with them first, the head-to-head takes them after */
-        long ndecl = 0;
-        char **decl = NULL;
-        if (declared_only && declared) { /* keep what kernels/space.csv declares for this class */
-            decl = declared_strings(declared, &dev.info, s, dt, &ndecl);
-            if (!decl) { free(cands); fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; break; }
-            long kept = 0;
-            for (long i = 0; i < n; i++) {
-                char cs[KCONFIG_STR_MAX];
-                kconfig_str(&cands[i], cs, sizeof cs);
-                if (in_declared_list((const char *const *)decl, ndecl, cs)) cands[kept++] = cands[i];
-            }
-            if (!quiet && kept < n)
-                fprintf(stderr, "fabench tune: %s: --declared-only: %ld of the %ld candidates are not in %s for this class; "
-                        "%ld left\n", keys[ci], n - kept, n, declared->source, kept);
-            before -= n - kept; /* the summary's count is then of what remains */
-            n = kept;
-        }
-        double t0 = fb_now(), best_us = INFINITY;
-        if (!quiet && !is_tty) /* a log shows where a long class is from its start */
-            fprintf(stderr, "fabench tune: [%zu/%zu] %s: %s over %ld configurations%s\n", ci + 1, nclass, keys[ci], strategy, n,
-                    time_limit > 0 ? ", within --time" : "");
-        searcher *se = searcher_new(strategy, cands, n, seed);
-        if (!se) { free(cands); strings_free(decl, ndecl); fatal = 1; break; }
-        searcher_budget(se, budget); /* halving: the size of its first rung */
-        {   /* the default configuration first; a local climb starts from its seeds (the
-             * class's tuning.csv row and its nearest neighbours'), else from the default */
-            kconfig dc = {0};
-            char ds[256];
-            int dist = 0;
-            kconfig_complete(&dc, &dev.info, s, dt);
-            kconfig_str(&dc, ds, sizeof ds);
-            long i = cand_nearest(cands, n, ds, &dist);
-            if (i >= 0 && dist == 0) searcher_first(se, i);
-            if (!strcmp(strategy, "local")) local_seeds(se, tuning, &dev, keys[ci], cands, n);
-        }
-        attn_precompile_job *pjob = NULL;
-        {   /* compile what the searcher may ask for on all cores (into the disk cache), in
-             * the background where the runtime allows, so timing starts at once; a
-             * model-guided search may ask for any of them */
-            long m = budget > 0 && budget < n ? (strcmp(strategy, "bo") ? budget : 4 * budget) : n;
-            if (m > n) m = n;
-            kconfig *pre = malloc(sizeof *pre * (size_t)(m ? m : 1));
-            long *ord = malloc(sizeof *ord * (size_t)(m ? m : 1));
-            if (pre && ord) {
-                searcher_preview(se, ord, m);
-                for (long i = 0; i < m; i++) pre[i] = cands[ord[i]];
-                pjob = attn_precompile_start(runner, s, dt, pre, m, ao.write_lse, time_limit > 0 ? t0 + time_limit : 0,
-                                             &stop_requested);
-            }
-            free(pre);
-            free(ord);
-        }
-        const size_t first_row = explored->nrows; /* rows from here on are this run's */
-        long best = -1, explored_n = 0, late_tries = 0;
-        char best_cfg[KCONFIG_STR_MAX] = "", new_cfg[KCONFIG_STR_MAX] = ""; /* new_cfg: the best of the candidates timed by this run */
-        double new_us = INFINITY;
-        /* resume: candidates this class already has rows for are not run again */
-        const int col_st = csvt_col(explored, "status"), col_us = csvt_col(explored, "median_us");
-        long idx;
-        /* halving's later rungs time candidates already counted against the budget */
-        while (!stop_requested && (budget <= 0 || explored_n < budget || halving) && (idx = searcher_ask(se)) >= 0) {
-            /* --time spent: stop, except that a class with nothing verified yet gets a few
-             * tries more (a cold compile of the precompile batch, NVIDIA's OpenCL say, can
-             * take all of a short --time before the first candidate has run) */
-            if (time_limit > 0 && fb_now() - t0 > time_limit && (best >= 0 || late_tries++ >= TUNE_LATE_TRIES)) break;
-            char cs[KCONFIG_STR_MAX];
-            kconfig_str(&cands[idx], cs, sizeof cs);
-            /* this class's row for the candidate: an earlier run's (resumed: its recorded time),
-             * or, for halving's later rungs, this run's, which is timed again for longer */
-            const long rr = explored_find(explored, &dev, keys[ci], cs);
-            const int rung = searcher_rung(se);
-            if (rung > 0 && rr >= (long)first_row) {
-                status_t st = ST_OK;
-                /* a crash here is recorded over this row (the supervisor) */
-                note_candidate(inflight, p_explored, &dev, cs, keys[ci], s->name, strategy,
-                               explored->rows[rr][csvt_col(explored, "step")], 1);
-                /* test hook (tests/faults.sh): crash while timing a candidate again, once: at
-                 * the first such timing after the file named there was created */
-                const char *crash = getenv("FABENCH_TEST_CRASH_RETIME");
-                if (inflight && crash && *crash) {
-                    FILE *once = fopen(crash, "wx");
-                    if (once) { fclose(once); signal(SIGSEGV, SIG_DFL); raise(SIGSEGV); }
-                }
-                if (retime_row(runner, s, dt, &cands[idx], &ao, rung, explored, (size_t)rr, p_explored, &st, err,
-                               sizeof err) != 0) {
-                    fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
-                    fatal = 1;
-                    break;
-                }
-                if (inflight) unlink(inflight);
-                if (child && (st == ST_TIMEOUT || attn_unusable(runner))) { /* the device is gone for this process */
-                    restart = 1;
-                    break;
-                }
-                if (!quiet && !is_tty)
-                    fprintf(stderr, "fabench tune: %s: rung %d: %s %s us\n", keys[ci], rung, cs,
-                            explored->rows[rr][col_us][0] ? explored->rows[rr][col_us] : explored->rows[rr][col_st]);
-            }
-            if (rung > 0 || rr >= 0) {
-                const int row_ok = rr >= 0 && !strcmp(explored->rows[rr][col_st], "ok") && explored->rows[rr][col_us][0];
-                const double t = row_ok ? atof(explored->rows[rr][col_us]) : NAN;
-                searcher_tell(se, idx, t);
-                if (rung == 0) { /* a resumed candidate counts as explored */
-                    explored_n++;
-                    if (t < best_us) {
-                        best_us = t;
-                        best = idx;
-                        snprintf(best_cfg, sizeof best_cfg, "%s", cs);
-                    }
-                }
-                continue;
-            }
-            attn_result res;
-            /* a candidate more than ABANDON times slower than the best so far gets one timed run */
-            ao.timing.abandon_us = isfinite(best_us) ? TUNE_ABANDON * best_us : 0;
-            kconfig cand = cands[idx];
-            if (inflight) {
-                char step[24];
-                snprintf(step, sizeof step, "%ld", explored_n + 1);
-                note_candidate(inflight, p_explored, &dev, cs, keys[ci], s->name, strategy, step, 0);
-                /* test hooks (tests/faults.sh): crash the process, or hang the device, on
-                 * candidates whose configuration contains the given text */
-                const char *crash = getenv("FABENCH_TEST_CRASH_CONFIG"), *hang = getenv("FABENCH_TEST_HANG_CONFIG");
-                if (crash && *crash && strstr(cs, crash)) { signal(SIGSEGV, SIG_DFL); raise(SIGSEGV); }
-                if (hang && *hang && strstr(cs, hang)) {
-                    kconfig h = {0};
-                    if (kconfig_parse("FAULT_HANG=1", &h, err, sizeof err) == 0) kconfig_overlay(&cand, &h);
-                }
-            }
-            if (attn_run(runner, s, dt, &cand, &ao, &res, err, sizeof err) != 0) {
-                fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
-                fatal = 1;
-                break;
-            }
-            explored_n++;
-            int ok = res.status == ST_OK;
-            double us = ok ? res.us.median : NAN;
-            searcher_tell(se, idx, us);
-            if (ok && us < best_us) { best_us = us; best = idx; snprintf(best_cfg, sizeof best_cfg, "%s", cs); }
-            if (ok && us < new_us) { new_us = us; snprintf(new_cfg, sizeof new_cfg, "%s", cs); }
-            if (explored_add(explored, &dev, keys[ci], s, strategy, explored_n, cs, &res, res.reason) != 0)
-                snprintf(err, sizeof err, "out of memory");
-            if (explored->nrows == 0 || strcmp(explored->rows[explored->nrows - 1][3], cs) ||
-                csvt_write_atomic(explored, p_explored, err, sizeof err) != 0) {
-                fprintf(stderr, "fabench tune: %s\n", err);
-                fatal = 1;
-                break;
-            }
-            if (inflight) unlink(inflight);
-            if (child && (res.status == ST_TIMEOUT || attn_unusable(runner))) { /* the device is gone for this process */
-                restart = 1;
-                break;
-            }
-            if (!quiet && is_tty) {
-                /* ETA from this class's pace so far, capped by --time */
-                const long total = budget > 0 && budget < n ? budget : n;
-                double eta = (fb_now() - t0) / (double)explored_n * (double)(total - explored_n);
-                if (time_limit > 0 && eta > time_limit - (fb_now() - t0)) eta = time_limit - (fb_now() - t0);
-                fprintf(stderr, "\r[%zu/%zu] %s: %ld/%ld, best %.1f us, ETA %.0f s   ", ci + 1, nclass, keys[ci],
-                        explored_n, total, best_us, eta > 0 ? eta : 0.0);
-            }
-        }
-        attn_precompile_wait(pjob, 1);
-        if (halving && !fatal && searcher_rung(se) > 0) { /* the survivor of the highest rung, by its longest timing */
-            double hus;
-            const long hb = searcher_best(se, &hus);
-            if (hb < 0) { /* every survivor failed when timed again: nothing to trust */
-                if (!quiet) fprintf(stderr, "fabench tune: %s: every survivor failed when timed again\n", keys[ci]);
-                best = -1;
-                new_cfg[0] = 0;
-            } else {
-                best = hb;
-                best_us = hus;
-                kconfig_str(&cands[hb], best_cfg, sizeof best_cfg);
-                if (explored_find(explored, &dev, keys[ci], best_cfg) >= (long)first_row) {
-                    new_us = hus;
-                    snprintf(new_cfg, sizeof new_cfg, "%s", best_cfg);
-                } else { /* an earlier run's row: rung 0's fastest new one may have been eliminated since */
-                    new_us = INFINITY;
-                    new_cfg[0] = 0;
-                }
-            }
-        }
-        searcher_free(se);
-        /* the head-to-head's admissible configurations: this run's candidates without
-         * --merge (already enumerated), the declared space's with it (enumerated above
-         * under --declared-only); none without a best, as nothing contends then */
-        if (best < 0) {
-            strings_free(decl, ndecl);
-            decl = NULL;
-            ndecl = 0;
-        } else if (!decl) {
-            if (!merge) decl = config_strings(cands, ndecl = n);
-            else if (declared) decl = declared_strings(declared, &dev.info, s, dt, &ndecl);
-            if (!decl && (!merge || declared)) {
-                fprintf(stderr, "fabench tune: out of memory\n");
-                fatal = 1;
-            }
-        }
-        free(cands);
-        if (!quiet)
-            fprintf(stderr, "%s[%zu/%zu] %s: %ld configurations in the space, %ld fit the device, %ld explored; best %s%s%s\n",
-                    is_tty ? "\r" : "", ci + 1, nclass, keys[ci], before, n, explored_n,
-                    best >= 0 ? "" : "none verified", best >= 0 ? best_cfg : "", "");
-        /* this class's tuning.csv row, if any */
-        const size_t r = class_row(tuning, &dev, keys[ci]);
-        int cu = csvt_col(tuning, "median_us"), ccfg = csvt_col(tuning, "config");
-        int rematched = 0, undeclared = 0;
-        /* earlier rows contend, and tuning.csv's row is kept, only while decl holds them
-         * (NULL under --merge when kernels/space.csv could not be read: no filter) */
-        const char *recorded = merge && r < tuning->nrows && ccfg >= 0 ? tuning->rows[r][ccfg] : NULL;
-        char recorded_cfg[KCONFIG_STR_MAX] = "";
-        /* no incumbent: a row kernels/space.csv no longer declares, or one whose configuration's
-         * newest row failed */
-        int recorded_failed = 0;
-        if (recorded) {
-            undeclared = !in_declared((const char *const *)decl, ndecl, recorded);
-            recorded_failed = !undeclared && failed_before(explored, &dev, keys[ci], recorded);
-        }
-        if (undeclared || recorded_failed) {
-            snprintf(recorded_cfg, sizeof recorded_cfg, "%s", recorded); /* for the note where it is replaced */
-            recorded = NULL;
-        }
-        /* under --merge a probe's --space may hold what kernels/space.csv does not: the
-         * search's best must then give way to a declared contender */
-        const int best_undeclared = best >= 0 && !in_declared((const char *const *)decl, ndecl, best_cfg);
-        if (best_undeclared && !quiet && !fatal && !stop_requested && !restart)
-            fprintf(stderr,
-                    "fabench tune: %s: this run's best is not in %s, so it cannot go to tuning.csv; the declared "
-                    "contenders are timed instead (add its values there to let it win)\n",
-                    keys[ci], declared ? declared->source : "kernels/space.csv");
-        /* a search cut short by SIGINT skips the head-to-head, and so writes no row: one
-         * never matched against what the run takes without it could be slower (the class's
-         * explored rows stay, and the same command resumes) */
-        const int cut = stop_requested;
-        if (best >= 0 && !fatal && !cut && !restart) {
-            fallbacks fb;
-            class_fallbacks(have_rules ? &rules : NULL, &dev, s, dt, &fb);
-            const int hh = head_to_head(runner, s, dt, &ao, rematch_budget, explored, p_explored, inflight, strategy,
-                                        explored_n + 1, &dev, keys[ci], first_row, new_cfg, recorded, &fb,
-                                        (const char *const *)decl, ndecl, best_undeclared, quiet, best_cfg, sizeof best_cfg,
-                                        &best_us, err, sizeof err);
-            if (hh < 0) {
-                fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
-                fatal = 1;
-            } else if (hh == 2) { /* said even under --quiet: the class's search came to nothing */
-                fprintf(stderr, "fabench tune: %s: no contender verified when timed again; tuning.csv's row is left as it was\n",
-                        keys[ci]);
-                best = -1; /* a wrong kernel never wins */
-            } else if (hh == 3)
-                restart = 1;
-            rematched = hh == 1;
-        }
-        strings_free(decl, ndecl);
-        if (best >= 0 && best_undeclared && !rematched && !fatal) {
-            if (!quiet)
-                fprintf(stderr, "fabench tune: %s: no configuration %s declares verified; its tuning.csv row is left as it was\n",
-                        keys[ci], declared ? declared->source : "kernels/space.csv");
-            best = -1; /* nothing to write */
-        }
-        if (best >= 0 && !fatal && !restart && !cut) {
-            char f[6][64], date[32];
-            time_t now = time(NULL);
-            struct tm tm;
-            gmtime_r(&now, &tm);
-            strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-            snprintf(f[0], 64, "%.3f", best_us);
-            snprintf(f[1], 64, "%.4f", shape_flops(s) / (best_us * 1e-6) / 1e12);
-            snprintf(f[2], 64, "%ld", explored_n);
-            snprintf(f[3], 64, "%ld", before);
-            const char *row[TUNING_NCOLS] = {dev.info.name, dev.rt->name, keys[ci], best_cfg, f[0], f[1], f[2], f[3],
-                                             s->name, strategy, date};
-            /* replace this class's row, if any (under --merge only when this run's winner is
-             * faster; when both were timed again above, that decided) */
-            if (r < tuning->nrows && merge && !rematched && !undeclared && !recorded_failed && cu >= 0 && atof(tuning->rows[r][cu]) > 0 &&
-                atof(tuning->rows[r][cu]) <= best_us) {
-                if (!quiet)
-                    fprintf(stderr, "fabench tune: %s: kept tuning.csv's %s (%s us); this run's best took %.3f us\n", keys[ci],
-                            tuning->rows[r][csvt_col(tuning, "config")], tuning->rows[r][cu], best_us);
-            } else if (r < tuning->nrows) {
-                if (undeclared && !quiet)
-                    fprintf(stderr, "fabench tune: %s: tuning.csv's %s is not in %s any more; replaced\n", keys[ci],
-                            recorded_cfg, declared ? declared->source : "kernels/space.csv");
-                if (recorded_failed && !quiet)
-                    fprintf(stderr, "fabench tune: %s: tuning.csv's %s failed when timed; replaced\n", keys[ci], recorded_cfg);
-                csvt_replace(tuning, r, row);
-            } else if (csvt_add(tuning, row) != 0) {
-                fprintf(stderr, "fabench tune: out of memory\n");
-                fatal = 1;
-            }
-            if (!fatal && csvt_write_atomic(tuning, p_tuning, err, sizeof err) != 0) {
-                fprintf(stderr, "fabench tune: %s\n", err);
-                fatal = 1;
-            }
-        }
-        /* tuning.csv's row names a configuration that failed (before this run or in its
-         * head-to-head) and nothing verified replaced it: the row goes, so that run --tuned
-         * takes the nearest class or the default rather than a wrong kernel */
-        if (best < 0 && !fatal && !restart && !stop_requested) {
-            const size_t rr = class_row(tuning, &dev, keys[ci]);
-            if (rr < tuning->nrows && ccfg >= 0 && failed_before(explored, &dev, keys[ci], tuning->rows[rr][ccfg])) {
-                fprintf(stderr, "fabench tune: %s: tuning.csv's %s failed when timed and nothing verified replaces it; "
-                                "its row is removed\n", keys[ci], tuning->rows[rr][ccfg]);
-                if (csvt_remove(tuning, rr) != 0 || csvt_write_atomic(tuning, p_tuning, err, sizeof err) != 0) {
-                    fprintf(stderr, "fabench tune: %s\n", err);
-                    fatal = 1;
-                }
-            }
-        }
-        if (!stop_requested && !fatal && !restart) nfinished++;
+/* How a class's search came out, for its head-to-head and its tuning.csv row */
+typedef struct {
+    long best, explored_n, before; /* best: a candidate's index, -1 when none verified */
+    double best_us;
+    char best_cfg[KCONFIG_STR_MAX], new_cfg[KCONFIG_STR_MAX]; /* new_cfg: the best this run timed */
+    size_t first_row; /* explored.csv's rows from here on are this run's */
+    char **decl;      /* the configurations admissible in the head-to-head (NULL: no filter) */
+    long ndecl;
+} class_search;
+
+enum { CLASS_DONE, CLASS_FATAL, CLASS_RESTART, CLASS_STOPPED };
+
+/* Halving's later rungs: candidate cs, whose row rr this run wrote, timed again for longer
+ * over that row. CLASS_DONE, CLASS_FATAL or CLASS_RESTART (the device is gone for this
+ * process) */
+static int retime_candidate(tune_run *t, const shape_t *s, dtype_t dt, const kconfig *cand, const char *key, const char *cs,
+                            long rr, int rung)
+{
+    char err[FB_ERRLEN];
+    status_t st = ST_OK;
+    /* a crash here is recorded over this row (the supervisor) */
+    note_candidate(t->inflight, t->p_explored, &t->dev, cs, key, s->name, t->o.strategy,
+                   t->explored->rows[rr][csvt_col(t->explored, "step")], 1);
+    /* test hook (tests/faults.sh): crash while timing a candidate again, once: at
+     * the first such timing after the file named there was created */
+    const char *crash = getenv("FABENCH_TEST_CRASH_RETIME");
+    if (t->inflight && crash && *crash) {
+        FILE *once = fopen(crash, "wx");
+        if (once) { fclose(once); signal(SIGSEGV, SIG_DFL); raise(SIGSEGV); }
     }
+    if (retime_row(t->runner, s, dt, cand, &t->ao, rung, t->explored, (size_t)rr, t->p_explored, &st, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
+        return CLASS_FATAL;
+    }
+    if (t->inflight) unlink(t->inflight);
+    if (t->child && (st == ST_TIMEOUT || attn_unusable(t->runner))) return CLASS_RESTART;
+    const int col_st = csvt_col(t->explored, "status"), col_us = csvt_col(t->explored, "median_us");
+    if (!t->o.quiet && !t->is_tty)
+        fprintf(stderr, "fabench tune: %s: rung %d: %s %s us\n", key, rung, cs,
+                t->explored->rows[rr][col_us][0] ? t->explored->rows[rr][col_us] : t->explored->rows[rr][col_st]);
+    return CLASS_DONE;
+}
+
+/* Candidate cand (text cs), the step'th of class key, compiled, verified and timed once
+ * into *res, and its explored.csv row written. CLASS_DONE, CLASS_FATAL, or CLASS_RESTART
+ * (timed, but the device is gone for this process) */
+static int time_candidate(tune_run *t, const shape_t *s, dtype_t dt, kconfig cand, const char *key, const char *cs,
+                          long step, double best_us, attn_result *res)
+{
+    char err[FB_ERRLEN];
+    /* a candidate more than ABANDON times slower than the best so far gets one timed run */
+    t->ao.timing.abandon_us = isfinite(best_us) ? TUNE_ABANDON * best_us : 0;
+    if (t->inflight) {
+        char steps[24];
+        snprintf(steps, sizeof steps, "%ld", step);
+        note_candidate(t->inflight, t->p_explored, &t->dev, cs, key, s->name, t->o.strategy, steps, 0);
+        /* test hooks (tests/faults.sh): crash the process, or hang the device, on
+         * candidates whose configuration contains the given text */
+        const char *crash = getenv("FABENCH_TEST_CRASH_CONFIG"), *hang = getenv("FABENCH_TEST_HANG_CONFIG");
+        if (crash && *crash && strstr(cs, crash)) { signal(SIGSEGV, SIG_DFL); raise(SIGSEGV); }
+        if (hang && *hang && strstr(cs, hang)) {
+            kconfig h = {0};
+            if (kconfig_parse("FAULT_HANG=1", &h, err, sizeof err) == 0) kconfig_overlay(&cand, &h);
+        }
+    }
+    if (attn_run(t->runner, s, dt, &cand, &t->ao, res, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
+        return CLASS_FATAL;
+    }
+    if (explored_add(t->explored, &t->dev, key, s, t->o.strategy, step, cs, res, res->reason) != 0)
+        snprintf(err, sizeof err, "out of memory");
+    if (t->explored->nrows == 0 || strcmp(t->explored->rows[t->explored->nrows - 1][3], cs) ||
+        csvt_write_atomic(t->explored, t->p_explored, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench tune: %s\n", err);
+        return CLASS_FATAL;
+    }
+    if (t->inflight) unlink(t->inflight);
+    if (t->child && (res->status == ST_TIMEOUT || attn_unusable(t->runner))) return CLASS_RESTART;
+    return CLASS_DONE;
+}
+
+/* Searches class `key` (shape s, dtype dt): the space's candidates for it, asked of the
+ * searcher in turn, each compiled, verified and timed, every one a row of explored.csv. The
+ * outcome in *out; CLASS_DONE, or CLASS_FATAL, or CLASS_RESTART where the device is gone for
+ * this process (a supervised child: the supervisor starts a fresh one) */
+static int search_class(tune_run *t, size_t ci, size_t nclass, const shape_t *s, dtype_t dt, const char *key,
+                        class_search *out)
+{
+    int fatal = 0, restart = 0;
+    kconfig *cands;
+    long before;
+    long n = space_enumerate(&t->space, &t->dev.info, s, dt, &cands, &before);
+    if (n < 0) { fprintf(stderr, "fabench tune: out of memory\n"); return CLASS_FATAL; }
+    /* the declared space's configurations for this class (--merge): --declared-only
+     * filters the candidates with them first, the head-to-head takes them after */
+    long ndecl = 0;
+    char **decl = NULL;
+    if (t->o.declared_only && t->declared) { /* keep what kernels/space.csv declares for this class */
+        decl = declared_strings(t->declared, &t->dev.info, s, dt, &ndecl);
+        if (!decl) { free(cands); fprintf(stderr, "fabench tune: out of memory\n"); return CLASS_FATAL; }
+        long kept = 0;
+        for (long i = 0; i < n; i++) {
+            char cs[KCONFIG_STR_MAX];
+            kconfig_str(&cands[i], cs, sizeof cs);
+            if (in_declared_list((const char *const *)decl, ndecl, cs)) cands[kept++] = cands[i];
+        }
+        if (!t->o.quiet && kept < n)
+            fprintf(stderr, "fabench tune: %s: --declared-only: %ld of the %ld candidates are not in %s for this class; "
+                    "%ld left\n", key, n - kept, n, t->declared->source, kept);
+        before -= n - kept; /* the summary's count is then of what remains */
+        n = kept;
+    }
+    double t0 = fb_now(), best_us = INFINITY;
+    if (!t->o.quiet && !t->is_tty) /* a log shows where a long class is from its start */
+        fprintf(stderr, "fabench tune: [%zu/%zu] %s: %s over %ld configurations%s\n", ci + 1, nclass, key, t->o.strategy, n,
+                t->o.time_limit > 0 ? ", within --time" : "");
+    searcher *se = searcher_new(t->o.strategy, cands, n, t->o.seed);
+    if (!se) { free(cands); strings_free(decl, ndecl); return CLASS_FATAL; }
+    searcher_budget(se, t->o.budget); /* halving: the size of its first rung */
+    {   /* the default configuration first; a local climb starts from its seeds (the
+         * class's tuning.csv row and its nearest neighbours'), else from the default */
+        kconfig dc = {0};
+        char ds[256];
+        int dist = 0;
+        kconfig_complete(&dc, &t->dev.info, s, dt);
+        kconfig_str(&dc, ds, sizeof ds);
+        long i = cand_nearest(cands, n, ds, &dist);
+        if (i >= 0 && dist == 0) searcher_first(se, i);
+        if (!strcmp(t->o.strategy, "local")) local_seeds(se, t->tuning, &t->dev, key, cands, n);
+    }
+    attn_precompile_job *pjob = NULL;
+    {   /* compile what the searcher may ask for on all cores (into the disk cache), in
+         * the background where the runtime allows, so timing starts at once; a
+         * model-guided search may ask for any of them */
+        long m = t->o.budget > 0 && t->o.budget < n ? (strcmp(t->o.strategy, "bo") ? t->o.budget : 4 * t->o.budget) : n;
+        if (m > n) m = n;
+        kconfig *pre = malloc(sizeof *pre * (size_t)(m ? m : 1));
+        long *ord = malloc(sizeof *ord * (size_t)(m ? m : 1));
+        if (pre && ord) {
+            searcher_preview(se, ord, m);
+            for (long i = 0; i < m; i++) pre[i] = cands[ord[i]];
+            pjob = attn_precompile_start(t->runner, s, dt, pre, m, t->ao.write_lse, t->o.time_limit > 0 ? t0 + t->o.time_limit : 0,
+                                         &stop_requested);
+        }
+        free(pre);
+        free(ord);
+    }
+    const size_t first_row = t->explored->nrows; /* rows from here on are this run's */
+    long best = -1, explored_n = 0, late_tries = 0;
+    char best_cfg[KCONFIG_STR_MAX] = "", new_cfg[KCONFIG_STR_MAX] = ""; /* new_cfg: the best of the candidates timed by this run */
+    double new_us = INFINITY;
+    /* resume: candidates this class already has rows for are not run again */
+    const int col_st = csvt_col(t->explored, "status"), col_us = csvt_col(t->explored, "median_us");
+    long idx;
+    /* halving's later rungs time candidates already counted against the budget */
+    while (!stop_requested && (t->o.budget <= 0 || explored_n < t->o.budget || t->o.halving) && (idx = searcher_ask(se)) >= 0) {
+        /* --time spent: stop, except that a class with nothing verified yet gets a few
+         * tries more (a cold compile of the precompile batch, NVIDIA's OpenCL say, can
+         * take all of a short --time before the first candidate has run) */
+        if (t->o.time_limit > 0 && fb_now() - t0 > t->o.time_limit && (best >= 0 || late_tries++ >= TUNE_LATE_TRIES)) break;
+        char cs[KCONFIG_STR_MAX];
+        kconfig_str(&cands[idx], cs, sizeof cs);
+        /* this class's row for the candidate: an earlier run's (resumed: its recorded time),
+         * or, for halving's later rungs, this run's, which is timed again for longer */
+        const long rr = explored_find(t->explored, &t->dev, key, cs);
+        const int rung = searcher_rung(se);
+        if (rung > 0 && rr >= (long)first_row) {
+            const int rc = retime_candidate(t, s, dt, &cands[idx], key, cs, rr, rung);
+            if (rc == CLASS_FATAL) { fatal = 1; break; }
+            if (rc == CLASS_RESTART) { restart = 1; break; }
+        }
+        if (rung > 0 || rr >= 0) {
+            const int row_ok = rr >= 0 && !strcmp(t->explored->rows[rr][col_st], "ok") && t->explored->rows[rr][col_us][0];
+            const double us = row_ok ? atof(t->explored->rows[rr][col_us]) : NAN;
+            searcher_tell(se, idx, us);
+            if (rung == 0) { /* a resumed candidate counts as explored */
+                explored_n++;
+                if (us < best_us) {
+                    best_us = us;
+                    best = idx;
+                    snprintf(best_cfg, sizeof best_cfg, "%s", cs);
+                }
+            }
+            continue;
+        }
+        attn_result res;
+        const int tc = time_candidate(t, s, dt, cands[idx], key, cs, explored_n + 1, best_us, &res);
+        if (tc == CLASS_FATAL) { fatal = 1; break; }
+        explored_n++;
+        int ok = res.status == ST_OK;
+        double us = ok ? res.us.median : NAN;
+        searcher_tell(se, idx, us);
+        if (ok && us < best_us) { best_us = us; best = idx; snprintf(best_cfg, sizeof best_cfg, "%s", cs); }
+        if (ok && us < new_us) { new_us = us; snprintf(new_cfg, sizeof new_cfg, "%s", cs); }
+        if (tc == CLASS_RESTART) { restart = 1; break; }
+        if (!t->o.quiet && t->is_tty) {
+            /* ETA from this class's pace so far, capped by --time */
+            const long total = t->o.budget > 0 && t->o.budget < n ? t->o.budget : n;
+            double eta = (fb_now() - t0) / (double)explored_n * (double)(total - explored_n);
+            if (t->o.time_limit > 0 && eta > t->o.time_limit - (fb_now() - t0)) eta = t->o.time_limit - (fb_now() - t0);
+            fprintf(stderr, "\r[%zu/%zu] %s: %ld/%ld, best %.1f us, ETA %.0f s   ", ci + 1, nclass, key,
+                    explored_n, total, best_us, eta > 0 ? eta : 0.0);
+        }
+    }
+    attn_precompile_wait(pjob, 1);
+    if (t->o.halving && !fatal && searcher_rung(se) > 0) { /* the survivor of the highest rung, by its longest timing */
+        double hus;
+        const long hb = searcher_best(se, &hus);
+        if (hb < 0) { /* every survivor failed when timed again: nothing to trust */
+            if (!t->o.quiet) fprintf(stderr, "fabench tune: %s: every survivor failed when timed again\n", key);
+            best = -1;
+            new_cfg[0] = 0;
+        } else {
+            best = hb;
+            best_us = hus;
+            kconfig_str(&cands[hb], best_cfg, sizeof best_cfg);
+            if (explored_find(t->explored, &t->dev, key, best_cfg) >= (long)first_row) {
+                new_us = hus;
+                snprintf(new_cfg, sizeof new_cfg, "%s", best_cfg);
+            } else { /* an earlier run's row: rung 0's fastest new one may have been eliminated since */
+                new_us = INFINITY;
+                new_cfg[0] = 0;
+            }
+        }
+    }
+    searcher_free(se);
+    /* the head-to-head's admissible configurations: this run's candidates without
+     * --merge (already enumerated), the declared space's with it (enumerated above
+     * under --declared-only); none without a best, as nothing contends then */
+    if (best < 0) {
+        strings_free(decl, ndecl);
+        decl = NULL;
+        ndecl = 0;
+    } else if (!decl) {
+        if (!t->o.merge) decl = config_strings(cands, ndecl = n);
+        else if (t->declared) decl = declared_strings(t->declared, &t->dev.info, s, dt, &ndecl);
+        if (!decl && (!t->o.merge || t->declared)) {
+            fprintf(stderr, "fabench tune: out of memory\n");
+            fatal = 1;
+        }
+    }
+    free(cands);
+    if (!t->o.quiet)
+        fprintf(stderr, "%s[%zu/%zu] %s: %ld configurations in the space, %ld fit the device, %ld explored; best %s%s%s\n",
+                t->is_tty ? "\r" : "", ci + 1, nclass, key, before, n, explored_n,
+                best >= 0 ? "" : "none verified", best >= 0 ? best_cfg : "", "");
+    *out = (class_search){.best = best, .explored_n = explored_n, .before = before, .best_us = best_us,
+                          .first_row = first_row, .decl = decl, .ndecl = ndecl};
+    snprintf(out->best_cfg, sizeof out->best_cfg, "%s", best_cfg);
+    snprintf(out->new_cfg, sizeof out->new_cfg, "%s", new_cfg);
+    return fatal ? CLASS_FATAL : restart ? CLASS_RESTART : CLASS_DONE;
+}
+
+/* After class `key`'s search: its head-to-head (tuning.csv's row, what run --tuned takes
+ * without it, the runtime's default and this run's best, timed again back to back), then
+ * its tuning.csv row written, kept, or removed where it failed. CLASS_DONE, CLASS_FATAL or
+ * CLASS_RESTART */
+static int settle_class(tune_run *t, const shape_t *s, dtype_t dt, const char *key, class_search *c)
+{
+    char err[FB_ERRLEN];
+    int fatal = 0, restart = 0;
+    long best = c->best, explored_n = c->explored_n, before = c->before;
+    double best_us = c->best_us;
+    char *best_cfg = c->best_cfg;
+    const char *new_cfg = c->new_cfg;
+    const size_t first_row = c->first_row;
+    char **decl = c->decl;
+    const long ndecl = c->ndecl;
+    /* this class's tuning.csv row, if any */
+    const size_t r = class_row(t->tuning, &t->dev, key);
+    int cu = csvt_col(t->tuning, "median_us"), ccfg = csvt_col(t->tuning, "config");
+    int rematched = 0, undeclared = 0;
+    /* earlier rows contend, and tuning.csv's row is kept, only while decl holds them
+     * (NULL under --merge when kernels/space.csv could not be read: no filter) */
+    const char *recorded = t->o.merge && r < t->tuning->nrows && ccfg >= 0 ? t->tuning->rows[r][ccfg] : NULL;
+    char recorded_cfg[KCONFIG_STR_MAX] = "";
+    /* no incumbent: a row kernels/space.csv no longer declares, or one whose configuration's
+     * newest row failed */
+    int recorded_failed = 0;
+    if (recorded) {
+        undeclared = !in_declared((const char *const *)decl, ndecl, recorded);
+        recorded_failed = !undeclared && failed_before(t->explored, &t->dev, key, recorded);
+    }
+    if (undeclared || recorded_failed) {
+        snprintf(recorded_cfg, sizeof recorded_cfg, "%s", recorded); /* for the note where it is replaced */
+        recorded = NULL;
+    }
+    /* under --merge a probe's --space may hold what kernels/space.csv does not: the
+     * search's best must then give way to a declared contender */
+    const int best_undeclared = best >= 0 && !in_declared((const char *const *)decl, ndecl, best_cfg);
+    if (best_undeclared && !t->o.quiet && !fatal && !stop_requested && !restart)
+        fprintf(stderr,
+                "fabench tune: %s: this run's best is not in %s, so it cannot go to tuning.csv; the declared "
+                "contenders are timed instead (add its values there to let it win)\n",
+                key, t->declared ? t->declared->source : "kernels/space.csv");
+    /* a search cut short by SIGINT skips the head-to-head, and so writes no row: one
+     * never matched against what the run takes without it could be slower (the class's
+     * explored rows stay, and the same command resumes) */
+    const int cut = stop_requested;
+    if (best >= 0 && !fatal && !cut && !restart) {
+        fallbacks fb;
+        class_fallbacks(t->have_rules ? &t->rules : NULL, &t->dev, s, dt, &fb);
+        const int hh = head_to_head(t->runner, s, dt, &t->ao, t->o.rematch_budget, t->explored, t->p_explored, t->inflight, t->o.strategy,
+                                    explored_n + 1, &t->dev, key, first_row, new_cfg, recorded, &fb,
+                                    (const char *const *)decl, ndecl, best_undeclared, t->o.quiet, best_cfg, sizeof c->best_cfg,
+                                    &best_us, err, sizeof err);
+        if (hh < 0) {
+            fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
+            fatal = 1;
+        } else if (hh == 2) { /* said even under --quiet: the class's search came to nothing */
+            fprintf(stderr, "fabench tune: %s: no contender verified when timed again; tuning.csv's row is left as it was\n",
+                    key);
+            best = -1; /* a wrong kernel never wins */
+        } else if (hh == 3)
+            restart = 1;
+        rematched = hh == 1;
+    }
+    strings_free(decl, ndecl);
+    if (best >= 0 && best_undeclared && !rematched && !fatal) {
+        if (!t->o.quiet)
+            fprintf(stderr, "fabench tune: %s: no configuration %s declares verified; its tuning.csv row is left as it was\n",
+                    key, t->declared ? t->declared->source : "kernels/space.csv");
+        best = -1; /* nothing to write */
+    }
+    if (best >= 0 && !fatal && !restart && !cut) {
+        char f[6][64], date[32];
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        snprintf(f[0], 64, "%.3f", best_us);
+        snprintf(f[1], 64, "%.4f", shape_flops(s) / (best_us * 1e-6) / 1e12);
+        snprintf(f[2], 64, "%ld", explored_n);
+        snprintf(f[3], 64, "%ld", before);
+        const char *row[TUNING_NCOLS] = {t->dev.info.name, t->dev.rt->name, key, best_cfg, f[0], f[1], f[2], f[3],
+                                         s->name, t->o.strategy, date};
+        /* replace this class's row, if any (under --merge only when this run's winner is
+         * faster; when both were timed again above, that decided) */
+        if (r < t->tuning->nrows && t->o.merge && !rematched && !undeclared && !recorded_failed && cu >= 0 && atof(t->tuning->rows[r][cu]) > 0 &&
+            atof(t->tuning->rows[r][cu]) <= best_us) {
+            if (!t->o.quiet)
+                fprintf(stderr, "fabench tune: %s: kept tuning.csv's %s (%s us); this run's best took %.3f us\n", key,
+                        t->tuning->rows[r][csvt_col(t->tuning, "config")], t->tuning->rows[r][cu], best_us);
+        } else if (r < t->tuning->nrows) {
+            if (undeclared && !t->o.quiet)
+                fprintf(stderr, "fabench tune: %s: tuning.csv's %s is not in %s any more; replaced\n", key,
+                        recorded_cfg, t->declared ? t->declared->source : "kernels/space.csv");
+            if (recorded_failed && !t->o.quiet)
+                fprintf(stderr, "fabench tune: %s: tuning.csv's %s failed when timed; replaced\n", key, recorded_cfg);
+            csvt_replace(t->tuning, r, row);
+        } else if (csvt_add(t->tuning, row) != 0) {
+            fprintf(stderr, "fabench tune: out of memory\n");
+            fatal = 1;
+        }
+        if (!fatal && csvt_write_atomic(t->tuning, t->p_tuning, err, sizeof err) != 0) {
+            fprintf(stderr, "fabench tune: %s\n", err);
+            fatal = 1;
+        }
+    }
+    /* tuning.csv's row names a configuration that failed (before this run or in its
+     * head-to-head) and nothing verified replaced it: the row goes, so that run --tuned
+     * takes the nearest class or the default rather than a wrong kernel */
+    if (best < 0 && !fatal && !restart && !stop_requested) {
+        const size_t rr = class_row(t->tuning, &t->dev, key);
+        if (rr < t->tuning->nrows && ccfg >= 0 && failed_before(t->explored, &t->dev, key, t->tuning->rows[rr][ccfg])) {
+            fprintf(stderr, "fabench tune: %s: tuning.csv's %s failed when timed and nothing verified replaces it; "
+                            "its row is removed\n", key, t->tuning->rows[rr][ccfg]);
+            if (csvt_remove(t->tuning, rr) != 0 || csvt_write_atomic(t->tuning, t->p_tuning, err, sizeof err) != 0) {
+                fprintf(stderr, "fabench tune: %s\n", err);
+                fatal = 1;
+            }
+        }
+    }
+    return fatal ? CLASS_FATAL : restart ? CLASS_RESTART : CLASS_DONE;
+}
+
+/* The tune's last words: how many classes in how long, and its wall time in the manifest */
+static void tune_finish(tune_run *t, double tune_t0, size_t nfinished, size_t nclass)
+{
+    char err[FB_ERRLEN];
     long compiled, cached;
-    attn_counts(runner, &compiled, &cached);
+    attn_counts(t->runner, &compiled, &cached);
     /* wall time since the tune began (the supervisor's start, across restarted processes) */
-    const char *t0env = child ? getenv("FABENCH_TUNE_T0") : NULL;
+    const char *t0env = t->child ? getenv("FABENCH_TUNE_T0") : NULL;
     const double wall = fb_now() - (t0env && atof(t0env) > 0 ? atof(t0env) : tune_t0);
-    if (!quiet) {
+    if (!t->o.quiet) {
         char done[64];
         if (nfinished < nclass) snprintf(done, sizeof done, "%zu of %zu classes", nfinished, nclass);
         else snprintf(done, sizeof done, "%zu classes", nclass);
         fprintf(stderr, "fabench tune: %s in %.0f s; %ld binaries compiled, %ld loaded from the cache; results in %s/\n", done,
-                wall, compiled, cached, dir);
+                wall, compiled, cached, t->dir);
     }
     {   /* the manifest keeps it beside the command line: <backend>.tune.wall_s, under --merge
          * in this command's own update.N. record (the folder's first tune keeps its time) */
         csv_table *man = NULL;
         char key[96], val[32];
         snprintf(val, sizeof val, "%.1f", wall);
-        if (csvt_read(p_manifest, &man, err, sizeof err) == 0) {
-            const long upd = merge ? manifest_last_update(man) : 0;
-            if (upd > 0) snprintf(key, sizeof key, "update.%ld.%s.tune.wall_s", upd, dev.rt->name);
-            else snprintf(key, sizeof key, "%s.tune.wall_s", dev.rt->name);
-            if (manifest_set(man, key, val) != 0 || csvt_write_atomic(man, p_manifest, err, sizeof err) != 0)
-                fprintf(stderr, "fabench tune: %s: the wall time was not recorded\n", p_manifest);
+        if (csvt_read(t->p_manifest, &man, err, sizeof err) == 0) {
+            const long upd = t->o.merge ? manifest_last_update(man) : 0;
+            if (upd > 0) snprintf(key, sizeof key, "update.%ld.%s.tune.wall_s", upd, t->dev.rt->name);
+            else snprintf(key, sizeof key, "%s.tune.wall_s", t->dev.rt->name);
+            if (manifest_set(man, key, val) != 0 || csvt_write_atomic(man, t->p_manifest, err, sizeof err) != 0)
+                fprintf(stderr, "fabench tune: %s: the wall time was not recorded\n", t->p_manifest);
             csvt_free(man);
         }
     }
-    if (stop_requested && !quiet) fprintf(stderr, "fabench tune: interrupted; finished rows kept; the same command resumes\n");
+}
+
+int cmd_tune(int argc, char **argv)
+{
+    const double tune_t0 = fb_now();
+    tune_run t = {0};
+    t.child = getenv("FABENCH_TUNE_CHILD") != NULL;
+    t.inflight = t.child ? getenv("FABENCH_TUNE_INFLIGHT") : NULL;
+    int rc = tune_dispatch(argc, argv, t.child);
+    if (rc < 0) rc = tune_options(argc, argv, &t.o);
+    if (rc < 0) rc = tune_open(&t, argc, argv);
+    if (rc >= 0) return rc;
+    signal(SIGINT, on_sigint);
+    t.is_tty = isatty(2);
+
+    size_t *rep = calloc(t.shapes.n ? t.shapes.n : 1, sizeof *rep);
+    char (*keys)[96] = calloc(t.shapes.n ? t.shapes.n : 1, sizeof *keys);
+    size_t nclass = 0;
+    int fatal = 0;
+    if (!rep || !keys) { fprintf(stderr, "fabench tune: out of memory\n"); fatal = 1; }
+    else class_reps(&t.shapes, t.o.have_dtype, t.o.dtype, t.o.only, rep, keys, &nclass);
+    int restart = 0; /* a child whose device hung: the supervisor starts a fresh one */
+    size_t nfinished = 0; /* classes this process finished (fewer than nclass when stopped) */
+    for (size_t ci = 0; ci < nclass && !stop_requested && !fatal && !restart; ci++) {
+        const shape_t *s = &t.shapes.v[rep[ci]];
+        dtype_t dt = t.o.have_dtype ? t.o.dtype : s->has_dtype ? s->dtype : DT_BF16;
+        if (t.o.claims) { /* a worker: only the classes no other worker took */
+            const int mine = tune_claim(t.o.claims, (int)t.o.worker_id, t.dev.info.name, t.dev.rt->name, keys[ci]);
+            if (mine < 0) { fprintf(stderr, "fabench tune: %s: cannot claim a class: %s\n", t.o.claims, strerror(errno)); fatal = 1; break; }
+            if (!mine) { nfinished++; continue; }
+        }
+        class_search cs = {0};
+        int st = search_class(&t, ci, nclass, s, dt, keys[ci], &cs);
+        if (st == CLASS_DONE) st = settle_class(&t, s, dt, keys[ci], &cs);
+        else strings_free(cs.decl, cs.ndecl);
+        fatal = st == CLASS_FATAL;
+        restart = st == CLASS_RESTART;
+        if (!stop_requested && !fatal && !restart) nfinished++;
+    }
+    tune_finish(&t, tune_t0, nfinished, nclass);
+    if (stop_requested && !t.o.quiet) fprintf(stderr, "fabench tune: interrupted; finished rows kept; the same command resumes\n");
     free(rep);
     free(keys);
-    attn_close(runner);
-    csvt_free(explored);
-    csvt_free(tuning);
-    shapes_free(&shapes);
-    if (have_rules) fallback_rules_free(&rules);
+    attn_close(t.runner);
+    csvt_free(t.explored);
+    csvt_free(t.tuning);
+    shapes_free(&t.shapes);
+    if (t.have_rules) fallback_rules_free(&t.rules);
     return fatal ? 1 : stop_requested ? 130 : restart ? TUNE_RESTART_EXIT : 0;
 }
