@@ -418,7 +418,7 @@ long searcher_best(const searcher *se, double *us)
  * warpgroup switches, split-KV, packing, order) tunes the pipeline within a form */
 static int same_form(const searcher *se, long a, long b)
 {
-    static const int tile[] = {0, 1, 2, 5};
+    static const knob_id tile[] = {KNOB_MMA, KNOB_BLOCK_M, KNOB_BLOCK_N, KNOB_NUM_WARPS}; /* a feature per knob */
     for (size_t i = 0; i < sizeof tile / sizeof tile[0]; i++)
         if (se->feat[a][tile[i]] != se->feat[b][tile[i]]) return 0;
     return 1;
