@@ -21,6 +21,7 @@
 #include "shapes.h"
 #include "tune.h"
 #include "tune_missing.h"
+#include "measure_opts.h"
 
 static void usage_run(FILE *f)
 {
@@ -81,23 +82,11 @@ static void usage_run(FILE *f)
             "Exit status: 0 all rows ok; 1 some row failed (see status, reason); 2 bad input.\n");
 }
 
-static int parse_double(const char *opt, const char *v, double lo, double *out)
-{
-    char *end;
-    double x = strtod(v, &end);
-    if (end == v || *end || !(x >= lo) || !isfinite(x) || x > 1e15) {
-        fprintf(stderr, "fabench run: %s: bad number '%s'\n", opt, v);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 /* --tune-missing SECONDS: seconds above 0, named so (--budget is seconds here but
  * candidates in tune) */
 static int parse_tune_seconds(const char *v, double *out)
 {
-    if (parse_double("--tune-missing", v, 0, out)) return -1;
+    if (measure_number("fabench run", "--tune-missing", v, 0, 1e15, out)) return -1;
     if (*out > 0) return 0;
     fprintf(stderr, "fabench run: --tune-missing: SECONDS of search per class must be more than 0, got '%s'\n", v);
     return -1;
@@ -105,7 +94,6 @@ static int parse_tune_seconds(const char *v, double *out)
 
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { (void)sig; interrupted = 1; }
-
 
 /* The configuration shape s runs with and where it came from (perf.csv's config_source):
  * --config alone, or with --tuned the tuning table's row for its class (else fallback.csv's
@@ -210,87 +198,39 @@ static void say_tuning_table(const char *path, const rt_device *dev, int config_
 
 int cmd_run(int argc, char **argv)
 {
-    enum { O_DEVICE = 1, O_SHAPES, O_SUITE, O_OUT, O_APPEND, O_CONFIG, O_DTYPE, O_MANIFEST, O_VERIFY_ONLY,
-           O_BUDGET, O_WARMUP, O_MINREPS, O_SEED, O_TIMEOUT, O_QUIET, O_HELP, O_TUNED, O_TUNING, O_RESUME, O_UPDATE, O_FLUSH, O_REST, O_DRYRUN,
-           O_TUNE_MISSING };
+    enum { O_CONFIG = 1, O_VERIFY_ONLY, O_TIMEOUT, O_HELP, O_TUNED, O_TUNING, O_DRYRUN, O_TUNE_MISSING };
     static const struct option opts[] = {
-        {"device", required_argument, 0, O_DEVICE}, {"shapes", required_argument, 0, O_SHAPES},
-        {"suite", required_argument, 0, O_SUITE}, {"out", required_argument, 0, O_OUT},
-        {"append", no_argument, 0, O_APPEND}, {"config", required_argument, 0, O_CONFIG},
-        {"dtype", required_argument, 0, O_DTYPE}, {"manifest", required_argument, 0, O_MANIFEST},
-        {"verify-only", no_argument, 0, O_VERIFY_ONLY}, {"budget", required_argument, 0, O_BUDGET},
-        {"warmup", required_argument, 0, O_WARMUP}, {"min-reps", required_argument, 0, O_MINREPS},
-        {"seed", required_argument, 0, O_SEED},
-        {"timeout", required_argument, 0, O_TIMEOUT}, {"quiet", no_argument, 0, O_QUIET},
-        {"tuned", no_argument, 0, O_TUNED}, {"tuning", required_argument, 0, O_TUNING},
-        {"help", no_argument, 0, O_HELP}, {"resume", no_argument, 0, O_RESUME},
-        {"update", no_argument, 0, O_UPDATE}, {"l2-flush", no_argument, 0, O_FLUSH},
-        {"rest", required_argument, 0, O_REST}, {"dry-run", no_argument, 0, O_DRYRUN},
-        {"tune-missing", required_argument, 0, O_TUNE_MISSING}, {0, 0, 0, 0}};
-    const char *device = NULL, *shapes_file = NULL, *suite = NULL, *out = NULL, *manifest_path = NULL;
+        MEASURE_LONG_OPTIONS,
+        {"config", required_argument, 0, O_CONFIG}, {"verify-only", no_argument, 0, O_VERIFY_ONLY},
+        {"timeout", required_argument, 0, O_TIMEOUT}, {"tuned", no_argument, 0, O_TUNED},
+        {"tuning", required_argument, 0, O_TUNING}, {"help", no_argument, 0, O_HELP},
+        {"dry-run", no_argument, 0, O_DRYRUN}, {"tune-missing", required_argument, 0, O_TUNE_MISSING}, {0, 0, 0, 0}};
+    measure_opts mo;
+    measure_opts_defaults(&mo);
     const char *tuning_path = NULL;
-    int append = 0, quiet = 0, have_dtype = 0, tuned = 0, resume = 0, update = 0, l2_flush = 0, dry_run = 0;
-    dtype_t dtype = DT_BF16;
+    int tuned = 0, dry_run = 0, verify_only = 0;
     kconfig cfg = {0};
     tune_missing tm = {0};
-    attn_opts ao;
-    attn_opts_defaults(&ao);
     char err[FB_ERRLEN];
-    double x;
     optind = 1;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        const int shared = measure_opt(c, optarg, &mo, "fabench run");
+        if (shared < 0) return FB_EXIT_BADINPUT;
+        if (shared) continue;
         switch (c) {
-        case O_DEVICE: device = optarg; break;
-        case O_SHAPES: shapes_file = optarg; break;
-        case O_SUITE: suite = optarg; break;
-        case O_OUT: out = optarg; break;
-        case O_APPEND: append = 1; break;
-        case O_RESUME: append = resume = 1; break;
-        case O_UPDATE: append = update = 1; break;
-        case O_MANIFEST: manifest_path = optarg; break;
         case O_CONFIG:
             if (kconfig_parse(optarg, &cfg, err, sizeof err) != 0) {
                 fprintf(stderr, "fabench run: --config: %s\n", err);
                 return FB_EXIT_BADINPUT;
             }
             break;
-        case O_DTYPE:
-            if (dtype_parse(optarg, &dtype) != 0) {
-                fprintf(stderr, "fabench run: --dtype: unknown '%s' (known: fp32, fp16, bf16)\n", optarg);
-                return FB_EXIT_BADINPUT;
-            }
-            have_dtype = 1;
-            break;
-        case O_VERIFY_ONLY: ao.verify_only = 1; break;
+        case O_VERIFY_ONLY: verify_only = 1; break;
         case O_DRYRUN: dry_run = 1; break;
-        case O_FLUSH: l2_flush = 1; break;
-        case O_BUDGET: if (parse_double("--budget", optarg, 0, &ao.timing.budget_s)) return FB_EXIT_BADINPUT; break;
-        case O_WARMUP: if (parse_double("--warmup", optarg, 0, &ao.timing.warmup_s)) return FB_EXIT_BADINPUT; break;
-        case O_REST:
-            if (parse_double("--rest", optarg, 0, &ao.timing.rest_s)) return FB_EXIT_BADINPUT;
-            if (ao.timing.rest_s > 60) { fprintf(stderr, "fabench run: --rest: at most 60 seconds\n"); return FB_EXIT_BADINPUT; }
+        case O_TIMEOUT:
+            if (measure_number("fabench run", "--timeout", optarg, 0.001, 1e15, &mo.timing.timeout_s)) return FB_EXIT_BADINPUT;
             break;
-        case O_TIMEOUT: if (parse_double("--timeout", optarg, 0.001, &ao.timing.timeout_s)) return FB_EXIT_BADINPUT; break;
-        case O_MINREPS:
-            if (parse_double("--min-reps", optarg, 1, &x)) return FB_EXIT_BADINPUT;
-            if (x > 100000) { fprintf(stderr, "fabench run: --min-reps: at most 100000\n"); return FB_EXIT_BADINPUT; }
-            ao.timing.min_reps = (int)x;
-            if (ao.timing.max_reps < ao.timing.min_reps) ao.timing.max_reps = ao.timing.min_reps;
-            break;
-        case O_SEED: {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 10);
-            if (end == optarg || *end || errno || optarg[0] == '-') {
-                fprintf(stderr, "fabench run: --seed: bad number '%s'\n", optarg);
-                return FB_EXIT_BADINPUT;
-            }
-            ao.seed = (uint64_t)v;
-            break;
-        }
-        case O_QUIET: quiet = 1; break;
         case O_TUNED: tuned = 1; break;
         case O_TUNING: tuning_path = optarg; tuned = 1; break;
         case O_TUNE_MISSING:
@@ -304,19 +244,21 @@ int cmd_run(int argc, char **argv)
         }
     }
     if (optind < argc) { fprintf(stderr, "fabench run: unexpected argument '%s'\n", argv[optind]); return FB_EXIT_BADINPUT; }
-    if (update && resume) {
-        fprintf(stderr, "fabench run: --update measures the shapes again, --resume skips those with rows: one of them\n");
-        return FB_EXIT_BADINPUT;
-    }
-    if (tm.seconds > 0 && ao.verify_only) {
+    if (tm.seconds > 0 && verify_only) {
         fprintf(stderr, "fabench run: --tune-missing times candidates, --verify-only times nothing: one of them\n");
         return FB_EXIT_BADINPUT;
     }
-    if (!device || !out || (!shapes_file == !suite)) {
-        fprintf(stderr, "fabench run: needs --device, --out and one of --shapes or --suite\n\n");
-        usage_run(stderr);
-        return FB_EXIT_BADINPUT;
-    }
+    if (measure_opts_check(&mo, "fabench run", usage_run) != 0) return FB_EXIT_BADINPUT;
+    const char *device = mo.device, *shapes_file = mo.shapes_file, *suite = mo.suite, *out = mo.out,
+               *manifest_path = mo.manifest;
+    const int append = mo.append, quiet = mo.quiet, have_dtype = mo.have_dtype, resume = mo.resume, update = mo.update,
+              l2_flush = mo.l2_flush;
+    const dtype_t dtype = mo.dtype;
+    attn_opts ao;
+    attn_opts_defaults(&ao);
+    ao.timing = mo.timing;
+    ao.seed = mo.seed;
+    ao.verify_only = verify_only;
 
     shape_list_t shapes = {0};
     int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err)

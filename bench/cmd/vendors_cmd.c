@@ -20,6 +20,7 @@
 #include "stats.h"
 #include "timing.h"
 #include "vendor.h"
+#include "measure_opts.h"
 
 static const vendor *const all_vendors[] = {&vendor_torch, &vendor_cudnn};
 #define NVENDORS (sizeof all_vendors / sizeof all_vendors[0])
@@ -78,82 +79,40 @@ static int wanted(const char *impl, const char *list)
 
 int cmd_vendors(int argc, char **argv)
 {
-    enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_OUT, O_APPEND, O_MANIFEST, O_DTYPE, O_BUDGET, O_WARMUP, O_MINREPS,
-           O_SEED, O_IMPL, O_QUIET, O_HELP, O_CONFIGS, O_RESUME, O_UPDATE, O_FLUSH, O_REST };
+    enum { O_IMPL = 1, O_HELP, O_CONFIGS };
     static const struct option opts[] = {
-        {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
-        {"shapes", required_argument, 0, O_SHAPES}, {"out", required_argument, 0, O_OUT},
-        {"append", no_argument, 0, O_APPEND}, {"manifest", required_argument, 0, O_MANIFEST},
-        {"dtype", required_argument, 0, O_DTYPE}, {"budget", required_argument, 0, O_BUDGET},
-        {"warmup", required_argument, 0, O_WARMUP}, {"min-reps", required_argument, 0, O_MINREPS},
-        {"seed", required_argument, 0, O_SEED},
-        {"impl", required_argument, 0, O_IMPL}, {"quiet", no_argument, 0, O_QUIET},
-        {"help", no_argument, 0, O_HELP}, {"configs-out", required_argument, 0, O_CONFIGS},
-        {"resume", no_argument, 0, O_RESUME}, {"update", no_argument, 0, O_UPDATE},
-        {"l2-flush", no_argument, 0, O_FLUSH}, {"rest", required_argument, 0, O_REST}, {0, 0, 0, 0}};
-    const char *device = NULL, *suite = NULL, *shapes_file = NULL, *out = NULL, *manifest_path = NULL, *impls = NULL;
-    const char *configs_out = NULL;
-    int append = 0, quiet = 0, have_dtype = 0, resume = 0, update = 0, l2_flush = 0;
-    dtype_t dtype = DT_BF16;
-    timing_opts topt;
-    timing_defaults(&topt);
-    uint64_t seed = 20250505;
-    char err[FB_ERRLEN] = "", *end;
+        MEASURE_LONG_OPTIONS,
+        {"impl", required_argument, 0, O_IMPL}, {"help", no_argument, 0, O_HELP},
+        {"configs-out", required_argument, 0, O_CONFIGS}, {0, 0, 0, 0}};
+    measure_opts mo;
+    measure_opts_defaults(&mo);
+    const char *impls = NULL, *configs_out = NULL;
+    char err[FB_ERRLEN] = "";
     optind = 1;
     opterr = 0;
     int c;
-    int li = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, &li)) != -1) {
-        double x = 0;
-        if (c == O_BUDGET || c == O_WARMUP || c == O_MINREPS || c == O_SEED || c == O_REST) {
-            x = strtod(optarg, &end);
-            /* counts and seeds must fit their integer types; times are bounded too */
-            double hi = c == O_MINREPS ? 100000 : c == O_SEED ? 9007199254740992.0 : c == O_REST ? 60 : 1e6;
-            if (*end || end == optarg || !(x >= 0) || !isfinite(x) || x > hi) {
-                fprintf(stderr, "fabench vendors: --%s: bad number '%s'\n", opts[li].name, optarg);
-                return FB_EXIT_BADINPUT;
-            }
-        }
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        const int shared = measure_opt(c, optarg, &mo, "fabench vendors");
+        if (shared < 0) return FB_EXIT_BADINPUT;
+        if (shared) continue;
         switch (c) {
-        case O_DEVICE: device = optarg; break;
-        case O_SUITE: suite = optarg; break;
-        case O_SHAPES: shapes_file = optarg; break;
-        case O_OUT: out = optarg; break;
-        case O_APPEND: append = 1; break;
-        case O_RESUME: append = resume = 1; break;
-        case O_UPDATE: append = update = 1; break;
-        case O_MANIFEST: manifest_path = optarg; break;
         case O_IMPL: impls = optarg; break;
         case O_CONFIGS: configs_out = optarg; break;
-        case O_QUIET: quiet = 1; break;
-        case O_FLUSH: l2_flush = 1; break;
-        case O_BUDGET: topt.budget_s = x; break;
-        case O_WARMUP: topt.warmup_s = x; break;
-        case O_REST: topt.rest_s = x; break;
-        case O_MINREPS: topt.min_reps = x < 1 ? 1 : (int)x; if (topt.max_reps < topt.min_reps) topt.max_reps = topt.min_reps; break;
-        case O_SEED: seed = (uint64_t)x; break;
-        case O_DTYPE:
-            if (dtype_parse(optarg, &dtype) != 0) {
-                fprintf(stderr, "fabench vendors: --dtype: unknown '%s' (known: fp32, fp16, bf16)\n", optarg);
-                return FB_EXIT_BADINPUT;
-            }
-            have_dtype = 1;
-            break;
         case 'h':
         case O_HELP: usage(stdout); return 0;
         case ':': fprintf(stderr, "fabench vendors: %s needs a value\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
         default: fprintf(stderr, "fabench vendors: unknown option '%s'\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
         }
     }
-    if (optind < argc || !device || !out || (!suite == !shapes_file)) {
-        fprintf(stderr, "fabench vendors: needs --device, --out and one of --suite or --shapes\n\n");
-        usage(stderr);
-        return FB_EXIT_BADINPUT;
-    }
-    if (update && resume) {
-        fprintf(stderr, "fabench vendors: --update measures the shapes again, --resume skips those with rows: one of them\n");
-        return FB_EXIT_BADINPUT;
-    }
+    if (optind < argc) { fprintf(stderr, "fabench vendors: unexpected argument '%s'\n", argv[optind]); return FB_EXIT_BADINPUT; }
+    if (measure_opts_check(&mo, "fabench vendors", usage) != 0) return FB_EXIT_BADINPUT;
+    const char *device = mo.device, *suite = mo.suite, *shapes_file = mo.shapes_file, *out = mo.out,
+               *manifest_path = mo.manifest;
+    const int append = mo.append, quiet = mo.quiet, have_dtype = mo.have_dtype, resume = mo.resume, update = mo.update,
+              l2_flush = mo.l2_flush;
+    const dtype_t dtype = mo.dtype;
+    timing_opts topt = mo.timing;
+    const uint64_t seed = mo.seed;
     shape_list_t shapes = {0};
     int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err) : shapes_load_suite(suite, &shapes, err, sizeof err);
     if (rc != 0) { fprintf(stderr, "fabench vendors: %s\n", err); return FB_EXIT_BADINPUT; }
