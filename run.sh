@@ -186,7 +186,7 @@ for i in "${!sels[@]}"; do
         # bo's wider precompile (4x the budget) costs more than it saves
         strat=random; [ "$kind" = gpu ] && strat=bo
         merge=(); [ $update -eq 0 ] || merge=(--merge)
-        $fab tune --device "$group" --suite "$s" --results "$dir" --strategy $strat --budget "$tune" "${merge[@]}" ||
+        $fab tune --device "$group" --suite "$s" --results "$dir" --strategy $strat --candidates "$tune" "${merge[@]}" ||
             { echo "run.sh: $group: tuning stopped (exit $?); measuring with what it found" >&2; }
         # the rules run --tuned takes for a shape of no tuned class, fitted to the tables as they stand
         if [ "$kind" = gpu ]; then

@@ -429,7 +429,7 @@ printf '%s\n"%s",opencl,bf16-d64-c1-g2-q128-k128-w2,MMA=fma;BLOCK_M=32;BLOCK_N=3
     "gpu,backend,shape_class,config,median_us,tflops,configs_explored,configs_in_space,shape,strategy,date" "$gpu" >"$T/hh/tuning.csv"
 printf '%s\n"%s",opencl,1,short-prefill,any,MMA=fma;BLOCK_M=32;BLOCK_N=32;NUM_WARPS=2;WARP_M=1;STAGES=1;PACK_GQA=0;KPAD=1,auto,1,1,0,1.000,planted\n' \
     "gpu,backend,rule,regime,conditions,config,split_kv,classes,within_10pct,untimed,geomean,why" "$gpu" >"$T/hh/fallback.csv"
-run tune --device opencl:0 --shapes "$T/hh.csv" --results "$T/hh" --space "$T/hh-space.csv" --strategy random --budget 1 --rep-budget 0.01
+run tune --device opencl:0 --shapes "$T/hh.csv" --results "$T/hh" --space "$T/hh-space.csv" --strategy random --candidates 1 --rep-budget 0.01
 check "tune: the runtime's default and run --tuned's fallback contend beside the search's best" 0 \
     err "(this run's best)" err "(the runtime's default)" err "(run --tuned without the row: rule 1 of fallback.csv (short-prefill: any))"
 # the row written: the head-to-head's winner, never slower there than the default
@@ -550,7 +550,7 @@ for cmd in run vendors; do
             err "$T/other/manifest.csv:$gline: field 'value' of key 'gpu'" err "Some Other GPU" err "one folder per GPU"
     done
 done
-run tune --device opencl:0 --shapes "$T/first.csv" --results "$T/other" --budget 1
+run tune --device opencl:0 --shapes "$T/first.csv" --results "$T/other" --candidates 1
 check "tune: a results folder of another GPU exits 2" 2 err "$T/other/manifest.csv:$gline" err "Some Other GPU"
 if cmp -s "$T/other/manifest.csv" "$T/other/m.orig" && cmp -s "$T/other/perf.csv" "$T/other/p.orig" && [ ! -s "$T/other/tuning.csv" ] &&
     [ ! -e "$T/other/explored.csv" ]
@@ -629,7 +629,7 @@ run tune --device opencl:0 --shapes "$T/fb.csv" --results "$T/tcls" --class "bf1
 check "tune --class: a class no shape has exits 2 naming it" 2 err "no shape of the shapes is of class bf16-d128-c0-g1-q32-k64"
 absent "tune --class: nothing written on bad input" "$T/tcls"
 run tune --device opencl:0 --shapes "$T/fb.csv" --results "$T/tcls" --space "$T/hh-space.csv" --class bf16-d64-c1-g2-q32-k64-w2 \
-    --budget 1 --rep-budget 0.01 --quiet
+    --candidates 1 --rep-budget 0.01 --quiet
 check "tune --class: tunes the class named" 0
 if [ "$(cut -d, -f3 "$T/tcls/tuning.csv" | sort -u | tr '\n' ' ')" = "bf16-d64-c1-g2-q32-k64-w2 shape_class " ] &&
     [ "$(tail -n +2 "$T/tcls/explored.csv" | grep -vc ',bf16-d64-c1-g2-q32-k64-w2,')" -eq 0 ]
@@ -743,6 +743,13 @@ for v in 0 -1 61 abc; do
     check "tune --rematch-budget $v: exit 2 naming the option" 2 err "--rematch-budget: bad seconds '$v'"
 done
 absent "tune --rematch-budget: nothing written on bad input" "$T/rm"
+# ---- one option, one meaning: --budget is seconds of timing in run and vendors, so tune,
+# which counts candidates with --candidates, refuses it, naming the option to use
+run tune --device opencl:0 --shapes "$T/rm.csv" --results "$T/rb" --budget 3
+check "tune --budget 3: exit 2 saying it counts --candidates" 2 err "tune counts candidates: --candidates 3"
+absent "tune --budget: nothing written" "$T/rb"
+run tune --device opencl:0 --shapes "$T/rm.csv" --results "$T/rb" --candidates 0
+check "tune --candidates 0: exit 2 naming the option" 2 err "--candidates: bad count '0'"
 
 # ---- tune-replay: the searchers over recorded times (a synthetic explored.csv built from
 # the committed sm_90 space listing; the times are a made-up smooth function of the

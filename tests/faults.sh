@@ -63,7 +63,7 @@ check "disk full: the error names the file and says it was not changed" "grep -q
 check "disk full: no temp file left behind" "[ -z \"\$(ls $T | grep tmp)\" ]"
 
 # 7. SIGINT in the middle of tune: finished rows kept, exit 130, the same command resumes
-tune=(tune --device opencl:0 --shapes "$T/s.csv" --results "$T/tr" --strategy random --budget 12 --rep-budget 0.01 --seed 3 --quiet)
+tune=(tune --device opencl:0 --shapes "$T/s.csv" --results "$T/tr" --strategy random --candidates 12 --rep-budget 0.01 --seed 3 --quiet)
 $fab "${tune[@]:0:${#tune[@]}-1}" 2> "$T/tune-int.err" & pid=$!  # without --quiet: its summary
 for _ in $(seq 600); do [ -f "$T/tr/explored.csv" ] && [ "$(wc -l < "$T/tr/explored.csv")" -ge 3 ] && break; sleep 0.1; done
 kill -INT $pid; wait $pid; rc=$?
@@ -88,17 +88,17 @@ $fab run --device opencl:0 --suite smoke --budget 0.2 --out "$T/k.csv" --quiet &
 for _ in $(seq 600); do [ -f "$T/k.csv" ] && [ "$(wc -l < "$T/k.csv")" -ge 2 ] && break; sleep 0.1; done
 kill -KILL $pid; wait $pid 2>/dev/null
 check "SIGKILL in run: perf.csv whole (every row complete)" "csv_ok $T/k.csv 1"
-$fab tune --device opencl:0 --shapes "$T/s.csv" --results "$T/tk" --strategy random --budget 12 --rep-budget 0.01 --quiet & pid=$!
+$fab tune --device opencl:0 --shapes "$T/s.csv" --results "$T/tk" --strategy random --candidates 12 --rep-budget 0.01 --quiet & pid=$!
 for _ in $(seq 600); do [ -f "$T/tk/explored.csv" ] && [ "$(wc -l < "$T/tk/explored.csv")" -ge 3 ] && break; sleep 0.1; done
 kill -KILL $pid; wait $pid 2>/dev/null
 check "SIGKILL in tune: explored.csv whole" "csv_ok $T/tk/explored.csv 2"
-$fab tune --device opencl:0 --shapes "$T/s.csv" --results "$T/tk" --strategy random --budget 12 --rep-budget 0.01 --quiet; rc=$?
+$fab tune --device opencl:0 --shapes "$T/s.csv" --results "$T/tk" --strategy random --candidates 12 --rep-budget 0.01 --quiet; rc=$?
 check "SIGKILL in tune: the same command resumes and finishes" "[ $rc -eq 0 ] && csv_ok $T/tk/explored.csv 24"
 
 # 9. tune isolates candidates: one that crashes the process, one that hangs the device; each
 # is recorded, tuning goes on in a fresh child process and finishes the class
 printf 'name,batch,hq,hkv,sq,skv,d,causal\ntiny,1,2,2,33,65,64,0\n' > "$T/one.csv"
-iso=(tune --device opencl:0 --shapes "$T/one.csv" --strategy random --budget 6 --rep-budget 0.01 --seed 1 --quiet)
+iso=(tune --device opencl:0 --shapes "$T/one.csv" --strategy random --candidates 6 --rep-budget 0.01 --seed 1 --quiet)
 victim=$($fab "${iso[@]}" --results "$T/iso0" >/dev/null 2>&1; col "$T/iso0/explored.csv" config | sed -n 2p)
 FABENCH_TEST_CRASH_CONFIG="$victim" timeout 300 $fab "${iso[@]}" --results "$T/iso1" 2> "$T/iso1.err"; rc=$?
 check "tune, a candidate crashes the process: exit 0, all 6 rows" "[ $rc -eq 0 ] && csv_ok $T/iso1/explored.csv 6 && [ \$(($(wc -l < $T/iso1/explored.csv) - 1)) -eq 6 ]"
@@ -113,7 +113,7 @@ check "tune, a candidate hangs the device: the restart is reported" "grep -q 'th
 
 # 10. a crash while halving times a survivor again: that row becomes the crash, its earlier
 # timing gone (reps, sm_mhz cleared), its compile time kept; the folder stays valid
-hv=(tune --device opencl:0 --shapes "$T/one.csv" --strategy halving --budget 8 --rep-budget 0.01 --seed 1 --quiet)
+hv=(tune --device opencl:0 --shapes "$T/one.csv" --strategy halving --candidates 8 --rep-budget 0.01 --seed 1 --quiet)
 FABENCH_TEST_CRASH_RETIME="$T/hv.crashed" timeout 300 $fab "${hv[@]}" --results "$T/hv1" 2> "$T/hv1.err"; rc=$?
 check "halving, a crash while timing a survivor again: exit 0, one row is the crash with no timing left" \
     "[ -e $T/hv.crashed ] && [ $rc -eq 0 ] && python3 -c \"
@@ -129,7 +129,7 @@ check "halving, a crash while timing a survivor again: check-results finds nothi
 # 11. the head-to-head of a tune that resumes an earlier run's rows (--merge): a contender
 # that fails in any round is out, its row says why, and when none verifies nothing is
 # written, and tuning.csv's row goes if its configuration failed (a wrong kernel never wins)
-hh=(tune --device opencl:0 --shapes "$T/one.csv" --strategy random --budget 12 --rep-budget 0.01 --seed 1 --merge --quiet)
+hh=(tune --device opencl:0 --shapes "$T/one.csv" --strategy random --candidates 12 --rep-budget 0.01 --seed 1 --merge --quiet)
 won=$(col "$T/iso0/tuning.csv" config | head -n 1)
 cp -r "$T/iso0" "$T/hh1"
 FABENCH_TEST_WRONG_REMATCH="$won" FABENCH_TEST_WRONG_REMATCH_ROUND=1 $fab "${hh[@]}" --results "$T/hh1" 2> "$T/hh1.err"; rc=$?

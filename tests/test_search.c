@@ -365,7 +365,7 @@ static void test_local_climbs(void **state)
     searcher_free(se);
 }
 
-/* local's preview of a whole Hopper space (a time-limited tune with no --budget previews
+/* local's preview of a whole Hopper space (a time-limited tune with no --candidates previews
  * every candidate for the background compiler): each candidate once, the seed first, then
  * by distance from it (0 and 1 alike), the first in the searcher's order among equals (the
  * order local_next took them in). Before 2026-12-05 the preview cost n^3 steps: the H100's

@@ -763,7 +763,7 @@ static void test_tune_end_to_end(void **state)
     snprintf(res, sizeof res, "%s/res", tmpdir);
     write_file(shapes, "name,batch,hq,hkv,sq,skv,d,causal\na,1,2,1,33,40,32,1\nb,1,2,2,1,70,32,0\n");
     const char *fab = getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "build/fabench";
-    snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --strategy random --budget 3 "
+    snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --strategy random --candidates 3 "
              "--rep-budget 0.01 --seed 7 --quiet", fab, shapes, res);
     assert_int_equal(system(cmd), 0);
     snprintf(p, sizeof p, "%s/explored.csv", res);
@@ -788,7 +788,7 @@ static void test_tune_end_to_end(void **state)
     snprintf(log, sizeof log, "%s/tune.log", tmpdir);
     for (int round = 2; round <= 3; round++) {
         snprintf(cmd, sizeof cmd, "FABENCH_CACHE=%s/kc %s tune --device opencl:0 --shapes %s --results %s/res%d "
-                 "--strategy random --budget 3 --rep-budget 0.01 --seed 7 2>%s", tmpdir, fab, shapes, tmpdir, round, log);
+                 "--strategy random --candidates 3 --rep-budget 0.01 --seed 7 2>%s", tmpdir, fab, shapes, tmpdir, round, log);
         assert_int_equal(system(cmd), 0);
     }
     char *text;
@@ -808,7 +808,7 @@ static void test_tune_end_to_end(void **state)
     assert_non_null(w);
     snprintf(first, sizeof first, "%.*s", (int)strcspn(w + 1, "\n"), w + 1);
     free(text);
-    snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --strategy random --budget 1 "
+    snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --strategy random --candidates 1 "
              "--rep-budget 0.01 --seed 9 --merge --quiet", fab, shapes, res);
     assert_int_equal(system(cmd), 0);
     assert_int_equal(fb_read_file(p, &text, &len, err, sizeof err), 0);
@@ -971,7 +971,7 @@ static void test_tune_local_start(void **state)
     snprintf(res, sizeof res, "%s/lres", tmpdir);
     snprintf(res2, sizeof res2, "%s/lres2", tmpdir);
     const char *fab = getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "build/fabench";
-    const char *fmt = "%s tune --device opencl:0 --shapes %s --results %s --space %s --strategy %s --budget 1 "
+    const char *fmt = "%s tune --device opencl:0 --shapes %s --results %s --space %s --strategy %s --candidates 1 "
                       "--rep-budget 0.01 --quiet";
     snprintf(cmd, sizeof cmd, fmt, fab, shapes, res, sp, "exhaustive");
     assert_int_equal(system(cmd), 0);
@@ -1032,7 +1032,7 @@ static void test_tune_halving(void **state)
     snprintf(errp, sizeof errp, "%s/hres.err", tmpdir);
     const char *fab = getenv("FABENCH_BIN") ? getenv("FABENCH_BIN") : "build/fabench";
     snprintf(cmd, sizeof cmd, "%s tune --device opencl:0 --shapes %s --results %s --space %s --strategy halving "
-             "--budget 4 --rep-budget 0.01 --seed 2 2> %s", fab, shapes, res, sp, errp);
+             "--candidates 4 --rep-budget 0.01 --seed 2 2> %s", fab, shapes, res, sp, errp);
     for (int pass = 0; pass < 2; pass++) {
         assert_int_equal(system(cmd), 0);
         assert_int_equal(count_in(res, "explored.csv"), 5);

@@ -195,7 +195,7 @@ dev=$($fab devices --list 2>/dev/null | head -1 | cut -f1)
 if [ -n "$dev" ]; then
     rt=${dev%%:*}
     printf 'name,batch,hq,hkv,sq,skv,d,causal,dtype\nrf,1,2,1,48,48,64,1,fp16\n' > "$T/rf.csv"
-    $fab tune --device "$dev" --shapes "$T/rf.csv" --results "$T/rf" --strategy random --budget 1 --rep-budget 0.01 --quiet >/dev/null 2>&1
+    $fab tune --device "$dev" --shapes "$T/rf.csv" --results "$T/rf" --strategy random --candidates 1 --rep-budget 0.01 --quiet >/dev/null 2>&1
     row=$(awk -F, 'NR == 2 { print $4 }' "$T/rf/tuning.csv")
     held=$(printf '%s' "$row" | tr ';' '\n' | grep -v '^KPAD=' | sort | tr '\n' ';')
     printf 'param,value,when\nKPAD,0,MMA=fma\nKPAD,1,\n' > "$T/free.csv"

@@ -18,7 +18,7 @@ fi
 
 # four shape classes, two candidates each: the workers share them out
 printf 'name,batch,hq,hkv,sq,skv,d,causal\na,1,2,2,64,64,64,1\nb,1,2,2,129,129,128,0\nc,1,4,1,1,257,64,1\nd,1,4,2,33,129,64,1\n' >"$T/s.csv"
-tune() { "$FB" tune --shapes "$T/s.csv" --strategy random --budget 2 "$@"; }
+tune() { "$FB" tune --shapes "$T/s.csv" --strategy random --candidates 2 "$@"; }
 R=$T/r
 tune --device opencl:0,opencl:0 --results "$R" >"$T/log" 2>&1; rc=$?
 # class column of a CSV file, one line per row

@@ -166,7 +166,7 @@ void searcher_preview(const searcher *se, long *out, long k)
                                    * nearest the first of them: local_next's order, taken by
                                    * distance from one start, so sorted by it once. (Calling
                                    * local_next k times costs n * k * k: with --time and no
-                                   * --budget, k is the whole space, and a d=128 causal
+                                   * --candidates, k is the whole space, and a d=128 causal
                                    * class's thousands of candidates took longer than the
                                    * tune's timeout before its first run.) */
         long m = 0;

@@ -1019,7 +1019,7 @@ static void usage(FILE *f)
             "                      nearest classes first, then always the candidate with the\n"
             "                      fewest parameters different from the best so far; for refining\n"
             "                      earlier winners after the space grew, or a class from its\n"
-            "                      neighbours'), halving (successive halving: --budget candidates\n"
+            "                      neighbours'), halving (successive halving: --candidates N\n"
             "                      (default all) in a seeded random order, then the faster half\n"
             "                      of them timed again twice as long, and so on until two or fewer\n"
             "                      are left (the faster wins);\n"
@@ -1028,7 +1028,8 @@ static void usage(FILE *f)
             "                      BLOCK_M, BLOCK_N, NUM_WARPS), the nearest the default, then a\n"
             "                      climb over the other parameters within the three fastest forms;\n"
             "                      experimental: docs/notes-staged-search.md)\n"
-            "  --budget N          at most N candidates timed per class (default: all)\n"
+            "  --candidates N      at most N candidates timed per class (default: all; --budget, which\n"
+            "                      is seconds of timing in run and vendors, is refused here)\n"
             "  --time S            at most S seconds per class (one with no verified candidate when\n"
             "                      the time is up tries up to 3 more, so that it gets a winner)\n"
             "  --seed N            for random and halving (default 1)\n"
@@ -1099,12 +1100,13 @@ typedef struct {
 /* Reads tune's options into *o: -1 to go on, else the exit status (0 after --help) */
 static int tune_options(int argc, char **argv, tune_opts *o)
 {
-    enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_DTYPE, O_STRATEGY, O_BUDGET, O_TIME, O_SEED, O_RESULTS, O_SPACE,
+    enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_DTYPE, O_STRATEGY, O_BUDGET, O_OLD_BUDGET, O_TIME, O_SEED, O_RESULTS, O_SPACE,
            O_REPBUDGET, O_QUIET, O_HELP, O_TIMEOUT, O_MERGE, O_REMATCH, O_DECLARED, O_CLASS, O_CLAIMS, O_WORKER };
     static const struct option opts[] = {
         {"device", required_argument, 0, O_DEVICE}, {"suite", required_argument, 0, O_SUITE},
         {"shapes", required_argument, 0, O_SHAPES}, {"dtype", required_argument, 0, O_DTYPE},
-        {"strategy", required_argument, 0, O_STRATEGY}, {"budget", required_argument, 0, O_BUDGET},
+        {"strategy", required_argument, 0, O_STRATEGY}, {"candidates", required_argument, 0, O_BUDGET},
+        {"budget", required_argument, 0, O_OLD_BUDGET},
         {"time", required_argument, 0, O_TIME}, {"seed", required_argument, 0, O_SEED},
         {"results", required_argument, 0, O_RESULTS}, {"space", required_argument, 0, O_SPACE},
         {"rep-budget", required_argument, 0, O_REPBUDGET}, {"rematch-budget", required_argument, 0, O_REMATCH}, {"quiet", no_argument, 0, O_QUIET},
@@ -1160,8 +1162,12 @@ static int tune_options(int argc, char **argv, tune_opts *o)
             break;
         case O_BUDGET:
             budget = strtol(optarg, &end, 10);
-            if (*end || end == optarg || budget < 1) { fprintf(stderr, "fabench tune: --budget: bad count '%s'\n", optarg); return FB_EXIT_BADINPUT; }
+            if (*end || end == optarg || budget < 1) { fprintf(stderr, "fabench tune: --candidates: bad count '%s'\n", optarg); return FB_EXIT_BADINPUT; }
             break;
+        case O_OLD_BUDGET: /* one option, one meaning: --budget is seconds of timing in run and vendors */
+            fprintf(stderr, "fabench tune: --budget is seconds of timing in run and vendors; tune counts candidates: "
+                            "--candidates %s\n", optarg);
+            return FB_EXIT_BADINPUT;
         case O_TIME:
             time_limit = strtod(optarg, &end);
             if (*end || end == optarg || !(time_limit > 0)) { fprintf(stderr, "fabench tune: --time: bad seconds '%s'\n", optarg); return FB_EXIT_BADINPUT; }
