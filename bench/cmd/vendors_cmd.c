@@ -77,6 +77,117 @@ static int wanted(const char *impl, const char *list)
     return 0;
 }
 
+/* What every implementation's row needs: the device, the vendors' sessions, the outputs
+ * and the timing protocol's settings */
+typedef struct {
+    const rt_device *dev;
+    vendor_session **vs;
+    timing_opts *topt;
+    csv_table *table, *ctab;   /* perf.csv, and --configs-out's table (NULL: none) */
+    const char *out, *configs_out;
+    const char *op, *lp;       /* where an out-of-process adapter writes O and the LSE */
+    int update, quiet, l2_flush;
+    size_t nshapes;
+} vendors_ctx;
+
+/* Opens every vendor on dev into vs (NULL where absent, said on stderr), and notes each
+ * one's versions, or its absence, in the manifest table man (NULL: none) under prefix.
+ * 1 when any vendor is present */
+static int open_vendors(const rt_device *dev, vendor_session **vs, csv_table *man, const char *mprefix)
+{
+    int any = 0;
+    for (size_t i = 0; i < NVENDORS; i++) {
+        char versions[512] = "", why[512] = "";
+        if (all_vendors[i]->open(dev, &vs[i], versions, sizeof versions, why, sizeof why) != 0) {
+            fprintf(stderr, "fabench vendors: %s is absent: %s\n", all_vendors[i]->name, why);
+            vs[i] = NULL;
+            if (man) {
+                char k[128];
+                snprintf(k, sizeof k, "%svendor.%s", mprefix, all_vendors[i]->name);
+                manifest_set(man, k, "absent");
+            }
+            continue;
+        }
+        any = 1;
+        if (man) {
+            char copy[512], *save = NULL;
+            snprintf(copy, sizeof copy, "%s", versions);
+            for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+                char *eq = strchr(tok, '=');
+                if (!eq) continue;
+                *eq = 0;
+                char k[128];
+                snprintf(k, sizeof k, "%svendor.%s.%s", mprefix, all_vendors[i]->name, tok);
+                manifest_set(man, k, eq + 1);
+            }
+        }
+    }
+    return any;
+}
+
+/* Implementation im of vendor vi on shape s (the shape_no'th): run on the inputs in, its
+ * output O (and LSE, where it returns one) verified element by element against ref, timed
+ * by its adapter under the one protocol, and its perf.csv row (and --configs-out's) written.
+ * *failures counts a row that did not pass, *fatal an output that could not be written.
+ * Returns 1 when the adapter itself broke (the caller closes the vendor) */
+static int measure_impl(vendors_ctx *x, size_t vi, const char *im, const shape_t *s, dtype_t dt, size_t shape_no,
+                        vendor_inputs *in, void *o, float *lse, fb_reference *ref, int *failures, int *fatal)
+{
+    char err[FB_ERRLEN] = "";
+    const size_t nq = shape_q_elems(s);
+    fb_poison(o, nq, dt);
+    fb_poison_f32(lse, shape_out_rows(s));
+    unlink(x->op);
+    unlink(x->lp);
+    vendor_result vr = {0};
+    /* the adapter itself broke: a launch_error row says so (a failure, not a gap),
+     * and the vendor's session is closed, its other implementations skipped */
+    const int broke = all_vendors[vi]->run(x->vs[vi], im, s, dt, in, o, x->topt, &vr, err, sizeof err) != 0;
+    if (broke) {
+        fprintf(stderr, "fabench vendors: %s: %s\n", all_vendors[vi]->name, err);
+        free(vr.samples_us);
+        vr = (vendor_result){.status = ST_LAUNCH_ERROR};
+        snprintf(vr.reason, sizeof vr.reason, "the %s adapter broke: %.400s", all_vendors[vi]->name, err);
+    }
+    verify_result ver = {0};
+    stats_t st;
+    status_t status = vr.status;
+    const char *reason = vr.reason;
+    if (status == ST_OK && fb_verify_full(ref, o, vr.has_lse ? lse : NULL, &ver) != 0) {
+        status = ST_RESOURCE_LIMIT; /* no reference: no verdict */
+        reason = "out of memory for the reference";
+    } else if (status == ST_OK) {
+        if (!ver.pass) { status = ST_WRONG_RESULT; reason = ver.reason; }
+        else if (vr.has_stats) st = vr.stats; /* timed here by time_device */
+        else if (stats_compute_times(vr.samples_us, vr.nsamples, &st) != 0) { status = ST_LAUNCH_ERROR; reason = "no valid timing samples"; }
+    }
+    perf_row pr = {.gpu = x->dev->info.name, .backend = x->dev->rt->name, .impl = im, .config = vr.config,
+                   .config_source = "vendor", .shape = s, .dt = dt, .status = status, .reason = reason,
+                   .ver = &ver, .us = status == ST_OK ? &st : NULL, .tel = &vr.tel,
+                   .l2_flush = x->l2_flush, .how = &vr.how};
+    if (perf_put(x->table, &pr, x->update) != 0 || csvt_write_atomic(x->table, x->out, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench vendors: %s\n", err);
+        *fatal = 1;
+    }
+    if (x->ctab && vr.configs_method) {
+        char n[32];
+        snprintf(n, sizeof n, "%ld", vr.configs);
+        const char *row[4] = {im, s->name, n, vr.configs_method};
+        long at = -1; /* --update: this (impl, shape)'s row, replaced where it stands */
+        for (size_t r = 0; x->update && r < x->ctab->nrows && at < 0; r++)
+            if (!strcmp(x->ctab->rows[r][0], im) && !strcmp(x->ctab->rows[r][1], s->name)) at = (long)r;
+        if ((at >= 0 ? csvt_replace(x->ctab, (size_t)at, row) : csvt_add(x->ctab, row)) != 0 ||
+            csvt_write_atomic(x->ctab, x->configs_out, err, sizeof err) != 0) {
+            fprintf(stderr, "fabench vendors: --configs-out: %s\n", err);
+            *fatal = 1;
+        }
+    }
+    if (!x->quiet) perf_progress(stderr, shape_no, x->nshapes, &pr);
+    *failures += status != ST_OK && status != ST_UNSUPPORTED;
+    free(vr.samples_us);
+    return broke;
+}
+
 int cmd_vendors(int argc, char **argv)
 {
     enum { O_IMPL = 1, O_HELP, O_CONFIGS };
@@ -165,7 +276,6 @@ int cmd_vendors(int argc, char **argv)
     }
 
     vendor_session *vs[NVENDORS] = {0};
-    int any = 0;
     csv_table *man = NULL;
     static const char *const mh[2] = {"key", "value"};
     char mprefix[32] = ""; /* --update: this command's keys go under update.N. */
@@ -184,32 +294,7 @@ int cmd_vendors(int argc, char **argv)
         char why[256];
         if (!dev.info.is_gpu || telemetry_open(dev.info.pci, &topt.tm, why, sizeof why) != 0) topt.tm = NULL;
     }
-    for (size_t i = 0; i < NVENDORS; i++) {
-        char versions[512] = "", why[512] = "";
-        if (all_vendors[i]->open(&dev, &vs[i], versions, sizeof versions, why, sizeof why) != 0) {
-            fprintf(stderr, "fabench vendors: %s is absent: %s\n", all_vendors[i]->name, why);
-            vs[i] = NULL;
-            if (man) {
-                char k[128];
-                snprintf(k, sizeof k, "%svendor.%s", mprefix, all_vendors[i]->name);
-                manifest_set(man, k, "absent");
-            }
-            continue;
-        }
-        any = 1;
-        if (man) {
-            char copy[512], *save = NULL;
-            snprintf(copy, sizeof copy, "%s", versions);
-            for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-                char *eq = strchr(tok, '=');
-                if (!eq) continue;
-                *eq = 0;
-                char k[128];
-                snprintf(k, sizeof k, "%svendor.%s.%s", mprefix, all_vendors[i]->name, tok);
-                manifest_set(man, k, eq + 1);
-            }
-        }
-    }
+    int any = open_vendors(&dev, vs, man, mprefix);
     if (man && csvt_write_atomic(man, manifest_path, err, sizeof err) != 0) fprintf(stderr, "fabench vendors: manifest: %s\n", err);
     csvt_free(man);
 
@@ -237,6 +322,9 @@ int cmd_vendors(int argc, char **argv)
         snprintf(op, sizeof op, "%s/o.bin", tdir);
         snprintf(lp, sizeof lp, "%s/lse.bin", tdir);
     }
+    vendors_ctx vx = {.dev = &dev, .vs = vs, .topt = &topt, .table = table, .ctab = ctab, .out = out,
+                      .configs_out = configs_out, .op = op, .lp = lp, .update = update, .quiet = quiet,
+                      .l2_flush = l2_flush, .nshapes = shapes.n};
     signal(SIGINT, on_sigint);
     int failures = 0, fatal = 0;
     size_t resumed = 0;
@@ -288,56 +376,7 @@ int cmd_vendors(int argc, char **argv)
             for (const char *const *im = all_vendors[vi]->impls(vs[vi]); *im && !interrupted; im++) {
                 if (!wanted(*im, impls)) continue;
                 if (resume && perf_has(table, dev.info.name, dev.rt->name, *im, s->name, dt)) continue;
-                fb_poison(o, nq, dt);
-                fb_poison_f32(lse, shape_out_rows(s));
-                unlink(op);
-                unlink(lp);
-                vendor_result vr = {0};
-                /* the adapter itself broke: a launch_error row says so (a failure, not a gap),
-                 * and the vendor's session is closed, its other implementations skipped */
-                const int broke = all_vendors[vi]->run(vs[vi], *im, s, dt, &in, o, &topt, &vr, err, sizeof err) != 0;
-                if (broke) {
-                    fprintf(stderr, "fabench vendors: %s: %s\n", all_vendors[vi]->name, err);
-                    free(vr.samples_us);
-                    vr = (vendor_result){.status = ST_LAUNCH_ERROR};
-                    snprintf(vr.reason, sizeof vr.reason, "the %s adapter broke: %.400s", all_vendors[vi]->name, err);
-                }
-                verify_result ver = {0};
-                stats_t st;
-                status_t status = vr.status;
-                const char *reason = vr.reason;
-                if (status == ST_OK && fb_verify_full(&ref, o, vr.has_lse ? lse : NULL, &ver) != 0) {
-                    status = ST_RESOURCE_LIMIT; /* no reference: no verdict */
-                    reason = "out of memory for the reference";
-                } else if (status == ST_OK) {
-                    if (!ver.pass) { status = ST_WRONG_RESULT; reason = ver.reason; }
-                    else if (vr.has_stats) st = vr.stats; /* timed here by time_device */
-                    else if (stats_compute_times(vr.samples_us, vr.nsamples, &st) != 0) { status = ST_LAUNCH_ERROR; reason = "no valid timing samples"; }
-                }
-                perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = *im, .config = vr.config,
-                               .config_source = "vendor", .shape = s, .dt = dt, .status = status, .reason = reason,
-                               .ver = &ver, .us = status == ST_OK ? &st : NULL, .tel = &vr.tel,
-                               .l2_flush = l2_flush, .how = &vr.how};
-                if (perf_put(table, &pr, update) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
-                    fprintf(stderr, "fabench vendors: %s\n", err);
-                    fatal = 1;
-                }
-                if (ctab && vr.configs_method) {
-                    char n[32];
-                    snprintf(n, sizeof n, "%ld", vr.configs);
-                    const char *row[4] = {*im, s->name, n, vr.configs_method};
-                    long at = -1; /* --update: this (impl, shape)'s row, replaced where it stands */
-                    for (size_t r = 0; update && r < ctab->nrows && at < 0; r++)
-                        if (!strcmp(ctab->rows[r][0], *im) && !strcmp(ctab->rows[r][1], s->name)) at = (long)r;
-                    if ((at >= 0 ? csvt_replace(ctab, (size_t)at, row) : csvt_add(ctab, row)) != 0 ||
-                        csvt_write_atomic(ctab, configs_out, err, sizeof err) != 0) {
-                        fprintf(stderr, "fabench vendors: --configs-out: %s\n", err);
-                        fatal = 1;
-                    }
-                }
-                if (!quiet) perf_progress(stderr, i + 1, shapes.n, &pr);
-                failures += status != ST_OK && status != ST_UNSUPPORTED;
-                free(vr.samples_us);
+                const int broke = measure_impl(&vx, vi, *im, s, dt, i + 1, &in, o, lse, &ref, &failures, &fatal);
                 if (broke) {
                     all_vendors[vi]->close(vs[vi]);
                     vs[vi] = NULL;
