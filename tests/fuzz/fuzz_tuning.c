@@ -1,8 +1,9 @@
 /* fuzz_tuning.c: tuning tables (tuning.csv) through tune_lookup (bench/tune/tune.c), as
  * `run --tuned` reads them, for a fixed device ("G" on the opencl runtime; nothing is
- * opened) and a few shapes: an exact class, a decode class (nearest), another head dim
- * and dtype. The lookup returns 0, 1 or 2; a configuration it hands back is completed
- * and checked as `run` does. */
+ * opened) and a few shapes: an exact class, a decode class, another head dim and dtype.
+ * The lookup returns 1 (the class's row, a fallback.csv rule or the regime's default, as
+ * its source says) or 2; a configuration it hands back is completed and checked as `run`
+ * does. */
 #include "fuzz_common.h"
 
 #include "common.h"
@@ -48,7 +49,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             continue;
         }
         if (rc != 1) fz_fail("tune_lookup returned %d", rc);
-        if (strncmp(src, "tuned ", 6) && strncmp(src, "nearest ", 8)) fz_fail("tune_lookup: source '%s'", src);
+        /* tune.h: the class's row, a rule of fallback.csv, or the regime's default */
+        if (strncmp(src, "tuned ", 6) && strncmp(src, "rule ", 5) && strncmp(src, "default for ", 12))
+            fz_fail("tune_lookup: source '%s'", src);
         kconfig_complete(&c, &dev.info, &cases[i].s, cases[i].dt);
         char reason[256], str[256];
         (void)kconfig_check(&c, &dev.info, &cases[i].s, cases[i].dt, reason, sizeof reason);
