@@ -93,3 +93,8 @@ int measure_opts_check(const measure_opts *m, const char *cmd, void (*usage)(FIL
     }
     return 0;
 }
+
+dtype_t measure_dtype(const measure_opts *m, const shape_t *s)
+{
+    return m->have_dtype ? m->dtype : s->has_dtype ? s->dtype : DT_BF16;
+}

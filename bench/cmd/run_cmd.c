@@ -148,7 +148,7 @@ static int shape_config_tm(tune_missing *tm, int tuned, const char *tuning_path,
  * loop only loads them (a fresh GPU machine has an empty cache: one NVRTC build after the
  * other held the GPU idle for minutes). Shapes whose configuration cannot be found are left
  * to the loop, which says why. */
-static void precompile_run(attn_runner *runner, const shape_list_t *shapes, int have_dtype, dtype_t dtype, int tuned,
+static void precompile_run(attn_runner *runner, const shape_list_t *shapes, const measure_opts *mo, int tuned,
                            const char *tuning_path, const rt_device *dev, const kconfig *user, int write_lse,
                            const tune_missing *tm)
 {
@@ -158,7 +158,7 @@ static void precompile_run(attn_runner *runner, const shape_list_t *shapes, int 
     long n = 0;
     for (size_t i = 0; sv && dv && cv && i < shapes->n; i++) {
         const shape_t *s = &shapes->v[i];
-        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        dtype_t dt = measure_dtype(mo, s);
         char source[300], err[FB_ERRLEN];
         if (tm && tune_missing_lacks(tm, dev, s, dt)) continue; /* its configuration comes from the tune */
         if (shape_config(tuned, tuning_path, dev, user, s, dt, &cv[n], source, sizeof source, err, sizeof err) != 0)
@@ -249,11 +249,6 @@ int cmd_run(int argc, char **argv)
         return FB_EXIT_BADINPUT;
     }
     if (measure_opts_check(&mo, "fabench run", usage_run) != 0) return FB_EXIT_BADINPUT;
-    const char *device = mo.device, *shapes_file = mo.shapes_file, *suite = mo.suite, *out = mo.out,
-               *manifest_path = mo.manifest;
-    const int append = mo.append, quiet = mo.quiet, have_dtype = mo.have_dtype, resume = mo.resume, update = mo.update,
-              l2_flush = mo.l2_flush;
-    const dtype_t dtype = mo.dtype;
     attn_opts ao;
     attn_opts_defaults(&ao);
     ao.timing = mo.timing;
@@ -261,29 +256,29 @@ int cmd_run(int argc, char **argv)
     ao.verify_only = verify_only;
 
     shape_list_t shapes = {0};
-    int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err)
-                         : shapes_load_suite(suite, &shapes, err, sizeof err);
+    int rc = mo.shapes_file ? shapes_load(mo.shapes_file, &shapes, err, sizeof err)
+                         : shapes_load_suite(mo.suite, &shapes, err, sizeof err);
     if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); return FB_EXIT_BADINPUT; }
 
     csv_table *table = NULL;
     /* claimed before it is read: another writer's rows cannot be lost between the two */
-    if (fb_check_writable(out, err, sizeof err) != 0 || fb_claim_output(out, err, sizeof err) != 0) {
+    if (fb_check_writable(mo.out, err, sizeof err) != 0 || fb_claim_output(mo.out, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
-    if (append) rc = perf_open_append(out, &table, err, sizeof err);
+    if (mo.append) rc = perf_open_append(mo.out, &table, err, sizeof err);
     else { table = csvt_new(perf_header, perf_ncols); rc = table ? 0 : -1; snprintf(err, sizeof err, "out of memory"); }
     if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); shapes_free(&shapes); return FB_EXIT_BADINPUT; }
 
     rt_device dev;
-    if (rt_select(device, &dev, err, sizeof err) != 0) {
+    if (rt_select(mo.device, &dev, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);
         csvt_free(table);
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
-    if (l2_flush) ao.timing.l2_flush_bytes = timing_flush_bytes(&dev.info);
+    if (mo.l2_flush) ao.timing.l2_flush_bytes = timing_flush_bytes(&dev.info);
     char tuning_default[1200];
     const int tuning_given = tuning_path != NULL;
     char tm_table[1200], tm_explored[1300];
@@ -294,22 +289,22 @@ int cmd_run(int argc, char **argv)
         tuning_path = tuning_default;
     }
     if (tm.seconds > 0) { /* the table it tunes into, which may not exist yet */
-        tm = (tune_missing){.seconds = tm.seconds, .device = device, .shapes_file = shapes_file, .suite = suite,
-                            .have_dtype = have_dtype, .dtype = dtype, .quiet = quiet};
-        tune_missing_table(tuning_given ? tuning_path : NULL, tuning_path, out, tm_table, sizeof tm_table);
+        tm = (tune_missing){.seconds = tm.seconds, .device = mo.device, .shapes_file = mo.shapes_file, .suite = mo.suite,
+                            .have_dtype = mo.have_dtype, .dtype = mo.dtype, .quiet = mo.quiet};
+        tune_missing_table(tuning_given ? tuning_path : NULL, tuning_path, mo.out, tm_table, sizeof tm_table);
         tuning_path = tm.table = tm_table;
         tune_missing_explored(tm_table, tm_explored, sizeof tm_explored);
     }
     /* bad input is found before any file is touched: another GPU's folder, an output that
      * is one of the inputs, a tuning table named but unreadable or malformed */
-    const char *const files[] = {out, manifest_path, shapes_file, tuning_given || tm.table ? tuning_path : NULL,
+    const char *const files[] = {mo.out, mo.manifest, mo.shapes_file, tuning_given || tm.table ? tuning_path : NULL,
                                  tm.table ? tm_explored : NULL};
     const char *const names[] = {"--out", "--manifest", "--shapes", "--tuning", "explored.csv beside the tuning table"};
     if (fb_distinct_files(files, names, 2, 5, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);
         rc = FB_EXIT_BADINPUT;
     }
-    if (!rc && manifest_path && manifest_check_path(manifest_path, &dev, err, sizeof err) != 0) {
+    if (!rc && mo.manifest && manifest_check_path(mo.manifest, &dev, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: manifest: %s\n", err);
         rc = FB_EXIT_BADINPUT;
     }
@@ -329,23 +324,23 @@ int cmd_run(int argc, char **argv)
             rc = FB_EXIT_BADINPUT;
         }
     }
-    if (!rc && manifest_path && (rc = fb_check_writable(manifest_path, err, sizeof err)) != 0) {
+    if (!rc && mo.manifest && (rc = fb_check_writable(mo.manifest, err, sizeof err)) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);
         rc = FB_EXIT_BADINPUT;
     }
     if (!rc && dry_run) { /* every input checked; nothing touched */
-        if (!quiet) fprintf(stderr, "fabench run: --dry-run: %zu shapes on %s:%d, every input checked\n", shapes.n,
+        if (!mo.quiet) fprintf(stderr, "fabench run: --dry-run: %zu shapes on %s:%d, every input checked\n", shapes.n,
                             dev.rt->name, dev.index);
         csvt_free(table);
         shapes_free(&shapes);
         return 0;
     }
     /* nothing half-written: prove the output can be written before any work */
-    if (!rc && csvt_write_atomic(table, out, err, sizeof err) != 0) {
+    if (!rc && csvt_write_atomic(table, mo.out, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: %s\n", err);
         rc = FB_EXIT_BADINPUT;
     }
-    if (!rc && manifest_path && manifest_update(manifest_path, &dev, argc + 1, argv - 1, update, err, sizeof err) != 0) {
+    if (!rc && mo.manifest && manifest_update(mo.manifest, &dev, argc + 1, argv - 1, mo.update, err, sizeof err) != 0) {
         fprintf(stderr, "fabench run: manifest: %s\n", err);
         rc = FB_EXIT_BADINPUT;
     }
@@ -361,21 +356,21 @@ int cmd_run(int argc, char **argv)
         shapes_free(&shapes);
         return 1;
     }
-    if (!quiet) {
+    if (!mo.quiet) {
         fprintf(stderr, "fabench run: %zu shapes on %s:%d (%s)\n", shapes.n, dev.rt->name, dev.index, dev.info.name);
         say_tuning_table(tuned ? tuning_path : NULL, &dev, cfg.set != 0);
         if (tm.table)
             fprintf(stderr, "fabench run: --tune-missing: a class without a row there is tuned first (%g s of search), "
                             "into %s and explored.csv beside it\n", tm.seconds, tm.table);
     }
-    precompile_run(runner, &shapes, have_dtype, dtype, tuned, tuning_path, &dev, &cfg, ao.write_lse, tm.table ? &tm : NULL);
+    precompile_run(runner, &shapes, &mo, tuned, tuning_path, &dev, &cfg, ao.write_lse, tm.table ? &tm : NULL);
     signal(SIGINT, on_sigint);
     int failures = 0, fatal = 0;
     size_t resumed = 0;
     for (size_t i = 0; i < shapes.n && !interrupted; i++) {
         const shape_t *s = &shapes.v[i];
-        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
-        if (resume && perf_has(table, dev.info.name, dev.rt->name, "portable", s->name, dt)) {
+        dtype_t dt = measure_dtype(&mo, s);
+        if (mo.resume && perf_has(table, dev.info.name, dev.rt->name, "portable", s->name, dt)) {
             resumed++;
             continue;
         }
@@ -404,17 +399,17 @@ int cmd_run(int argc, char **argv)
         perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = "portable", .config = cfgs,
                        .config_source = source, .shape = s, .dt = dt, .status = res.status, .reason = res.reason,
                        .ver = &res.ver, .us = ok && !ao.verify_only ? &res.us : NULL, .tel = &res.tel,
-                       .l2_flush = l2_flush, .how = &res.how};
-        if (perf_put(table, &pr, update) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
+                       .l2_flush = mo.l2_flush, .how = &res.how};
+        if (perf_put(table, &pr, mo.update) != 0 || csvt_write_atomic(table, mo.out, err, sizeof err) != 0) {
             fprintf(stderr, "fabench run: %s\n", err);
             fatal = 1;
             break;
         }
         if (!ok) failures++;
-        if (!quiet) perf_progress(stderr, i + 1, shapes.n, &pr);
+        if (!mo.quiet) perf_progress(stderr, i + 1, shapes.n, &pr);
     }
-    if (interrupted && !quiet) fprintf(stderr, "fabench run: interrupted; %zu finished rows are in %s\n", table->nrows, out);
-    if (resumed && !quiet) fprintf(stderr, "fabench run: --resume: %zu shapes already had rows in %s\n", resumed, out);
+    if (interrupted && !mo.quiet) fprintf(stderr, "fabench run: interrupted; %zu finished rows are in %s\n", table->nrows, mo.out);
+    if (resumed && !mo.quiet) fprintf(stderr, "fabench run: --resume: %zu shapes already had rows in %s\n", resumed, mo.out);
     attn_close(runner);
     csvt_free(table);
     shapes_free(&shapes);

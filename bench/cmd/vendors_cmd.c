@@ -78,15 +78,14 @@ static int wanted(const char *impl, const char *list)
 }
 
 /* What every implementation's row needs: the device, the vendors' sessions, the outputs
- * and the timing protocol's settings */
+ * and the options (--out, --update, --quiet, --l2-flush, the timing protocol's settings) */
 typedef struct {
     const rt_device *dev;
     vendor_session **vs;
-    timing_opts *topt;
+    const measure_opts *mo;
     csv_table *table, *ctab;   /* perf.csv, and --configs-out's table (NULL: none) */
-    const char *out, *configs_out;
+    const char *configs_out;
     const char *op, *lp;       /* where an out-of-process adapter writes O and the LSE */
-    int update, quiet, l2_flush;
     size_t nshapes;
 } vendors_ctx;
 
@@ -142,7 +141,7 @@ static int measure_impl(vendors_ctx *x, size_t vi, const char *im, const shape_t
     vendor_result vr = {0};
     /* the adapter itself broke: a launch_error row says so (a failure, not a gap),
      * and the vendor's session is closed, its other implementations skipped */
-    const int broke = all_vendors[vi]->run(x->vs[vi], im, s, dt, in, o, x->topt, &vr, err, sizeof err) != 0;
+    const int broke = all_vendors[vi]->run(x->vs[vi], im, s, dt, in, o, &x->mo->timing, &vr, err, sizeof err) != 0;
     if (broke) {
         fprintf(stderr, "fabench vendors: %s: %s\n", all_vendors[vi]->name, err);
         free(vr.samples_us);
@@ -164,8 +163,8 @@ static int measure_impl(vendors_ctx *x, size_t vi, const char *im, const shape_t
     perf_row pr = {.gpu = x->dev->info.name, .backend = x->dev->rt->name, .impl = im, .config = vr.config,
                    .config_source = "vendor", .shape = s, .dt = dt, .status = status, .reason = reason,
                    .ver = &ver, .us = status == ST_OK ? &st : NULL, .tel = &vr.tel,
-                   .l2_flush = x->l2_flush, .how = &vr.how};
-    if (perf_put(x->table, &pr, x->update) != 0 || csvt_write_atomic(x->table, x->out, err, sizeof err) != 0) {
+                   .l2_flush = x->mo->l2_flush, .how = &vr.how};
+    if (perf_put(x->table, &pr, x->mo->update) != 0 || csvt_write_atomic(x->table, x->mo->out, err, sizeof err) != 0) {
         fprintf(stderr, "fabench vendors: %s\n", err);
         *fatal = 1;
     }
@@ -174,7 +173,7 @@ static int measure_impl(vendors_ctx *x, size_t vi, const char *im, const shape_t
         snprintf(n, sizeof n, "%ld", vr.configs);
         const char *row[4] = {im, s->name, n, vr.configs_method};
         long at = -1; /* --update: this (impl, shape)'s row, replaced where it stands */
-        for (size_t r = 0; x->update && r < x->ctab->nrows && at < 0; r++)
+        for (size_t r = 0; x->mo->update && r < x->ctab->nrows && at < 0; r++)
             if (!strcmp(x->ctab->rows[r][0], im) && !strcmp(x->ctab->rows[r][1], s->name)) at = (long)r;
         if ((at >= 0 ? csvt_replace(x->ctab, (size_t)at, row) : csvt_add(x->ctab, row)) != 0 ||
             csvt_write_atomic(x->ctab, x->configs_out, err, sizeof err) != 0) {
@@ -182,7 +181,7 @@ static int measure_impl(vendors_ctx *x, size_t vi, const char *im, const shape_t
             *fatal = 1;
         }
     }
-    if (!x->quiet) perf_progress(stderr, shape_no, x->nshapes, &pr);
+    if (!x->mo->quiet) perf_progress(stderr, shape_no, x->nshapes, &pr);
     *failures += status != ST_OK && status != ST_UNSUPPORTED;
     free(vr.samples_us);
     return broke;
@@ -217,18 +216,11 @@ int cmd_vendors(int argc, char **argv)
     }
     if (optind < argc) { fprintf(stderr, "fabench vendors: unexpected argument '%s'\n", argv[optind]); return FB_EXIT_BADINPUT; }
     if (measure_opts_check(&mo, "fabench vendors", usage) != 0) return FB_EXIT_BADINPUT;
-    const char *device = mo.device, *suite = mo.suite, *shapes_file = mo.shapes_file, *out = mo.out,
-               *manifest_path = mo.manifest;
-    const int append = mo.append, quiet = mo.quiet, have_dtype = mo.have_dtype, resume = mo.resume, update = mo.update,
-              l2_flush = mo.l2_flush;
-    const dtype_t dtype = mo.dtype;
-    timing_opts topt = mo.timing;
-    const uint64_t seed = mo.seed;
     shape_list_t shapes = {0};
-    int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err) : shapes_load_suite(suite, &shapes, err, sizeof err);
+    int rc = mo.shapes_file ? shapes_load(mo.shapes_file, &shapes, err, sizeof err) : shapes_load_suite(mo.suite, &shapes, err, sizeof err);
     if (rc != 0) { fprintf(stderr, "fabench vendors: %s\n", err); return FB_EXIT_BADINPUT; }
     /* two of the files named, each written or read whole, must not be one file */
-    const char *const files[] = {out, configs_out, manifest_path, shapes_file};
+    const char *const files[] = {mo.out, configs_out, mo.manifest, mo.shapes_file};
     const char *const names[] = {"--out", "--configs-out", "--manifest", "--shapes"};
     if (fb_distinct_files(files, names, 3, 4, err, sizeof err) != 0) {
         fprintf(stderr, "fabench vendors: %s\n", err);
@@ -242,11 +234,11 @@ int cmd_vendors(int argc, char **argv)
     }
     rt_device dev;
     csv_table *table = NULL;
-    if (rt_select(device, &dev, err, sizeof err) != 0 ||
-        fb_check_writable(out, err, sizeof err) != 0 || fb_claim_output(out, err, sizeof err) != 0 ||
-        (manifest_path && fb_check_writable(manifest_path, err, sizeof err) != 0) ||
-        (manifest_path && manifest_check_path(manifest_path, &dev, err, sizeof err) != 0) ||
-        (append ? perf_open_append(out, &table, err, sizeof err)
+    if (rt_select(mo.device, &dev, err, sizeof err) != 0 ||
+        fb_check_writable(mo.out, err, sizeof err) != 0 || fb_claim_output(mo.out, err, sizeof err) != 0 ||
+        (mo.manifest && fb_check_writable(mo.manifest, err, sizeof err) != 0) ||
+        (mo.manifest && manifest_check_path(mo.manifest, &dev, err, sizeof err) != 0) ||
+        (mo.append ? perf_open_append(mo.out, &table, err, sizeof err)
                 : ((table = csvt_new(perf_header, perf_ncols)) ? 0 : (snprintf(err, sizeof err, "out of memory"), -1))) != 0) {
         fprintf(stderr, "fabench vendors: %s\n", err);
         csvt_free(table);
@@ -257,7 +249,7 @@ int cmd_vendors(int argc, char **argv)
     /* the vendors' own configuration counts: read (--append) before either output is written */
     static const char *const configs_header[4] = {"impl", "scope", "configs", "method"};
     csv_table *ctab = NULL;
-    if (configs_out && (append ? csvt_open_append(configs_out, configs_header, 4, &ctab, err, sizeof err)
+    if (configs_out && (mo.append ? csvt_open_append(configs_out, configs_header, 4, &ctab, err, sizeof err)
                                : ((ctab = csvt_new(configs_header, 4)) ? 0 : (snprintf(err, sizeof err, "out of memory"), -1))) != 0) {
         fprintf(stderr, "fabench vendors: --configs-out: %s\n", err);
         csvt_free(ctab);
@@ -266,7 +258,7 @@ int cmd_vendors(int argc, char **argv)
         return FB_EXIT_BADINPUT;
     }
     /* nothing half-written: both outputs proved writable before any work */
-    if (csvt_write_atomic(table, out, err, sizeof err) != 0 ||
+    if (csvt_write_atomic(table, mo.out, err, sizeof err) != 0 ||
         (configs_out && csvt_write_atomic(ctab, configs_out, err, sizeof err) != 0)) {
         fprintf(stderr, "fabench vendors: %s\n", err);
         csvt_free(ctab);
@@ -279,8 +271,8 @@ int cmd_vendors(int argc, char **argv)
     csv_table *man = NULL;
     static const char *const mh[2] = {"key", "value"};
     char mprefix[32] = ""; /* --update: this command's keys go under update.N. */
-    if (manifest_path && (csvt_open_append(manifest_path, mh, 2, &man, err, sizeof err) != 0 ||
-                          (update ? manifest_fill_update(man, &dev, argc + 1, argv - 1, mprefix, sizeof mprefix)
+    if (mo.manifest && (csvt_open_append(mo.manifest, mh, 2, &man, err, sizeof err) != 0 ||
+                          (mo.update ? manifest_fill_update(man, &dev, argc + 1, argv - 1, mprefix, sizeof mprefix)
                                   : manifest_fill(man, &dev, argc + 1, argv - 1)) != 0)) {
         fprintf(stderr, "fabench vendors: manifest: %s\n", err[0] ? err : "out of memory");
         csvt_free(man);
@@ -289,13 +281,13 @@ int cmd_vendors(int argc, char **argv)
         shapes_free(&shapes);
         return FB_EXIT_BADINPUT;
     }
-    if (l2_flush) topt.l2_flush_bytes = timing_flush_bytes(&dev.info);
+    if (mo.l2_flush) mo.timing.l2_flush_bytes = timing_flush_bytes(&dev.info);
     { /* the GPU's clocks and power over each vendor's timed runs, as over ours (none: the manifest says why) */
         char why[256];
-        if (!dev.info.is_gpu || telemetry_open(dev.info.pci, &topt.tm, why, sizeof why) != 0) topt.tm = NULL;
+        if (!dev.info.is_gpu || telemetry_open(dev.info.pci, &mo.timing.tm, why, sizeof why) != 0) mo.timing.tm = NULL;
     }
     int any = open_vendors(&dev, vs, man, mprefix);
-    if (man && csvt_write_atomic(man, manifest_path, err, sizeof err) != 0) fprintf(stderr, "fabench vendors: manifest: %s\n", err);
+    if (man && csvt_write_atomic(man, mo.manifest, err, sizeof err) != 0) fprintf(stderr, "fabench vendors: manifest: %s\n", err);
     csvt_free(man);
 
     /* the reference of every output on the device (spot-checked against the CPU), through a
@@ -308,7 +300,7 @@ int cmd_vendors(int argc, char **argv)
         else if (fb_refdev_open(&dev, rctx, &refdev, why, sizeof why) != 0) refdev = NULL;
         if (!refdev)
             fprintf(stderr, "fabench vendors: the reference cannot run on %s (%s); every row is computed on the CPU\n",
-                    device, why);
+                    mo.device, why);
     }
 
     char tmpl[] = "/tmp/fabench-vendors-XXXXXX";
@@ -322,16 +314,15 @@ int cmd_vendors(int argc, char **argv)
         snprintf(op, sizeof op, "%s/o.bin", tdir);
         snprintf(lp, sizeof lp, "%s/lse.bin", tdir);
     }
-    vendors_ctx vx = {.dev = &dev, .vs = vs, .topt = &topt, .table = table, .ctab = ctab, .out = out,
-                      .configs_out = configs_out, .op = op, .lp = lp, .update = update, .quiet = quiet,
-                      .l2_flush = l2_flush, .nshapes = shapes.n};
+    vendors_ctx vx = {.dev = &dev, .vs = vs, .mo = &mo, .table = table, .ctab = ctab, .configs_out = configs_out,
+                      .op = op, .lp = lp, .nshapes = shapes.n};
     signal(SIGINT, on_sigint);
     int failures = 0, fatal = 0;
     size_t resumed = 0;
     for (size_t i = 0; any && i < shapes.n && !interrupted && !fatal; i++) {
         const shape_t *s = &shapes.v[i];
-        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
-        if (resume) { /* a shape every wanted implementation of the present vendors has a row for */
+        dtype_t dt = measure_dtype(&mo, s);
+        if (mo.resume) { /* a shape every wanted implementation of the present vendors has a row for */
             int todo = 0;
             for (size_t vi = 0; vi < NVENDORS && !todo; vi++)
                 if (vs[vi])
@@ -347,7 +338,7 @@ int cmd_vendors(int argc, char **argv)
             free(q); free(k); free(v); free(o); free(lse);
             continue;
         }
-        fb_fill_inputs(s, dt, seed, q, k, v);
+        fb_fill_inputs(s, dt, mo.seed, q, k, v);
         if (write_raw(qp, q, nq * es) || write_raw(kp, k, nkv * es) || write_raw(vp, v, nkv * es)) {
             fprintf(stderr, "fabench vendors: cannot write the inputs to %s\n", tdir);
             fatal = 1;
@@ -358,14 +349,14 @@ int cmd_vendors(int argc, char **argv)
         /* the reference, computed once for all the vendors of the shape, before any of them runs */
         fb_reference ref = {0};
         if (!fatal) {
-            const double ref_timeout = 20 * topt.timeout_s;
-            int rrc = fb_reference_get(refdev, &prob, q, k, v, NULL, NULL, NULL, seed, ref_timeout, &ref, err, sizeof err);
+            const double ref_timeout = 20 * mo.timing.timeout_s;
+            int rrc = fb_reference_get(refdev, &prob, q, k, v, NULL, NULL, NULL, mo.seed, ref_timeout, &ref, err, sizeof err);
             if (rrc == RT_ETIMEOUT) { /* the device still runs it: the CPU from now on */
                 fprintf(stderr, "fabench vendors: %s: the reference kernel did not finish within %.0f s; the CPU "
                                 "computes it from now on\n", s->name, ref_timeout);
                 fb_refdev_close(refdev, 0);
                 refdev = NULL;
-                rrc = fb_reference_get(NULL, &prob, q, k, v, NULL, NULL, NULL, seed, ref_timeout, &ref, err, sizeof err);
+                rrc = fb_reference_get(NULL, &prob, q, k, v, NULL, NULL, NULL, mo.seed, ref_timeout, &ref, err, sizeof err);
             }
             if (rrc != 0) fprintf(stderr, "fabench vendors: %s: %s; its rows are not verified\n", s->name, err);
         }
@@ -375,7 +366,7 @@ int cmd_vendors(int argc, char **argv)
             if (!vs[vi]) continue;
             for (const char *const *im = all_vendors[vi]->impls(vs[vi]); *im && !interrupted; im++) {
                 if (!wanted(*im, impls)) continue;
-                if (resume && perf_has(table, dev.info.name, dev.rt->name, *im, s->name, dt)) continue;
+                if (mo.resume && perf_has(table, dev.info.name, dev.rt->name, *im, s->name, dt)) continue;
                 const int broke = measure_impl(&vx, vi, *im, s, dt, i + 1, &in, o, lse, &ref, &failures, &fatal);
                 if (broke) {
                     all_vendors[vi]->close(vs[vi]);
@@ -391,10 +382,10 @@ int cmd_vendors(int argc, char **argv)
         if (vs[vi]) all_vendors[vi]->close(vs[vi]);
     fb_refdev_close(refdev, 1);
     if (rctx) dev.rt->close(rctx);
-    telemetry_close(topt.tm);
+    telemetry_close(mo.timing.tm);
     if (tdir) { unlink(qp); unlink(kp); unlink(vp); unlink(op); unlink(lp); rmdir(tdir); }
-    if (!any && !quiet) fprintf(stderr, "fabench vendors: no vendor library is available here; %s has no rows\n", out);
-    if (resumed && !quiet) fprintf(stderr, "fabench vendors: --resume: %zu shapes already had rows in %s\n", resumed, out);
+    if (!any && !mo.quiet) fprintf(stderr, "fabench vendors: no vendor library is available here; %s has no rows\n", mo.out);
+    if (resumed && !mo.quiet) fprintf(stderr, "fabench vendors: --resume: %zu shapes already had rows in %s\n", resumed, mo.out);
     csvt_free(ctab);
     csvt_free(table);
     shapes_free(&shapes);
