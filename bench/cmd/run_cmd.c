@@ -283,12 +283,11 @@ static int parse_run_args(int argc, char **argv, run_ctx *x)
 static int open_run_inputs(run_ctx *x)
 {
     const measure_opts *mo = &x->mo;
-    int rc = mo->shapes_file ? shapes_load(mo->shapes_file, &x->shapes, x->err, sizeof x->err)
-                             : shapes_load_suite(mo->suite, &x->shapes, x->err, sizeof x->err);
-    if (rc != 0) return run_bad(x->err);
+    if (measure_load_shapes(mo, &x->shapes, x->err, sizeof x->err) != 0) return run_bad(x->err);
     /* claimed before it is read: another writer's rows cannot be lost between the two */
     if (fb_check_writable(mo->out, x->err, sizeof x->err) != 0 || fb_claim_output(mo->out, x->err, sizeof x->err) != 0)
         return run_bad(x->err);
+    int rc;
     if (mo->append) rc = perf_open_append(mo->out, &x->table, x->err, sizeof x->err);
     else {
         x->table = csvt_new(perf_header, perf_ncols);

@@ -245,9 +245,7 @@ static int parse_vendors_args(int argc, char **argv, vendors_ctx *x)
 static int load_vendor_shapes(vendors_ctx *x)
 {
     const measure_opts *mo = &x->mo;
-    int rc = mo->shapes_file ? shapes_load(mo->shapes_file, &x->shapes, x->err, sizeof x->err)
-                             : shapes_load_suite(mo->suite, &x->shapes, x->err, sizeof x->err);
-    if (rc != 0) return vendors_bad("", x->err);
+    if (measure_load_shapes(mo, &x->shapes, x->err, sizeof x->err) != 0) return vendors_bad("", x->err);
     /* two of the files named, each written or read whole, must not be one file */
     const char *const files[] = {mo->out, x->configs_out, mo->manifest, mo->shapes_file};
     const char *const names[] = {"--out", "--configs-out", "--manifest", "--shapes"};
