@@ -148,7 +148,7 @@ static int shape_config_tm(tune_missing *tm, int tuned, const char *tuning_path,
  * loop only loads them (a fresh GPU machine has an empty cache: one NVRTC build after the
  * other held the GPU idle for minutes). Shapes whose configuration cannot be found are left
  * to the loop, which says why. */
-static void precompile_run(attn_runner *runner, const shape_list_t *shapes, int have_dtype, dtype_t dtype, int tuned,
+static void precompile_run(attn_runner *runner, const shape_list_t *shapes, const measure_opts *mo, int tuned,
                            const char *tuning_path, const rt_device *dev, const kconfig *user, int write_lse,
                            const tune_missing *tm)
 {
@@ -158,7 +158,7 @@ static void precompile_run(attn_runner *runner, const shape_list_t *shapes, int 
     long n = 0;
     for (size_t i = 0; sv && dv && cv && i < shapes->n; i++) {
         const shape_t *s = &shapes->v[i];
-        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
+        dtype_t dt = measure_dtype(mo, s);
         char source[300], err[FB_ERRLEN];
         if (tm && tune_missing_lacks(tm, dev, s, dt)) continue; /* its configuration comes from the tune */
         if (shape_config(tuned, tuning_path, dev, user, s, dt, &cv[n], source, sizeof source, err, sizeof err) != 0)
@@ -196,7 +196,39 @@ static void say_tuning_table(const char *path, const rt_device *dev, int config_
     }
 }
 
-int cmd_run(int argc, char **argv)
+/* Everything one `fabench run` holds from its command line to its exit status: each step
+ * below takes the one struct, and run_free releases whatever the steps got to. */
+typedef struct {
+    measure_opts mo;         /* the options run shares with vendors */
+    kconfig cfg;             /* --config (cfg.set 0: none) */
+    int tuned, dry_run, verify_only;
+    const char *tuning_path; /* the table --tuned reads: --tuning's until resolve_tuning */
+    int tuning_given;        /* --tuning named it: it must exist (--tune-missing: may be made) */
+    tune_missing tm;         /* --tune-missing (tm.table NULL: off) */
+    char tuning_default[1200], tm_table[1200], tm_explored[1300]; /* tuning_path's and tm's */
+    attn_opts ao;            /* the timing protocol, the inputs' seed, --verify-only */
+    shape_list_t shapes;
+    csv_table *table;        /* --out's rows, the file rewritten whole after every shape */
+    rt_device dev;
+    attn_runner *runner;
+    /* the last error message: one buffer for the whole command, as it was, since a
+     * failing perf_put writes none and the message printed is what was left here */
+    char err[FB_ERRLEN];
+} run_ctx;
+
+/* "fabench run: MSG" on stderr; the exit status of bad input, for the steps to return */
+static int run_bad(const char *msg)
+{
+    fprintf(stderr, "fabench run: %s\n", msg);
+    return FB_EXIT_BADINPUT;
+}
+
+/* parse_run_args: the command goes on (any other value is its exit status) */
+enum { GO_ON = -1 };
+
+/* The command line into x: GO_ON, or the exit status to return at once, 0 after --help,
+ * FB_EXIT_BADINPUT for a bad option (said on stderr) */
+static int parse_run_args(int argc, char **argv, run_ctx *x)
 {
     enum { O_CONFIG = 1, O_VERIFY_ONLY, O_TIMEOUT, O_HELP, O_TUNED, O_TUNING, O_DRYRUN, O_TUNE_MISSING };
     static const struct option opts[] = {
@@ -205,37 +237,31 @@ int cmd_run(int argc, char **argv)
         {"timeout", required_argument, 0, O_TIMEOUT}, {"tuned", no_argument, 0, O_TUNED},
         {"tuning", required_argument, 0, O_TUNING}, {"help", no_argument, 0, O_HELP},
         {"dry-run", no_argument, 0, O_DRYRUN}, {"tune-missing", required_argument, 0, O_TUNE_MISSING}, {0, 0, 0, 0}};
-    measure_opts mo;
-    measure_opts_defaults(&mo);
-    const char *tuning_path = NULL;
-    int tuned = 0, dry_run = 0, verify_only = 0;
-    kconfig cfg = {0};
-    tune_missing tm = {0};
-    char err[FB_ERRLEN];
+    measure_opts_defaults(&x->mo);
     optind = 1;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        const int shared = measure_opt(c, optarg, &mo, "fabench run");
+        const int shared = measure_opt(c, optarg, &x->mo, "fabench run");
         if (shared < 0) return FB_EXIT_BADINPUT;
         if (shared) continue;
         switch (c) {
         case O_CONFIG:
-            if (kconfig_parse(optarg, &cfg, err, sizeof err) != 0) {
-                fprintf(stderr, "fabench run: --config: %s\n", err);
+            if (kconfig_parse(optarg, &x->cfg, x->err, sizeof x->err) != 0) {
+                fprintf(stderr, "fabench run: --config: %s\n", x->err);
                 return FB_EXIT_BADINPUT;
             }
             break;
-        case O_VERIFY_ONLY: verify_only = 1; break;
-        case O_DRYRUN: dry_run = 1; break;
+        case O_VERIFY_ONLY: x->verify_only = 1; break;
+        case O_DRYRUN: x->dry_run = 1; break;
         case O_TIMEOUT:
-            if (measure_number("fabench run", "--timeout", optarg, 0.001, 1e15, &mo.timing.timeout_s)) return FB_EXIT_BADINPUT;
+            if (measure_number("fabench run", "--timeout", optarg, 0.001, 1e15, &x->mo.timing.timeout_s)) return FB_EXIT_BADINPUT;
             break;
-        case O_TUNED: tuned = 1; break;
-        case O_TUNING: tuning_path = optarg; tuned = 1; break;
+        case O_TUNED: x->tuned = 1; break;
+        case O_TUNING: x->tuning_path = optarg; x->tuned = 1; break;
         case O_TUNE_MISSING:
-            if (parse_tune_seconds(optarg, &tm.seconds)) return FB_EXIT_BADINPUT;
-            tuned = 1; /* a table it reads and writes */
+            if (parse_tune_seconds(optarg, &x->tm.seconds)) return FB_EXIT_BADINPUT;
+            x->tuned = 1; /* a table it reads and writes */
             break;
         case 'h':
         case O_HELP: usage_run(stdout); return 0;
@@ -244,183 +270,242 @@ int cmd_run(int argc, char **argv)
         }
     }
     if (optind < argc) { fprintf(stderr, "fabench run: unexpected argument '%s'\n", argv[optind]); return FB_EXIT_BADINPUT; }
-    if (tm.seconds > 0 && verify_only) {
+    if (x->tm.seconds > 0 && x->verify_only) {
         fprintf(stderr, "fabench run: --tune-missing times candidates, --verify-only times nothing: one of them\n");
         return FB_EXIT_BADINPUT;
     }
-    if (measure_opts_check(&mo, "fabench run", usage_run) != 0) return FB_EXIT_BADINPUT;
-    const char *device = mo.device, *shapes_file = mo.shapes_file, *suite = mo.suite, *out = mo.out,
-               *manifest_path = mo.manifest;
-    const int append = mo.append, quiet = mo.quiet, have_dtype = mo.have_dtype, resume = mo.resume, update = mo.update,
-              l2_flush = mo.l2_flush;
-    const dtype_t dtype = mo.dtype;
-    attn_opts ao;
-    attn_opts_defaults(&ao);
-    ao.timing = mo.timing;
-    ao.seed = mo.seed;
-    ao.verify_only = verify_only;
+    if (measure_opts_check(&x->mo, "fabench run", usage_run) != 0) return FB_EXIT_BADINPUT;
+    return GO_ON;
+}
 
-    shape_list_t shapes = {0};
-    int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err)
-                         : shapes_load_suite(suite, &shapes, err, sizeof err);
-    if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); return FB_EXIT_BADINPUT; }
-
-    csv_table *table = NULL;
+/* The shapes; --out claimed, and its table: the rows already there with --append, else
+ * none; the device. 0, or FB_EXIT_BADINPUT said on stderr. */
+static int open_run_inputs(run_ctx *x)
+{
+    const measure_opts *mo = &x->mo;
+    if (measure_load_shapes(mo, &x->shapes, x->err, sizeof x->err) != 0) return run_bad(x->err);
     /* claimed before it is read: another writer's rows cannot be lost between the two */
-    if (fb_check_writable(out, err, sizeof err) != 0 || fb_claim_output(out, err, sizeof err) != 0) {
-        fprintf(stderr, "fabench run: %s\n", err);
-        shapes_free(&shapes);
-        return FB_EXIT_BADINPUT;
+    if (fb_check_writable(mo->out, x->err, sizeof x->err) != 0 || fb_claim_output(mo->out, x->err, sizeof x->err) != 0)
+        return run_bad(x->err);
+    int rc;
+    if (mo->append) rc = perf_open_append(mo->out, &x->table, x->err, sizeof x->err);
+    else {
+        x->table = csvt_new(perf_header, perf_ncols);
+        rc = x->table ? 0 : -1;
+        snprintf(x->err, sizeof x->err, "out of memory");
     }
-    if (append) rc = perf_open_append(out, &table, err, sizeof err);
-    else { table = csvt_new(perf_header, perf_ncols); rc = table ? 0 : -1; snprintf(err, sizeof err, "out of memory"); }
-    if (rc != 0) { fprintf(stderr, "fabench run: %s\n", err); shapes_free(&shapes); return FB_EXIT_BADINPUT; }
+    if (rc != 0) return run_bad(x->err);
+    if (rt_select(mo->device, &x->dev, x->err, sizeof x->err) != 0) return run_bad(x->err);
+    return 0;
+}
 
-    rt_device dev;
-    if (rt_select(device, &dev, err, sizeof err) != 0) {
-        fprintf(stderr, "fabench run: %s\n", err);
-        csvt_free(table);
-        shapes_free(&shapes);
+/* The kernel's options: the timing protocol (--l2-flush: twice this device's L2 overwritten
+ * before every run), the inputs' seed, --verify-only */
+static void set_attn_opts(run_ctx *x)
+{
+    attn_opts_defaults(&x->ao);
+    x->ao.timing = x->mo.timing;
+    x->ao.seed = x->mo.seed;
+    x->ao.verify_only = x->verify_only;
+    if (x->mo.l2_flush) x->ao.timing.l2_flush_bytes = timing_flush_bytes(&x->dev.info);
+}
+
+/* The table --tuned reads: --tuning's, else results/<gpu-slug>/tuning.csv. With
+ * --tune-missing, the one it tunes into, which may not exist yet, and explored.csv beside it
+ * (tm.table set: the loop tunes a class the table lacks before measuring its shape). */
+static void resolve_tuning(run_ctx *x)
+{
+    const measure_opts *mo = &x->mo;
+    x->tuning_given = x->tuning_path != NULL;
+    if (x->tuned && !x->tuning_path) {
+        char slug[256];
+        fb_slug(x->dev.info.name, slug, sizeof slug);
+        snprintf(x->tuning_default, sizeof x->tuning_default, "results/%s/tuning.csv", slug);
+        x->tuning_path = x->tuning_default;
+    }
+    if (x->tm.seconds > 0) {
+        x->tm = (tune_missing){.seconds = x->tm.seconds, .device = mo->device, .shapes_file = mo->shapes_file,
+                               .suite = mo->suite, .have_dtype = mo->have_dtype, .dtype = mo->dtype, .quiet = mo->quiet};
+        tune_missing_table(x->tuning_given ? x->tuning_path : NULL, x->tuning_path, mo->out, x->tm_table, sizeof x->tm_table);
+        x->tuning_path = x->tm.table = x->tm_table;
+        tune_missing_explored(x->tm_table, x->tm_explored, sizeof x->tm_explored);
+    }
+}
+
+/* Bad input is found before any file is touched: another GPU's folder, an output that is
+ * one of the inputs, a tuning table named but unreadable or malformed, a manifest that
+ * cannot be written. 0, or FB_EXIT_BADINPUT said on stderr. */
+static int check_run_inputs(run_ctx *x)
+{
+    const measure_opts *mo = &x->mo;
+    const char *const files[] = {mo->out, mo->manifest, mo->shapes_file,
+                                 x->tuning_given || x->tm.table ? x->tuning_path : NULL,
+                                 x->tm.table ? x->tm_explored : NULL};
+    const char *const names[] = {"--out", "--manifest", "--shapes", "--tuning", "explored.csv beside the tuning table"};
+    if (fb_distinct_files(files, names, 2, 5, x->err, sizeof x->err) != 0) return run_bad(x->err);
+    if (mo->manifest && manifest_check_path(mo->manifest, &x->dev, x->err, sizeof x->err) != 0) {
+        fprintf(stderr, "fabench run: manifest: %s\n", x->err);
         return FB_EXIT_BADINPUT;
     }
-    if (l2_flush) ao.timing.l2_flush_bytes = timing_flush_bytes(&dev.info);
-    char tuning_default[1200];
-    const int tuning_given = tuning_path != NULL;
-    char tm_table[1200], tm_explored[1300];
-    if (tuned && !tuning_path) {
-        char slug[256];
-        fb_slug(dev.info.name, slug, sizeof slug);
-        snprintf(tuning_default, sizeof tuning_default, "results/%s/tuning.csv", slug);
-        tuning_path = tuning_default;
+    if (x->tm.table && tune_missing_check(&x->tm, &x->dev, x->err, sizeof x->err) != 0) return run_bad(x->err);
+    if (x->tuning_given && !x->tm.table && access(x->tuning_path, R_OK) != 0) {
+        fprintf(stderr, "fabench run: --tuning %s: %s\n", x->tuning_path, strerror(errno));
+        return FB_EXIT_BADINPUT;
     }
-    if (tm.seconds > 0) { /* the table it tunes into, which may not exist yet */
-        tm = (tune_missing){.seconds = tm.seconds, .device = device, .shapes_file = shapes_file, .suite = suite,
-                            .have_dtype = have_dtype, .dtype = dtype, .quiet = quiet};
-        tune_missing_table(tuning_given ? tuning_path : NULL, tuning_path, out, tm_table, sizeof tm_table);
-        tuning_path = tm.table = tm_table;
-        tune_missing_explored(tm_table, tm_explored, sizeof tm_explored);
-    }
-    /* bad input is found before any file is touched: another GPU's folder, an output that
-     * is one of the inputs, a tuning table named but unreadable or malformed */
-    const char *const files[] = {out, manifest_path, shapes_file, tuning_given || tm.table ? tuning_path : NULL,
-                                 tm.table ? tm_explored : NULL};
-    const char *const names[] = {"--out", "--manifest", "--shapes", "--tuning", "explored.csv beside the tuning table"};
-    if (fb_distinct_files(files, names, 2, 5, err, sizeof err) != 0) {
-        fprintf(stderr, "fabench run: %s\n", err);
-        rc = FB_EXIT_BADINPUT;
-    }
-    if (!rc && manifest_path && manifest_check_path(manifest_path, &dev, err, sizeof err) != 0) {
-        fprintf(stderr, "fabench run: manifest: %s\n", err);
-        rc = FB_EXIT_BADINPUT;
-    }
-    if (!rc && tm.table && tune_missing_check(&tm, &dev, err, sizeof err) != 0) {
-        fprintf(stderr, "fabench run: %s\n", err);
-        rc = FB_EXIT_BADINPUT;
-    }
-    if (!rc && tuning_given && !tm.table && access(tuning_path, R_OK) != 0) {
-        fprintf(stderr, "fabench run: --tuning %s: %s\n", tuning_path, strerror(errno));
-        rc = FB_EXIT_BADINPUT;
-    }
-    if (!rc && tuned) { /* a malformed table is bad input: found before any work */
+    if (x->tuned && x->shapes.n) { /* a malformed table: looked up once, for the first shape */
         kconfig probe;
         char src[300];
-        if (shapes.n && tune_lookup(tuning_path, &dev, &shapes.v[0], DT_BF16, &probe, src, sizeof src, err, sizeof err) == 2) {
-            fprintf(stderr, "fabench run: %s\n", err);
-            rc = FB_EXIT_BADINPUT;
-        }
+        if (tune_lookup(x->tuning_path, &x->dev, &x->shapes.v[0], DT_BF16, &probe, src, sizeof src, x->err,
+                        sizeof x->err) == 2)
+            return run_bad(x->err);
     }
-    if (!rc && manifest_path && (rc = fb_check_writable(manifest_path, err, sizeof err)) != 0) {
-        fprintf(stderr, "fabench run: %s\n", err);
-        rc = FB_EXIT_BADINPUT;
-    }
-    if (!rc && dry_run) { /* every input checked; nothing touched */
-        if (!quiet) fprintf(stderr, "fabench run: --dry-run: %zu shapes on %s:%d, every input checked\n", shapes.n,
-                            dev.rt->name, dev.index);
-        csvt_free(table);
-        shapes_free(&shapes);
-        return 0;
-    }
-    /* nothing half-written: prove the output can be written before any work */
-    if (!rc && csvt_write_atomic(table, out, err, sizeof err) != 0) {
-        fprintf(stderr, "fabench run: %s\n", err);
-        rc = FB_EXIT_BADINPUT;
-    }
-    if (!rc && manifest_path && manifest_update(manifest_path, &dev, argc + 1, argv - 1, update, err, sizeof err) != 0) {
-        fprintf(stderr, "fabench run: manifest: %s\n", err);
-        rc = FB_EXIT_BADINPUT;
-    }
-    if (rc) {
-        csvt_free(table);
-        shapes_free(&shapes);
+    if (mo->manifest && fb_check_writable(mo->manifest, x->err, sizeof x->err) != 0) return run_bad(x->err);
+    return 0;
+}
+
+/* Nothing half-written: --out (empty, or as it was with --append) and the manifest are
+ * written before any work, so a run that could not write them stops before it starts.
+ * 0, or FB_EXIT_BADINPUT said on stderr. */
+static int start_run_outputs(run_ctx *x, int argc, char **argv)
+{
+    if (csvt_write_atomic(x->table, x->mo.out, x->err, sizeof x->err) != 0) return run_bad(x->err);
+    /* argc + 1, argv - 1: the command line from the program's path on */
+    if (x->mo.manifest &&
+        manifest_update(x->mo.manifest, &x->dev, argc + 1, argv - 1, x->mo.update, x->err, sizeof x->err) != 0) {
+        fprintf(stderr, "fabench run: manifest: %s\n", x->err);
         return FB_EXIT_BADINPUT;
     }
-    attn_runner *runner;
-    if (attn_open(&dev, &runner, err, sizeof err) != 0) {
-        fprintf(stderr, "fabench run: %s\n", err);
-        csvt_free(table);
-        shapes_free(&shapes);
+    return 0;
+}
+
+/* The kernel's runner on the device: 0, or 1 said on stderr (the harness cannot run there,
+ * which is not bad input) */
+static int open_runner(run_ctx *x)
+{
+    if (attn_open(&x->dev, &x->runner, x->err, sizeof x->err) == 0) return 0;
+    fprintf(stderr, "fabench run: %s\n", x->err);
+    return 1;
+}
+
+/* Before the first shape, on stderr (not with --quiet): the shapes and the device, the
+ * tuning table the configurations come from, and where --tune-missing writes */
+static void say_run_start(const run_ctx *x)
+{
+    if (x->mo.quiet) return;
+    fprintf(stderr, "fabench run: %zu shapes on %s:%d (%s)\n", x->shapes.n, x->dev.rt->name, x->dev.index, x->dev.info.name);
+    say_tuning_table(x->tuned ? x->tuning_path : NULL, &x->dev, x->cfg.set != 0);
+    if (x->tm.table)
+        fprintf(stderr, "fabench run: --tune-missing: a class without a row there is tuned first (%g s of search), "
+                        "into %s and explored.csv beside it\n", x->tm.seconds, x->tm.table);
+}
+
+/* What became of a shape in run_shape: a row, ok or not, or skipped by --resume; any other
+ * value is the exit status the run stops with */
+enum { ROW_OK = -1, ROW_FAILED = -2, ROW_RESUMED = -3 };
+
+/* Shape i's row from its result, put into the table (--update: where its old row stands)
+ * and the file rewritten whole, so that a run stopped at any point keeps every finished
+ * row; then its progress line. ROW_OK, ROW_FAILED (not ok), or 1: --out cannot be written. */
+static int write_run_row(run_ctx *x, size_t i, dtype_t dt, const attn_result *res, const char *source)
+{
+    const int ok = res->status == ST_OK;
+    char cfgs[KCONFIG_STR_MAX];
+    kconfig_str(&res->config, cfgs, sizeof cfgs);
+    perf_row pr = {.gpu = x->dev.info.name, .backend = x->dev.rt->name, .impl = "portable", .config = cfgs,
+                   .config_source = source, .shape = &x->shapes.v[i], .dt = dt, .status = res->status,
+                   .reason = res->reason, .ver = &res->ver, .us = ok && !x->ao.verify_only ? &res->us : NULL,
+                   .tel = &res->tel, .l2_flush = x->mo.l2_flush, .how = &res->how};
+    if (perf_put(x->table, &pr, x->mo.update) != 0 || csvt_write_atomic(x->table, x->mo.out, x->err, sizeof x->err) != 0) {
+        fprintf(stderr, "fabench run: %s\n", x->err);
         return 1;
     }
-    if (!quiet) {
-        fprintf(stderr, "fabench run: %zu shapes on %s:%d (%s)\n", shapes.n, dev.rt->name, dev.index, dev.info.name);
-        say_tuning_table(tuned ? tuning_path : NULL, &dev, cfg.set != 0);
-        if (tm.table)
-            fprintf(stderr, "fabench run: --tune-missing: a class without a row there is tuned first (%g s of search), "
-                            "into %s and explored.csv beside it\n", tm.seconds, tm.table);
+    if (!x->mo.quiet) perf_progress(stderr, i + 1, x->shapes.n, &pr);
+    return ok ? ROW_OK : ROW_FAILED;
+}
+
+/* Shape i: skipped with --resume when --out has its row; else its configuration (with
+ * --tune-missing, its class tuned first where the table lacks it), run, verified, timed and
+ * written. ROW_*, or the exit status the run stops with, said on stderr: 130 (the tune was
+ * interrupted), FB_EXIT_BADINPUT (a bad tuning table), 1 (the harness cannot go on). */
+static int run_shape(run_ctx *x, size_t i)
+{
+    const shape_t *s = &x->shapes.v[i];
+    const dtype_t dt = measure_dtype(&x->mo, s);
+    if (x->mo.resume && perf_has(x->table, x->dev.info.name, x->dev.rt->name, "portable", s->name, dt))
+        return ROW_RESUMED;
+    kconfig shape_cfg;
+    char source[600];
+    const int sc = shape_config_tm(x->tm.table ? &x->tm : NULL, x->tuned, x->tuning_path, &x->dev, &x->cfg, s, dt,
+                                   &shape_cfg, source, sizeof source, x->err, sizeof x->err);
+    if (sc == 130) return 130; /* the tune stopped on SIGINT: so does the run */
+    if (sc != 0) return run_bad(x->err);
+    attn_result res;
+    if (attn_run(x->runner, s, dt, &shape_cfg, &x->ao, &res, x->err, sizeof x->err) != 0) {
+        fprintf(stderr, "fabench run: %s: %s\n", s->name, x->err);
+        return 1;
     }
-    precompile_run(runner, &shapes, have_dtype, dtype, tuned, tuning_path, &dev, &cfg, ao.write_lse, tm.table ? &tm : NULL);
+    return write_run_row(x, i, dt, &res, source);
+}
+
+/* Every shape in turn, until the last, SIGINT (checked between shapes: a row is never cut
+ * short) or an error the run cannot go on after; then what stopped it and what --resume
+ * skipped. The exit status: 0 every row ok, 1 some row not ok or the harness broke,
+ * FB_EXIT_BADINPUT a bad tuning table, 130 interrupted. */
+static int measure_shapes(run_ctx *x)
+{
     signal(SIGINT, on_sigint);
     int failures = 0, fatal = 0;
     size_t resumed = 0;
-    for (size_t i = 0; i < shapes.n && !interrupted; i++) {
-        const shape_t *s = &shapes.v[i];
-        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
-        if (resume && perf_has(table, dev.info.name, dev.rt->name, "portable", s->name, dt)) {
-            resumed++;
-            continue;
-        }
-        kconfig shape_cfg;
-        char source[600];
-        const int sc = shape_config_tm(tm.table ? &tm : NULL, tuned, tuning_path, &dev, &cfg, s, dt, &shape_cfg, source,
-                                       sizeof source, err, sizeof err);
-        if (sc == 130) { /* the tune stopped on SIGINT: so does the run */
-            interrupted = 1;
-            break;
-        }
-        if (sc != 0) {
-            fprintf(stderr, "fabench run: %s\n", err);
-            fatal = 2;
-            break;
-        }
-        attn_result res;
-        if (attn_run(runner, s, dt, &shape_cfg, &ao, &res, err, sizeof err) != 0) {
-            fprintf(stderr, "fabench run: %s: %s\n", s->name, err);
-            fatal = 1;
-            break;
-        }
-        int ok = res.status == ST_OK;
-        char cfgs[KCONFIG_STR_MAX];
-        kconfig_str(&res.config, cfgs, sizeof cfgs);
-        perf_row pr = {.gpu = dev.info.name, .backend = dev.rt->name, .impl = "portable", .config = cfgs,
-                       .config_source = source, .shape = s, .dt = dt, .status = res.status, .reason = res.reason,
-                       .ver = &res.ver, .us = ok && !ao.verify_only ? &res.us : NULL, .tel = &res.tel,
-                       .l2_flush = l2_flush, .how = &res.how};
-        if (perf_put(table, &pr, update) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
-            fprintf(stderr, "fabench run: %s\n", err);
-            fatal = 1;
-            break;
-        }
-        if (!ok) failures++;
-        if (!quiet) perf_progress(stderr, i + 1, shapes.n, &pr);
+    for (size_t i = 0; i < x->shapes.n && !interrupted; i++) {
+        const int rc = run_shape(x, i);
+        if (rc == ROW_FAILED) failures++;
+        else if (rc == ROW_RESUMED) resumed++;
+        else if (rc == 130) { interrupted = 1; break; }
+        else if (rc != ROW_OK) { fatal = rc; break; }
     }
-    if (interrupted && !quiet) fprintf(stderr, "fabench run: interrupted; %zu finished rows are in %s\n", table->nrows, out);
-    if (resumed && !quiet) fprintf(stderr, "fabench run: --resume: %zu shapes already had rows in %s\n", resumed, out);
-    attn_close(runner);
-    csvt_free(table);
-    shapes_free(&shapes);
-    tune_missing_free(&tm);
-    if (fatal) return fatal == 2 ? FB_EXIT_BADINPUT : 1;
+    if (interrupted && !x->mo.quiet)
+        fprintf(stderr, "fabench run: interrupted; %zu finished rows are in %s\n", x->table->nrows, x->mo.out);
+    if (resumed && !x->mo.quiet) fprintf(stderr, "fabench run: --resume: %zu shapes already had rows in %s\n", resumed, x->mo.out);
+    if (fatal) return fatal;
     if (interrupted) return 130;
     return failures ? 1 : 0;
 }
 
+/* Whatever the steps got to: the runner, the table, the shapes, --tune-missing's classes */
+static void run_free(run_ctx *x)
+{
+    attn_close(x->runner);
+    csvt_free(x->table);
+    shapes_free(&x->shapes);
+    tune_missing_free(&x->tm);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_ctx x = {0};
+    int rc = parse_run_args(argc, argv, &x);
+    if (rc != GO_ON) return rc;
+    rc = open_run_inputs(&x);
+    if (rc == 0) {
+        set_attn_opts(&x);
+        resolve_tuning(&x);
+        rc = check_run_inputs(&x);
+    }
+    if (rc == 0 && x.dry_run) { /* every input checked; nothing touched */
+        if (!x.mo.quiet)
+            fprintf(stderr, "fabench run: --dry-run: %zu shapes on %s:%d, every input checked\n", x.shapes.n,
+                    x.dev.rt->name, x.dev.index);
+        run_free(&x);
+        return 0;
+    }
+    if (rc == 0) rc = start_run_outputs(&x, argc, argv);
+    if (rc == 0) rc = open_runner(&x);
+    if (rc == 0) {
+        say_run_start(&x);
+        precompile_run(x.runner, &x.shapes, &x.mo, x.tuned, x.tuning_path, &x.dev, &x.cfg, x.ao.write_lse,
+                       x.tm.table ? &x.tm : NULL);
+        rc = measure_shapes(&x);
+    }
+    run_free(&x);
+    return rc;
+}

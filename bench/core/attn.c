@@ -738,266 +738,433 @@ static int zeroed_counters(attn_runner *r, size_t n, rt_buf **out, char *reason,
     return rc;
 }
 
-int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, const attn_opts *o,
-             attn_result *res, char *err, size_t errlen)
+/* O carries a guard band after its end, poisoned like O: a kernel that writes past the
+ * end is caught even where the device does not fault */
+#define O_GUARD ((size_t)65536)
+
+/* One attn_run, from its buffers' sizes to its result: each step below takes it, and
+ * attn_call_end frees what the steps allocated (or leaves it to a kernel still running). */
+typedef struct {
+    attn_runner *r;
+    const shape_t *s;
+    dtype_t dt;
+    const kconfig *c;     /* the configuration as completed: res->config */
+    const attn_opts *o;
+    attn_result *res;
+    char *err;            /* the caller's: why the harness cannot go on (attn_run's -1) */
+    size_t errlen;
+    char reason[512];     /* what a status says: one buffer for all the steps, as it was */
+    module_entry *m;
+    size_t es, nq, rows, split;
+    size_t bytes[7];      /* Q, K, V, O with its guard band, LSE, the split partials' rows and LSEs */
+    void *ho, *ho2;       /* O as the checked run left it, and as the timed runs did */
+    float *hl;            /* the LSE as the checked run left it */
+    int32_t *hcu;         /* ragged: cu_seqlens of Q, then of K/V, on the host */
+    rt_buf *b[7];         /* Q, K, V (the runner's input cache), O, LSE, split partials */
+    rt_buf *cu[2];        /* ragged: cu_seqlens of Q and of K/V */
+    rt_buf *pg[3];        /* paged: K and V in pages, the block table */
+    rt_buf *tm;           /* WG_TMA: the tensor maps of K and V */
+    rt_buf *sched;        /* WG_DYNAMIC: the scheduler's two counters */
+    rt_buf *fuse;         /* SPLIT_FUSE: the arrivals at each query block */
+    launch_plan p;        /* the launches, as the check and the timer enqueue them */
+} attn_call;
+
+/* A step's outcome: go on to the next; or stop, res holding the row's status. -1: the
+ * harness cannot go on (err). */
+enum { STEP_GO = 0, STEP_DONE = 1 };
+
+/* A helper's 0, RT_ERESOURCE (a->reason) or -1 (a->err) as a step's: a resource_limit row
+ * for what did not fit, -1 for the rest */
+static int helper_step(attn_call *a, int rc)
 {
-    const rt_runtime *rt = r->dev.rt;
+    if (rc == RT_ERESOURCE) {
+        set_status(a->res, ST_RESOURCE_LIMIT, a->reason);
+        return STEP_DONE;
+    }
+    return rc != 0 ? -1 : STEP_GO;
+}
+
+/* res as a run starts it: no status, no readings, registers unknown, and the configuration
+ * completed with the device's and the shape's defaults (what the row names) */
+static void result_start(const attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, attn_result *res)
+{
     memset(res, 0, sizeof *res);
     telemetry_none(&res->tel);
     res->attrs.registers = res->attrs.spill_bytes = -1;
     res->config = *cfg;
     kconfig_complete(&res->config, &r->dev.info, s, dt);
-    if (r->broken) {
-        snprintf(res->reason, sizeof res->reason, "device unusable: %s; start a new run", r->broken_why);
-        res->status = r->broken == 1 ? ST_TIMEOUT : ST_LAUNCH_ERROR;
-        return 0;
-    }
-    const kconfig *c = &res->config;
+}
 
-    char reason[512];
-    status_t st = kconfig_check(c, &r->dev.info, s, dt, reason, sizeof reason);
-    if (st != ST_OK) { set_status(res, st, reason); return 0; }
+/* The configuration checked against the device and the shape, and its module compiled or
+ * found: a configuration that cannot run is a status (unsupported, compile_error, ...) */
+static int config_module(attn_call *a)
+{
+    status_t st = kconfig_check(a->c, &a->r->dev.info, a->s, a->dt, a->reason, sizeof a->reason);
+    if (st != ST_OK) { set_status(a->res, st, a->reason); return STEP_DONE; }
+    a->m = get_module(a->r, a->s, a->dt, a->c, a->o->write_lse);
+    a->res->compile_ms = a->m->compile_ms;
+    a->res->attrs = a->m->attrs;
+    if (a->m->status != ST_OK) { set_status(a->res, a->m->status, a->m->reason); return STEP_DONE; }
+    return STEP_GO;
+}
 
-    module_entry *m = get_module(r, s, dt, c, o->write_lse);
-    res->compile_ms = m->compile_ms;
-    res->attrs = m->attrs;
-    if (m->status != ST_OK) { set_status(res, m->status, m->reason); return 0; }
-
-    const size_t es = dtype_size(dt);
-    const size_t nq = shape_q_elems(s);   /* ragged batches: packed per head, real tokens only */
-    const size_t nkv = shape_kv_elems(s);
-    const size_t rows = shape_out_rows(s);
-    const int ragged = shape_ragged(s);
-    const size_t split = (size_t)c->split_kv;
-    /* O carries a guard band after its end, poisoned like O: a kernel that writes past the
-     * end is caught even where the device does not fault */
-    const size_t guard = 65536;
-    const size_t bytes[7] = {nq * es, nkv * es, nkv * es, nq * es + guard, rows * 4,
+/* The buffers' sizes; one larger than the device's largest allocation is a resource_limit
+ * row, found before anything is allocated */
+static int size_buffers(attn_call *a)
+{
+    const shape_t *s = a->s;
+    const size_t max = a->r->dev.info.max_alloc_bytes;
+    a->es = dtype_size(a->dt);
+    a->nq = shape_q_elems(s); /* ragged batches: packed per head, real tokens only */
+    a->rows = shape_out_rows(s);
+    a->split = (size_t)a->c->split_kv;
+    const size_t nkv = shape_kv_elems(s), es = a->es, rows = a->rows, split = a->split;
+    const size_t bytes[7] = {a->nq * es, nkv * es, nkv * es, a->nq * es + O_GUARD, rows * 4,
                              split > 1 ? rows * split * (size_t)s->d * 4 : 4, split > 1 ? rows * split * 4 : 4};
+    memcpy(a->bytes, bytes, sizeof bytes);
     for (int i = 0; i < 7; i++)
-        if (r->dev.info.max_alloc_bytes && bytes[i] > r->dev.info.max_alloc_bytes) {
-            snprintf(reason, sizeof reason, "a %zu-byte buffer exceeds the device's largest allocation (%zu)",
-                     bytes[i], r->dev.info.max_alloc_bytes);
-            set_status(res, ST_RESOURCE_LIMIT, reason);
-            return 0;
+        if (max && bytes[i] > max) {
+            snprintf(a->reason, sizeof a->reason, "a %zu-byte buffer exceeds the device's largest allocation (%zu)",
+                     bytes[i], max);
+            set_status(a->res, ST_RESOURCE_LIMIT, a->reason);
+            return STEP_DONE;
         }
+    return STEP_GO;
+}
 
-    void *ho = malloc(bytes[3]), *ho2 = malloc(bytes[3]);
-    float *hl = malloc(bytes[4]);
-    rt_buf *b[7] = {0}; /* Q, K, V (the runner's input cache), O, LSE, split partials */
-    rt_buf *cu[2] = {0}; /* ragged: cu_seqlens of Q and of K/V */
-    rt_buf *pg[3] = {0}; /* paged: K and V in pages, the block table */
-    rt_buf *tm = NULL;   /* WG_TMA: the tensor maps of K and V */
-    rt_buf *sched = NULL; /* WG_DYNAMIC: the scheduler's two counters */
-    rt_buf *fuse = NULL;  /* SPLIT_FUSE: the arrivals at each query block */
-    int32_t *hcu = ragged ? malloc(2 * ((size_t)s->batch + 1) * sizeof *hcu) : NULL;
-    const void *hq = NULL, *hk = NULL, *hv = NULL;
-    int ret = 0;
-    if (!ho || !ho2 || !hl || (ragged && !hcu)) {
-        set_status(res, ST_RESOURCE_LIMIT, "host memory exhausted for outputs");
-        goto done;
+/* The host's copies of O (one for the checked run, one for the timed runs: compared after)
+ * and of the LSE, and a ragged batch's cu_seqlens */
+static int host_buffers(attn_call *a)
+{
+    const int ragged = shape_ragged(a->s);
+    a->ho = malloc(a->bytes[3]);
+    a->ho2 = malloc(a->bytes[3]);
+    a->hl = malloc(a->bytes[4]);
+    if (ragged) a->hcu = malloc(2 * ((size_t)a->s->batch + 1) * sizeof *a->hcu);
+    if (!a->ho || !a->ho2 || !a->hl || (ragged && !a->hcu)) {
+        set_status(a->res, ST_RESOURCE_LIMIT, "host memory exhausted for outputs");
+        return STEP_DONE;
     }
-    {
-        int irc = inputs_get(r, s, dt, o->seed, bytes, reason, sizeof reason, err, errlen);
-        if (irc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
-        if (irc != 0) { ret = -1; goto done; }
-        hq = r->in.h[0]; hk = r->in.h[1]; hv = r->in.h[2];
-        for (int i = 0; i < 3; i++) b[i] = r->in.b[i];
+    return STEP_GO;
+}
+
+/* Q, K and V on the host and the device: the runner's own when the last run's were these */
+static int get_inputs(attn_call *a)
+{
+    const int rc = inputs_get(a->r, a->s, a->dt, a->o->seed, a->bytes, a->reason, sizeof a->reason, a->err, a->errlen);
+    if (rc == 0)
+        for (int i = 0; i < 3; i++) a->b[i] = a->r->in.b[i];
+    return helper_step(a, rc);
+}
+
+/* The reference of every row, before this configuration runs on the inputs (kept for the
+ * next configurations of the problem). A reference kernel that never finishes is a
+ * timeout, as a hang of ours is (attn_call_end: the device is not trusted again). */
+static int get_reference(attn_call *a)
+{
+    attn_runner *r = a->r;
+    attn_problem prob = {.s = *a->s, .dt = a->dt, .scale = 1.0 / sqrt((double)a->s->d)};
+    const double ref_timeout = 20 * a->o->timing.timeout_s; /* a plain kernel: much slower than ours */
+    const int rc = fb_reference_get(r->refdev, &prob, r->in.h[0], r->in.h[1], r->in.h[2], a->b[0], a->b[1], a->b[2],
+                                    a->o->seed, ref_timeout, &r->ref, a->reason, sizeof a->reason);
+    if (rc == RT_ETIMEOUT) {
+        snprintf(a->res->reason, sizeof a->res->reason, "the reference kernel did not finish within %.0f s", ref_timeout);
+        a->res->status = ST_TIMEOUT;
+        return STEP_DONE;
     }
-    /* the reference of every row, before this configuration runs on the inputs (kept for
-     * the next configurations of the problem) */
-    attn_problem prob = {.s = *s, .dt = dt, .scale = 1.0 / sqrt((double)s->d)};
-    {
-        const double ref_timeout = 20 * o->timing.timeout_s; /* a plain kernel: much slower than ours */
-        int rrc = fb_reference_get(r->refdev, &prob, hq, hk, hv, b[0], b[1], b[2], o->seed, ref_timeout, &r->ref, reason,
-                                   sizeof reason);
-        if (rrc == RT_ETIMEOUT) {
-            snprintf(res->reason, sizeof res->reason, "the reference kernel did not finish within %.0f s", ref_timeout);
-            res->status = ST_TIMEOUT;
-            goto hung;
-        }
-        if (rrc != 0) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; } /* not a verdict */
+    if (rc != 0) { set_status(a->res, ST_RESOURCE_LIMIT, a->reason); return STEP_DONE; } /* not a verdict */
+    return STEP_GO;
+}
+
+/* A paged shape's K and V in pages and its block table, as the kernel reads them */
+static int upload_pages(attn_call *a)
+{
+    if (!shape_paged(a->s)) return STEP_GO;
+    const int rc = paged_upload(a->r, a->s, a->es, a->r->in.h[1], a->r->in.h[2], a->o->seed, a->pg, a->reason,
+                                sizeof a->reason, a->err, a->errlen);
+    if (rc == 0) { /* the kernel reads the pages; the reference the dense inputs */
+        a->b[1] = a->pg[0];
+        a->b[2] = a->pg[1];
     }
-    if (shape_paged(s)) {
-        int prc = paged_upload(r, s, es, hk, hv, o->seed, pg, reason, sizeof reason, err, errlen);
-        if (prc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
-        if (prc != 0) { ret = -1; goto done; }
-        b[1] = pg[0]; /* the kernel reads the pages; the reference the dense inputs */
-        b[2] = pg[1];
-    }
+    return helper_step(a, rc);
+}
+
+/* O (with its guard band), the LSE and the split partials on the device */
+static int alloc_outputs(attn_call *a)
+{
     for (int i = 3; i < 7; i++)
-        if (rt->alloc(r->ctx, bytes[i], &b[i], reason, sizeof reason) != 0) {
-            set_status(res, ST_RESOURCE_LIMIT, reason);
-            goto done;
+        if (a->r->dev.rt->alloc(a->r->ctx, a->bytes[i], &a->b[i], a->reason, sizeof a->reason) != 0) {
+            set_status(a->res, ST_RESOURCE_LIMIT, a->reason);
+            return STEP_DONE;
         }
-    if (ragged) {
-        const size_t cb = ((size_t)s->batch + 1) * sizeof *hcu;
-        shape_cu_seqlens(s, hcu, hcu + s->batch + 1);
-        for (int i = 0; i < 2; i++)
-            if (rt->alloc(r->ctx, cb, &cu[i], reason, sizeof reason) != 0) {
-                set_status(res, ST_RESOURCE_LIMIT, reason);
-                goto done;
-            }
-        if (rt->upload(r->ctx, cu[0], hcu, cb, err, errlen) || rt->upload(r->ctx, cu[1], hcu + s->batch + 1, cb, err, errlen)) {
-            ret = -1;
-            goto done;
-        }
-    }
-    fb_poison(ho, bytes[3] / es, dt);
-    fb_poison_f32(hl, rows);
-    if (rt->upload(r->ctx, b[3], ho, bytes[3], err, errlen) || rt->upload(r->ctx, b[4], hl, bytes[4], err, errlen) ||
-        poison_partials(r, split, b, bytes, err, errlen)) {
-        ret = -1;
-        goto done;
-    }
+    return STEP_GO;
+}
 
+/* A ragged batch's cumulative sequence lengths of Q and of K/V on the device: where each
+ * sequence starts in the packed tensors */
+static int upload_cu_seqlens(attn_call *a)
+{
+    if (!shape_ragged(a->s)) return STEP_GO;
+    const rt_runtime *rt = a->r->dev.rt;
+    const int batch = a->s->batch;
+    const size_t cb = ((size_t)batch + 1) * sizeof *a->hcu;
+    shape_cu_seqlens(a->s, a->hcu, a->hcu + batch + 1);
+    for (int i = 0; i < 2; i++)
+        if (rt->alloc(a->r->ctx, cb, &a->cu[i], a->reason, sizeof a->reason) != 0) {
+            set_status(a->res, ST_RESOURCE_LIMIT, a->reason);
+            return STEP_DONE;
+        }
+    if (rt->upload(a->r->ctx, a->cu[0], a->hcu, cb, a->err, a->errlen) ||
+        rt->upload(a->r->ctx, a->cu[1], a->hcu + batch + 1, cb, a->err, a->errlen))
+        return -1;
+    return STEP_GO;
+}
+
+/* O, the LSE and the split partials poisoned on the device before the checked run: what
+ * the kernel leaves unwritten reads back as poison, not as a reused allocation's values */
+static int poison_outputs(attn_call *a)
+{
+    const rt_runtime *rt = a->r->dev.rt;
+    fb_poison(a->ho, a->bytes[3] / a->es, a->dt);
+    fb_poison_f32(a->hl, a->rows);
+    if (rt->upload(a->r->ctx, a->b[3], a->ho, a->bytes[3], a->err, a->errlen) ||
+        rt->upload(a->r->ctx, a->b[4], a->hl, a->bytes[4], a->err, a->errlen) ||
+        poison_partials(a->r, a->split, a->b, a->bytes, a->err, a->errlen))
+        return -1;
+    return STEP_GO;
+}
+
+/* WG_TMA: K's and V's tensor maps on the device (Q's with WG_QTMA, O's with WG_OTMA), into
+ * fa; a runtime that cannot encode them is a launch_error row */
+static int upload_tma_maps(attn_call *a, fwd_args *fa)
+{
+    const kconfig *c = a->c;
+    if (!c->wg_tma) return STEP_GO;
+    const int rc = tma_upload(a->r, a->s, a->dt, c, c->wg_qtma ? a->b[0] : NULL, a->b[1], a->b[2], c->wg_otma ? a->b[3] : NULL,
+                              &a->tm, a->reason, sizeof a->reason, a->err, a->errlen);
+    if (rc == 1) { set_status(a->res, ST_LAUNCH_ERROR, a->reason); return STEP_DONE; }
+    if (rc == 0) fa->tmaps = a->tm;
+    return helper_step(a, rc);
+}
+
+/* Counters the kernel's launches share, zero here; each launch leaves them zero again.
+ * SCHED (WG_DYNAMIC): the scheduler's two. FUSE_CNT (SPLIT_FUSE): one per query block of
+ * the grid (as WG_PERSIST left it). Into fa. */
+static int zero_counters(attn_call *a, fwd_args *fa)
+{
+    const launch_plan *p = &a->p;
+    struct { int on; size_t n; rt_buf **buf; } counters[] = {{a->c->wg_dynamic, 2, &a->sched},
+                                                             {a->c->split_fuse, p->grid[0] * p->grid[1], &a->fuse}};
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
+        if (!counters[i].on) continue;
+        const int rc = helper_step(a, zeroed_counters(a->r, counters[i].n, counters[i].buf, a->reason, sizeof a->reason,
+                                                      a->err, a->errlen));
+        if (rc != STEP_GO) return rc;
+    }
+    fa->sched = a->sched;
+    fa->fuse_cnt = a->fuse;
+    return STEP_GO;
+}
+
+/* The launches as the check and the timer enqueue them (a->p): the forward kernel's grid,
+ * block and arguments, with what the configuration's features need on the device first,
+ * and attn_combine's grid and arguments for a split */
+static int plan_launch(attn_call *a)
+{
+    const kconfig *c = a->c;
+    const shape_t *s = a->s;
+    launch_plan *p = &a->p;
+    rt_buf *const *b = a->b;
+    const int ragged = shape_ragged(s);
     /* SPLIT_FUSE: the splits merge their rows themselves, no attn_combine launch */
-    launch_plan p = {.r = r, .m = m, .split = c->split_fuse ? 1 : (int)split, .dyn_shared = kconfig_dynamic_shared(c, s->d)};
-    kconfig_grid(c, s, p.grid);
-    p.block[0] = (size_t)kconfig_threads(c);
-    p.block[1] = p.block[2] = 1;
+    *p = (launch_plan){.r = a->r, .m = a->m, .split = c->split_fuse ? 1 : (int)a->split,
+                       .dyn_shared = kconfig_dynamic_shared(c, s->d)};
+    kconfig_grid(c, s, p->grid);
+    p->block[0] = (size_t)kconfig_threads(c);
+    p->block[1] = p->block[2] = 1;
     fwd_args fa = {.q = b[0], .k = b[1], .v = b[2], .o = b[3], .lse = b[4], .opart = b[5], .lsepart = b[6],
                    .hq = s->hq, .hkv = s->hkv,
                    .sq = ragged ? (int32_t)shape_total_q(s) : s->sq, .skv = ragged ? (int32_t)shape_total_kv(s) : s->skv,
-                   .scale = (float)(1.0 / sqrt((double)s->d)), .cu_q = cu[0], .cu_k = cu[1]};
+                   .scale = (float)(1.0 / sqrt((double)s->d)), .cu_q = a->cu[0], .cu_k = a->cu[1]};
     if (shape_paged(s)) {
-        fa.bt = pg[2];
+        fa.bt = a->pg[2];
         fa.maxp = shape_pages_per_seq(s);
     }
-    if (c->wg_tma) { /* K's and V's tensor maps, Q's with WG_QTMA, O's with WG_OTMA */
-        int trc = tma_upload(r, s, dt, c, c->wg_qtma ? b[0] : NULL, b[1], b[2], c->wg_otma ? b[3] : NULL, &tm, reason, sizeof reason, err, errlen);
-        if (trc == 1) { set_status(res, ST_LAUNCH_ERROR, reason); goto done; }
-        if (trc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
-        if (trc != 0) { ret = -1; goto done; }
-        fa.tmaps = tm;
-    }
+    int rc = upload_tma_maps(a, &fa);
+    if (rc != STEP_GO) return rc;
     if (c->wg_persist) { /* one row of work-groups, one per SM, walks all the query blocks */
-        const size_t items = p.grid[0] * p.grid[1];
-        const size_t sms = r->dev.info.compute_units > 0 ? (size_t)r->dev.info.compute_units : 1;
-        fa.ngrp = (int32_t)p.grid[1];
-        p.grid[0] = items < sms ? items : sms;
-        p.grid[1] = 1;
+        const size_t items = p->grid[0] * p->grid[1];
+        const size_t sms = a->r->dev.info.compute_units > 0 ? (size_t)a->r->dev.info.compute_units : 1;
+        fa.ngrp = (int32_t)p->grid[1];
+        p->grid[0] = items < sms ? items : sms;
+        p->grid[1] = 1;
     }
-    /* Counters the kernel's launches share, zero here; each launch leaves them zero again.
-     * SCHED (WG_DYNAMIC): the scheduler's two. FUSE_CNT (SPLIT_FUSE): one per query block
-     * of the grid. */
-    struct { int on; size_t n; rt_buf **buf; } counters[] = {{c->wg_dynamic, 2, &sched},
-                                                             {c->split_fuse, p.grid[0] * p.grid[1], &fuse}};
-    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
-        if (!counters[i].on) continue;
-        int crc = zeroed_counters(r, counters[i].n, counters[i].buf, reason, sizeof reason, err, errlen);
-        if (crc == RT_ERESOURCE) { set_status(res, ST_RESOURCE_LIMIT, reason); goto done; }
-        if (crc != 0) { ret = -1; goto done; }
-    }
-    fa.sched = sched;
-    fa.fuse_cnt = fuse;
-    fwd_args_pack(&fa, p.args);
-    p.cgrid[0] = rows;
-    p.cgrid[1] = p.cgrid[2] = 1;
-    p.cargs[0] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[5]};
-    p.cargs[1] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[6]};
-    p.cargs[2] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[3]};
-    p.cargs[3] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[4]};
-    p.cargs[4] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = (int32_t)rows};
+    if ((rc = zero_counters(a, &fa)) != STEP_GO) return rc;
+    fwd_args_pack(&fa, p->args);
+    p->cgrid[0] = a->rows;
+    p->cgrid[1] = p->cgrid[2] = 1;
+    p->cargs[0] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[5]};
+    p->cargs[1] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[6]};
+    p->cargs[2] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[3]};
+    p->cargs[3] = (rt_arg){.kind = RT_ARG_BUF, .v.buf = b[4]};
+    p->cargs[4] = (rt_arg){.kind = RT_ARG_I32, .v.i32 = (int32_t)a->rows};
+    return STEP_GO;
+}
 
+/* One launch sequence, waited for at most --timeout, its O and LSE downloaded: a launch
+ * that fails, or hangs (a timeout), is the row's status */
+static int launch_once(attn_call *a)
+{
+    const rt_runtime *rt = a->r->dev.rt;
     rt_event *e1 = NULL, *e2 = NULL;
-    int rc = enqueue_plan(&p, &e1, &e2, reason, sizeof reason);
+    int rc = enqueue_plan(&a->p, &e1, &e2, a->reason, sizeof a->reason);
     if (rc == 0) {
-        rc = rt->finish(r->ctx, o->timing.timeout_s, reason, sizeof reason);
+        rc = rt->finish(a->r->ctx, a->o->timing.timeout_s, a->reason, sizeof a->reason);
         if (e2 != e1) rt->event_free(e2);
         rt->event_free(e1);
     }
     if (rc != 0) {
-        set_status(res, rc == RT_ETIMEOUT ? ST_TIMEOUT : rc == RT_ERESOURCE ? ST_RESOURCE_LIMIT : ST_LAUNCH_ERROR, reason);
-        if (rc == RT_ETIMEOUT) goto hung;
-        goto done;
+        set_status(a->res, rc == RT_ETIMEOUT ? ST_TIMEOUT : rc == RT_ERESOURCE ? ST_RESOURCE_LIMIT : ST_LAUNCH_ERROR, a->reason);
+        return STEP_DONE;
     }
-    if (rt->download(r->ctx, ho, b[3], bytes[3], err, errlen) || rt->download(r->ctx, hl, b[4], bytes[4], err, errlen)) {
-        ret = -1;
-        goto done;
-    }
-    {
-        unsigned char *g = (unsigned char *)ho + nq * es, *want = malloc(guard);
-        size_t bad = 0;
-        if (want) {
-            fb_poison(want, guard / es, dt);
-            for (size_t i = 0; i < guard; i++) bad += g[i] != want[i];
-            free(want);
-        }
-        if (bad) {
-            snprintf(reason, sizeof reason, "the kernel wrote past the end of O (%zu bytes of the %zu-byte guard band changed)",
-                     bad, guard);
-            set_status(res, ST_WRONG_RESULT, reason);
-            goto done;
-        }
-    }
-    if (fb_verify_full(&r->ref, ho, o->write_lse ? hl : NULL, &res->ver) < 0) {
-        set_status(res, ST_RESOURCE_LIMIT, res->ver.reason); /* the reference could not run: not a verdict */
-        goto done;
-    }
-    if (!res->ver.pass) { set_status(res, ST_WRONG_RESULT, res->ver.reason); goto done; }
-    if (o->verify_only) { set_status(res, ST_OK, ""); goto done; }
+    if (rt->download(a->r->ctx, a->ho, a->b[3], a->bytes[3], a->err, a->errlen) ||
+        rt->download(a->r->ctx, a->hl, a->b[4], a->bytes[4], a->err, a->errlen))
+        return -1;
+    return STEP_GO;
+}
 
+/* The checked run's output: its guard band as poisoned (a kernel that wrote past O's end
+ * is wrong), then every element against the reference. --verify-only ends here, ok. */
+static int check_output(attn_call *a)
+{
+    attn_result *res = a->res;
+    unsigned char *g = (unsigned char *)a->ho + a->nq * a->es, *want = malloc(O_GUARD);
+    size_t bad = 0;
+    if (want) {
+        fb_poison(want, O_GUARD / a->es, a->dt);
+        for (size_t i = 0; i < O_GUARD; i++) bad += g[i] != want[i];
+        free(want);
+    }
+    if (bad) {
+        snprintf(a->reason, sizeof a->reason, "the kernel wrote past the end of O (%zu bytes of the %zu-byte guard band changed)",
+                 bad, O_GUARD);
+        set_status(res, ST_WRONG_RESULT, a->reason);
+        return STEP_DONE;
+    }
+    if (fb_verify_full(&a->r->ref, a->ho, a->o->write_lse ? a->hl : NULL, &res->ver) < 0) {
+        set_status(res, ST_RESOURCE_LIMIT, res->ver.reason); /* the reference could not run: not a verdict */
+        return STEP_DONE;
+    }
+    if (!res->ver.pass) { set_status(res, ST_WRONG_RESULT, res->ver.reason); return STEP_DONE; }
+    if (a->o->verify_only) { set_status(res, ST_OK, ""); return STEP_DONE; }
+    return STEP_GO;
+}
+
+/* The timed runs under the protocol (time_device), then their O compared bit for bit with
+ * the checked run's: the timed runs must have computed the same bits, and a race, or
+ * counters a launch did not reset for the next, shows up here */
+static int run_timed(attn_call *a)
+{
+    attn_runner *r = a->r;
+    const rt_runtime *rt = r->dev.rt;
     /* Kernels whose launches meet on counters that the launch before must have reset
      * (WG_DYNAMIC, SPLIT_FUSE): the timed runs start from a poisoned O, so that a launch
      * that found its counters wrong and wrote nothing cannot pass for one that matched. */
-    const int counted = c->wg_dynamic || c->split_fuse;
+    const int counted = a->c->wg_dynamic || a->c->split_fuse;
     if (counted) {
-        fb_poison(ho2, bytes[3] / es, dt);
-        if (rt->upload(r->ctx, b[3], ho2, bytes[3], err, errlen) || poison_partials(r, split, b, bytes, err, errlen)) {
-            ret = -1;
-            goto done;
-        }
+        fb_poison(a->ho2, a->bytes[3] / a->es, a->dt);
+        if (rt->upload(r->ctx, a->b[3], a->ho2, a->bytes[3], a->err, a->errlen) ||
+            poison_partials(r, a->split, a->b, a->bytes, a->err, a->errlen))
+            return -1;
     }
-    timing_opts topt = o->timing;
+    timing_opts topt = a->o->timing;
     topt.tm = r->tm;
-    rc = time_device(rt, r->ctx, enqueue_plan, &p, &topt, &res->us, &res->tel, &res->how, reason, sizeof reason);
+    const int rc = time_device(rt, r->ctx, enqueue_plan, &a->p, &topt, &a->res->us, &a->res->tel, &a->res->how, a->reason,
+                               sizeof a->reason);
     if (rc != 0) {
-        set_status(res, rc == RT_ETIMEOUT ? ST_TIMEOUT : ST_LAUNCH_ERROR, reason);
-        if (rc == RT_ETIMEOUT) goto hung;
-        goto done;
+        set_status(a->res, rc == RT_ETIMEOUT ? ST_TIMEOUT : ST_LAUNCH_ERROR, a->reason);
+        return STEP_DONE;
     }
-    /* The timed runs must have computed the same bits: a race shows up here. */
-    if (rt->download(r->ctx, ho2, b[3], bytes[3], err, errlen)) { ret = -1; goto done; }
-    if (memcmp(ho, ho2, bytes[3]) != 0) {
-        set_status(res, ST_WRONG_RESULT, counted ? "output changed between repeated runs (a race, or counters not reset for the next launch?)"
-                                             : "output changed between repeated runs (a race?)");
-        goto done;
+    if (rt->download(r->ctx, a->ho2, a->b[3], a->bytes[3], a->err, a->errlen)) return -1;
+    if (memcmp(a->ho, a->ho2, a->bytes[3]) != 0) {
+        set_status(a->res, ST_WRONG_RESULT, counted ? "output changed between repeated runs (a race, or counters not reset for the next launch?)"
+                                                    : "output changed between repeated runs (a race?)");
+        return STEP_DONE;
     }
-    set_status(res, ST_OK, "");
-hung:
-    if (res->status == ST_TIMEOUT) {
-        /* the kernel may still be running on these buffers: leave them, and trust nothing
-         * this device does from now on (the next rows say so instead of timing garbage) */
-        r->broken = 1;
-        snprintf(r->broken_why, sizeof r->broken_why, "an earlier launch (%s) never finished", s->name);
-        memset(b, 0, sizeof b);
-        memset(cu, 0, sizeof cu);
-        memset(pg, 0, sizeof pg);
-        tm = NULL;
-        sched = NULL;
-        fuse = NULL;
-        inputs_drop(r, 0);
-    }
-done:
+    return STEP_GO;
+}
+
+/* A timeout: the kernel may still be running on the run's buffers, so they are left to it,
+ * and nothing this device does is trusted from now on (the next rows say so instead of
+ * timing garbage) */
+static void forsake_device(attn_call *a)
+{
+    attn_runner *r = a->r;
+    r->broken = 1;
+    snprintf(r->broken_why, sizeof r->broken_why, "an earlier launch (%s) never finished", a->s->name);
+    memset(a->b, 0, sizeof a->b);
+    memset(a->cu, 0, sizeof a->cu);
+    memset(a->pg, 0, sizeof a->pg);
+    a->tm = NULL;
+    a->sched = NULL;
+    a->fuse = NULL;
+    inputs_drop(r, 0);
+}
+
+/* After the steps (ret: attn_run's return): a hang forsakes the device, a kernel fault that
+ * left the context unusable is remembered, the buffers are freed, and the inputs dropped
+ * after a run that went wrong */
+static void attn_call_end(attn_call *a, int ret)
+{
+    attn_runner *r = a->r;
+    const attn_result *res = a->res;
+    const rt_runtime *rt = r->dev.rt;
+    if (res->status == ST_TIMEOUT) forsake_device(a);
     /* a kernel fault that leaves the context unusable: the later rows say so, instead of
      * failing to load or allocate under another status */
-    if (!r->broken && (strstr(res->reason, RT_UNUSABLE) || (ret != 0 && strstr(err, RT_UNUSABLE)))) {
+    if (!r->broken && (strstr(res->reason, RT_UNUSABLE) || (ret != 0 && strstr(a->err, RT_UNUSABLE)))) {
         r->broken = 2;
         snprintf(r->broken_why, sizeof r->broken_why, "a kernel fault in an earlier launch (%s) left it unusable in this process",
-                 s->name);
+                 a->s->name);
     }
-    for (int i = 3; i < 7; i++) if (b[i]) rt->buf_free(b[i]);
-    for (int i = 0; i < 2; i++) if (cu[i]) rt->buf_free(cu[i]);
-    for (int i = 0; i < 3; i++) if (pg[i]) rt->buf_free(pg[i]);
-    if (tm) rt->buf_free(tm);
-    if (sched) rt->buf_free(sched);
-    if (fuse) rt->buf_free(fuse);
-    free(hcu);
+    for (int i = 3; i < 7; i++) if (a->b[i]) rt->buf_free(a->b[i]);
+    for (int i = 0; i < 2; i++) if (a->cu[i]) rt->buf_free(a->cu[i]);
+    for (int i = 0; i < 3; i++) if (a->pg[i]) rt->buf_free(a->pg[i]);
+    if (a->tm) rt->buf_free(a->tm);
+    if (a->sched) rt->buf_free(a->sched);
+    if (a->fuse) rt->buf_free(a->fuse);
+    free(a->hcu);
     /* a run that went wrong may have written anywhere: the next one starts from fresh inputs */
     if (ret != 0 || (res->status != ST_OK && res->status != ST_RESOURCE_LIMIT && res->status != ST_UNSUPPORTED &&
                      res->status != ST_COMPILE_ERROR))
         inputs_drop(r, !r->broken);
-    free(ho); free(ho2); free(hl);
+    free(a->ho); free(a->ho2); free(a->hl);
+}
+
+int attn_run(attn_runner *r, const shape_t *s, dtype_t dt, const kconfig *cfg, const attn_opts *o,
+             attn_result *res, char *err, size_t errlen)
+{
+    result_start(r, s, dt, cfg, res);
+    if (r->broken) { /* after a hang or a fault: said in the row, the device left alone */
+        snprintf(res->reason, sizeof res->reason, "device unusable: %s; start a new run", r->broken_why);
+        res->status = r->broken == 1 ? ST_TIMEOUT : ST_LAUNCH_ERROR;
+        return 0;
+    }
+    attn_call a = {.r = r, .s = s, .dt = dt, .c = &res->config, .o = o, .res = res, .err = err, .errlen = errlen};
+    if (config_module(&a) != STEP_GO || size_buffers(&a) != STEP_GO) return 0; /* a status; nothing allocated */
+    int rc = host_buffers(&a);
+    if (rc == STEP_GO) rc = get_inputs(&a);
+    if (rc == STEP_GO) rc = get_reference(&a);
+    if (rc == STEP_GO) rc = upload_pages(&a);
+    if (rc == STEP_GO) rc = alloc_outputs(&a);
+    if (rc == STEP_GO) rc = upload_cu_seqlens(&a);
+    if (rc == STEP_GO) rc = poison_outputs(&a);
+    if (rc == STEP_GO) rc = plan_launch(&a);
+    if (rc == STEP_GO) rc = launch_once(&a);
+    if (rc == STEP_GO) rc = check_output(&a);
+    if (rc == STEP_GO) rc = run_timed(&a);
+    if (rc == STEP_GO) set_status(res, ST_OK, "");
+    const int ret = rc < 0 ? -1 : 0;
+    attn_call_end(&a, ret);
     return ret;
 }
