@@ -22,11 +22,12 @@
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef struct CUevent_st *CUevent;
+/* the handles the shared routines pass (rt_shared.h) as void pointers */
+typedef void *CUcontext;
+typedef void *CUmodule;
+typedef void *CUfunction;
+typedef void *CUstream;
+typedef void *CUevent;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef int nvrtcResult;
@@ -138,20 +139,15 @@ CU_API(X_TYPEDEF)
 NVRTC_API(X_TYPEDEF)
 #undef X_TYPEDEF
 
-#define MAX_DEVICES 32
-
 /* The driver's state: filled once by cu_init, read-only afterwards. */
 static struct {
-    int inited, init_rc;
-    char init_err[512];
+    rt_drv_devices devs;
     void *lib;
 #define X_MEMBER(member, sym, ret, params, req) member##_fn member;
     CU_API(X_MEMBER)
 #undef X_MEMBER
-    int ndev;
-    CUdevice dev[MAX_DEVICES];
-    int optin_shared[MAX_DEVICES];
-    rt_device_info info[MAX_DEVICES];
+    CUdevice dev[RT_DRV_MAX_DEVICES];
+    int optin_shared[RT_DRV_MAX_DEVICES];
 } cu;
 
 /* NVRTC's state: loaded once (by init or by the first offline compile), read-only after. */
@@ -179,10 +175,9 @@ typedef struct {
 } cu_gate;
 
 struct rt_ctx {
+    rt_drv_ctx h;    /* at.ctx: the device's primary context */
     int index;
     CUdevice dev;
-    CUcontext ctx;
-    CUstream stream;
     int optin_shared;
     char arch[64];
     cu_gate gate;
@@ -200,16 +195,15 @@ struct rt_event { CUevent start, stop; };
 
 #define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
 
+static rt_drv cu_drv; /* the driver for the shared routines, defined with rt_cuda below */
+
 /* "CUDA_ERROR_X (description)" into buf. */
 static const char *cu_describe(CUresult r, char *buf, size_t len)
 {
     const char *name = NULL, *str = NULL;
     if (cu.cuGetErrorName && cu.cuGetErrorName(r, &name) != CUDA_SUCCESS) name = NULL;
     if (cu.cuGetErrorString && cu.cuGetErrorString(r, &str) != CUDA_SUCCESS) str = NULL;
-    if (name && str) snprintf(buf, len, "%s (%s)", name, str);
-    else if (name) snprintf(buf, len, "%s", name);
-    else snprintf(buf, len, "CUDA error %d", r);
-    return buf;
+    return rt_describe("CUDA", r, name, str, buf, len);
 }
 
 /* Errors after which the context cannot run anything more: a kernel fault. */
@@ -221,20 +215,9 @@ static int cu_sticky(CUresult r)
 
 #define STICKY_MSG "; a kernel fault left CUDA unusable in this process: " RT_UNUSABLE
 
-#define CU_FAIL(call, r, ...) do {                                                         \
-        char d_[256];                                                                     \
-        snprintf(err, errlen, "%s: %s%s", call, cu_describe(r, d_, sizeof d_),             \
-                 cu_sticky(r) ? STICKY_MSG : "");                                         \
-        __VA_ARGS__;                                                                      \
-        return RT_ERR;                                                                    \
-    } while (0)
+#define CU_FAIL(call, r, ...) RT_DRV_FAIL(&cu_drv, call, r, __VA_ARGS__)
 
-static int make_current(rt_ctx *c, char *err, size_t errlen)
-{
-    CUresult r = cu.cuCtxSetCurrent(c->ctx);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuCtxSetCurrent", r, (void)0);
-    return 0;
-}
+static int cu_select(const rt_drv_where *at) { return cu.cuCtxSetCurrent(at->ctx); }
 
 /* ---- NVRTC loading ---- */
 
@@ -589,7 +572,7 @@ static int cu_compile_offline(const char *arch, const char *source, const char *
 static void fill_info(int i)
 {
     CUdevice d = cu.dev[i];
-    rt_device_info *o = &cu.info[i];
+    rt_device_info *o = &cu.devs.info[i];
     memset(o, 0, sizeof *o);
     if (cu.cuDeviceGetName(o->name, (int)sizeof o->name, d) != CUDA_SUCCESS) snprintf(o->name, sizeof o->name, "CUDA device %d", i);
     o->name[sizeof o->name - 1] = 0;
@@ -655,53 +638,36 @@ static int cu_init_once(char *err, size_t errlen)
     if (r != CUDA_SUCCESS) FAIL("cuDeviceGetCount: %s", cu_describe(r, d, sizeof d));
     if (n <= 0) FAIL("%s", "the NVIDIA driver reports no CUDA devices (check nvidia-smi and CUDA_VISIBLE_DEVICES)");
     if (nvrtc_load(err, errlen) != 0) return RT_ERR;
-    if (n > MAX_DEVICES) n = MAX_DEVICES;
+    if (n > RT_DRV_MAX_DEVICES) n = RT_DRV_MAX_DEVICES;
     for (int i = 0; i < n; i++) {
-        r = cu.cuDeviceGet(&cu.dev[cu.ndev], i);
+        r = cu.cuDeviceGet(&cu.dev[cu.devs.ndev], i);
         if (r != CUDA_SUCCESS) continue;
-        fill_info(cu.ndev);
-        cu.ndev++;
+        fill_info(cu.devs.ndev);
+        cu.devs.ndev++;
     }
-    if (cu.ndev == 0) FAIL("%d CUDA device(s) but cuDeviceGet failed for all", n);
+    if (cu.devs.ndev == 0) FAIL("%d CUDA device(s) but cuDeviceGet failed for all", n);
     return 0;
 }
 
-static int cu_init(char *err, size_t errlen)
-{
-    if (!cu.inited) {
-        cu.inited = 1;
-        cu.init_rc = cu_init_once(cu.init_err, sizeof cu.init_err);
-        if (cu.init_rc != 0) cu.ndev = 0;
-    }
-    if (cu.init_rc != 0) snprintf(err, errlen, "%s", cu.init_err);
-    return cu.init_rc;
-}
-
-static int cu_device_count(void) { return cu.ndev; }
-
-static int cu_device_info(int index, rt_device_info *out)
-{
-    if (index < 0 || index >= cu.ndev) return RT_ERR;
-    *out = cu.info[index];
-    return 0;
-}
+static int cu_init(char *err, size_t errlen) { return rt_drv_init(&cu.devs, cu_init_once, err, errlen); }
+static int cu_device_count(void) { return cu.devs.ndev; }
+static int cu_device_info(int index, rt_device_info *out) { return rt_drv_device_info(&cu.devs, index, out); }
 
 /* ---- contexts ---- */
 
 static int cu_open(int index, rt_ctx **out, char *err, size_t errlen)
 {
-    if (index < 0 || index >= cu.ndev) FAIL("no CUDA device %d", index);
-    rt_ctx *c = calloc(1, sizeof *c);
-    if (!c) FAIL("%s", "out of memory");
+    rt_ctx *c = rt_drv_ctx_new(&cu_drv, index, sizeof *c, err, errlen);
+    if (!c) return RT_ERR;
     c->index = index;
     c->dev = cu.dev[index];
     c->optin_shared = cu.optin_shared[index];
-    snprintf(c->arch, sizeof c->arch, "%s", cu.info[index].arch);
-    CUresult r = cu.cuDevicePrimaryCtxRetain(&c->ctx, c->dev);
+    snprintf(c->arch, sizeof c->arch, "%s", cu.devs.info[index].arch);
+    CUresult r = cu.cuDevicePrimaryCtxRetain(&c->h.at.ctx, c->dev);
     if (r != CUDA_SUCCESS) CU_FAIL("cuDevicePrimaryCtxRetain", r, free(c));
-    r = cu.cuCtxSetCurrent(c->ctx);
+    r = cu.cuCtxSetCurrent(c->h.at.ctx);
     if (r != CUDA_SUCCESS) CU_FAIL("cuCtxSetCurrent", r, cu.cuDevicePrimaryCtxRelease(c->dev), free(c));
-    r = cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING);
+    r = cu.cuStreamCreate(&c->h.stream, CU_STREAM_NON_BLOCKING);
     if (r != CUDA_SUCCESS) CU_FAIL("cuStreamCreate", r, cu.cuDevicePrimaryCtxRelease(c->dev), free(c));
     *out = c;
     return 0;
@@ -712,10 +678,10 @@ static void gate_free(rt_ctx *c);
 static void cu_close(rt_ctx *c)
 {
     if (!c) return;
-    if (cu.cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS) {
-        cu.cuStreamSynchronize(c->stream);
+    if (cu.cuCtxSetCurrent(c->h.at.ctx) == CUDA_SUCCESS) {
+        cu.cuStreamSynchronize(c->h.stream);
         gate_free(c);
-        cu.cuStreamDestroy(c->stream);
+        cu.cuStreamDestroy(c->h.stream);
     }
     cu.cuDevicePrimaryCtxRelease(c->dev);
     free(c);
@@ -759,7 +725,7 @@ static int cu_compile(rt_ctx *c, const char *source, const char *const *defines,
         if (log) *log = lg;
         else free(lg);
     }
-    if (make_current(c, err, errlen) != 0) {
+    if (rt_drv_bind(c, err, errlen) != 0) {
         free(m->bin); free(m->log); free(m);
         return RT_ERR;
     }
@@ -780,7 +746,7 @@ static int cu_load_binary(rt_ctx *c, const void *bin, size_t len, const char *lo
     memcpy(m->bin, bin, len);
     m->binlen = len;
     m->log = log ? strdup(log) : NULL;
-    if (make_current(c, err, errlen) != 0) {
+    if (rt_drv_bind(c, err, errlen) != 0) {
         free(m->bin); free(m->log); free(m);
         return RT_ERR;
     }
@@ -793,7 +759,7 @@ static int cu_load_binary(rt_ctx *c, const void *bin, size_t len, const char *lo
 static int cu_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_kernel_attrs *attrs,
                          char *err, size_t errlen)
 {
-    if (make_current(m->c, err, errlen) != 0) return RT_ERR;
+    if (rt_drv_bind(m->c, err, errlen) != 0) return RT_ERR;
     CUfunction f;
     CUresult r = cu.cuModuleGetFunction(&f, m->mod, name);
     if (r != CUDA_SUCCESS) {
@@ -846,7 +812,7 @@ static int cu_binary(rt_module *m, void **data, size_t *len)
 static void cu_module_free(rt_module *m)
 {
     if (!m) return;
-    if (cu.cuCtxSetCurrent(m->c->ctx) == CUDA_SUCCESS) cu.cuModuleUnload(m->mod);
+    if (cu.cuCtxSetCurrent(m->c->h.at.ctx) == CUDA_SUCCESS) cu.cuModuleUnload(m->mod);
     free(m->bin);
     free(m->log);
     free(m);
@@ -856,10 +822,10 @@ static void cu_module_free(rt_module *m)
 
 static int cu_alloc(rt_ctx *c, size_t bytes, rt_buf **out, char *err, size_t errlen)
 {
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
     rt_buf *b = calloc(1, sizeof *b);
     if (!b) FAIL("%s", "out of memory");
-    b->ctx = c->ctx;
+    b->ctx = c->h.at.ctx;
     CUresult r = cu.cuMemAlloc(&b->ptr, bytes ? bytes : 4);
     if (r != CUDA_SUCCESS) {
         char d[256];
@@ -881,20 +847,20 @@ static void cu_buf_free(rt_buf *b)
  * once complete. */
 static int cu_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, char *err, size_t errlen)
 {
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuMemcpyHtoDAsync(dst->ptr, src, bytes, c->stream);
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    CUresult r = cu.cuMemcpyHtoDAsync(dst->ptr, src, bytes, c->h.stream);
     if (r != CUDA_SUCCESS) CU_FAIL("cuMemcpyHtoD", r, (void)0);
-    r = cu.cuStreamSynchronize(c->stream);
+    r = cu.cuStreamSynchronize(c->h.stream);
     if (r != CUDA_SUCCESS) CU_FAIL("cuStreamSynchronize after cuMemcpyHtoD", r, (void)0);
     return 0;
 }
 
 static int cu_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen)
 {
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuMemcpyDtoHAsync(dst, src->ptr, bytes, c->stream);
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    CUresult r = cu.cuMemcpyDtoHAsync(dst, src->ptr, bytes, c->h.stream);
     if (r != CUDA_SUCCESS) CU_FAIL("cuMemcpyDtoH", r, (void)0);
-    r = cu.cuStreamSynchronize(c->stream);
+    r = cu.cuStreamSynchronize(c->h.stream);
     if (r != CUDA_SUCCESS) CU_FAIL("cuStreamSynchronize after cuMemcpyDtoH", r, (void)0);
     return 0;
 }
@@ -902,8 +868,8 @@ static int cu_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *er
 static int cu_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen)
 {
     if (!cu.cuMemsetD32Async) FAIL("%s", "libcuda.so.1 lacks cuMemsetD32Async");
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuMemsetD32Async(buf->ptr, value, bytes / 4, c->stream);
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    CUresult r = cu.cuMemsetD32Async(buf->ptr, value, bytes / 4, c->h.stream);
     if (r != CUDA_SUCCESS) CU_FAIL("cuMemsetD32Async", r, (void)0);
     return 0;
 }
@@ -965,14 +931,14 @@ static void gate_free(rt_ctx *c)
 static int cu_gate_hold(rt_ctx *c, double timeout_s, char *err, size_t errlen)
 {
     cu_gate *g = &c->gate;
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
     if (g->state == 0) g->state = gate_load(c) == 0 ? 1 : -1;
     if (g->state < 0) FAIL("%s", g->why);
     uint32_t seq = g->seq + 1;
     unsigned long long timeout_ns = (unsigned long long)(timeout_s * 1e9);
     CUdeviceptr flag = g->dev, late = g->dev + sizeof(uint32_t);
     void *params[] = {&flag, &seq, &timeout_ns, &late};
-    CUresult r = cu.cuLaunchKernel(g->fn, 1, 1, 1, 1, 1, 1, 0, c->stream, params, NULL);
+    CUresult r = cu.cuLaunchKernel(g->fn, 1, 1, 1, 1, 1, 1, 0, c->h.stream, params, NULL);
     if (r != CUDA_SUCCESS) CU_FAIL("cuLaunchKernel (the timing gate)", r, (void)0);
     g->seq = seq;
     return 0;
@@ -988,7 +954,7 @@ static long cu_gate_late(rt_ctx *c)
     return c->gate.state == 1 ? (long)__atomic_load_n(&c->gate.host[1], __ATOMIC_ACQUIRE) : 0;
 }
 
-static void *cu_native_queue(rt_ctx *c) { return c->stream; }
+static void *cu_native_queue(rt_ctx *c) { return c->h.stream; }
 
 /* ---- launch graphs ---- */
 
@@ -1005,8 +971,8 @@ static int graphs_loaded(void)
 static int cu_capture_begin(rt_ctx *c, char *err, size_t errlen)
 {
     if (!graphs_loaded()) FAIL("%s", "libcuda.so.1 lacks stream capture and graphs (CUDA before 11.4)");
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuStreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    CUresult r = cu.cuStreamBeginCapture(c->h.stream, CU_STREAM_CAPTURE_MODE_RELAXED);
     if (r != CUDA_SUCCESS) CU_FAIL("cuStreamBeginCapture", r, (void)0);
     return 0;
 }
@@ -1015,7 +981,7 @@ static int cu_capture_end(rt_ctx *c, rt_graph **out, char *err, size_t errlen)
 {
     *out = NULL;
     CUgraph g = NULL;
-    CUresult r = cu.cuStreamEndCapture(c->stream, &g);
+    CUresult r = cu.cuStreamEndCapture(c->h.stream, &g);
     if (r != CUDA_SUCCESS) CU_FAIL("cuStreamEndCapture", r, if (g) cu.cuGraphDestroy(g));
     rt_graph *rg = calloc(1, sizeof *rg);
     if (!rg) FAIL("%s", "out of memory");
@@ -1028,8 +994,8 @@ static int cu_capture_end(rt_ctx *c, rt_graph **out, char *err, size_t errlen)
 
 static int cu_graph_launch(rt_ctx *c, rt_graph *g, char *err, size_t errlen)
 {
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuGraphLaunch(g->exec, c->stream);
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    CUresult r = cu.cuGraphLaunch(g->exec, c->h.stream);
     if (r != CUDA_SUCCESS) CU_FAIL("cuGraphLaunch", r, (void)0);
     return 0;
 }
@@ -1045,12 +1011,12 @@ static void cu_graph_free(rt_graph *g)
 /* An event at this point of the stream: both ends of it are the one recorded event. */
 static int cu_mark(rt_ctx *c, rt_event **ev, char *err, size_t errlen)
 {
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
     rt_event *re = calloc(1, sizeof *re);
     if (!re) FAIL("%s", "out of memory");
     CUresult r = cu.cuEventCreate(&re->start, CU_EVENT_DEFAULT);
     if (r != CUDA_SUCCESS) CU_FAIL("cuEventCreate", r, free(re));
-    r = cu.cuEventRecord(re->start, c->stream);
+    r = cu.cuEventRecord(re->start, c->h.stream);
     if (r != CUDA_SUCCESS) CU_FAIL("cuEventRecord", r, cu.cuEventDestroy(re->start), free(re));
     re->stop = re->start;
     *ev = re;
@@ -1065,7 +1031,7 @@ static int cu_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t
                      size_t dyn_shared, const rt_arg *args, int nargs, rt_event **ev,
                      char *err, size_t errlen)
 {
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
     const int chk = rt_check_launch("CUDA", grid, block, NULL, k->max_threads, err, errlen);
     if (chk != 0) return chk;
     if (dyn_shared > (size_t)INT_MAX || (k->max_dyn_shared >= 0 && dyn_shared > (size_t)k->max_dyn_shared)) {
@@ -1086,14 +1052,14 @@ static int cu_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t
             if (r != CUDA_SUCCESS) cu.cuEventDestroy(re->start);
         }
         if (r != CUDA_SUCCESS) CU_FAIL("cuEventCreate", r, free(re), rt_params_free(&pp));
-        r = cu.cuEventRecord(re->start, c->stream);
+        r = cu.cuEventRecord(re->start, c->h.stream);
         if (r != CUDA_SUCCESS) goto fail;
     }
     r = cu.cuLaunchKernel(k->f, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)block[0],
-                          (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->stream, pp.params, NULL);
+                          (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->h.stream, pp.params, NULL);
     if (r != CUDA_SUCCESS) goto fail;
     if (re) {
-        r = cu.cuEventRecord(re->stop, c->stream);
+        r = cu.cuEventRecord(re->stop, c->h.stream);
         if (r != CUDA_SUCCESS) goto fail;
         *ev = re;
     }
@@ -1119,7 +1085,7 @@ fail: {
 /* rt_poll's query: 0 once the stream is idle, 1 while not */
 static int stream_done(void *arg, char *err, size_t errlen)
 {
-    const CUresult r = cu.cuStreamQuery(((rt_ctx *)arg)->stream);
+    const CUresult r = cu.cuStreamQuery(((rt_ctx *)arg)->h.stream);
     if (r == CUDA_SUCCESS) return 0;
     if (r != CUDA_ERROR_NOT_READY) CU_FAIL("queued work failed: cuStreamQuery", r, (void)0);
     return 1;
@@ -1127,10 +1093,10 @@ static int stream_done(void *arg, char *err, size_t errlen)
 
 static int cu_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
 {
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
     CUresult r;
     if (timeout_s <= 0) {
-        r = cu.cuStreamSynchronize(c->stream);
+        r = cu.cuStreamSynchronize(c->h.stream);
         if (r != CUDA_SUCCESS) CU_FAIL("queued work failed: cuStreamSynchronize", r, (void)0);
         return 0;
     }
@@ -1139,7 +1105,7 @@ static int cu_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
 
 static int cu_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms)
 {
-    if (c && cu.cuCtxSetCurrent(c->ctx) != CUDA_SUCCESS) return RT_ERR;
+    if (c && cu.cuCtxSetCurrent(c->h.at.ctx) != CUDA_SUCCESS) return RT_ERR;
     if (cu.cuEventSynchronize(last->stop) != CUDA_SUCCESS) return RT_ERR;
     float f = 0;
     CUresult r = cu.cuEventElapsedTime_v2 ? cu.cuEventElapsedTime_v2(&f, first->start, last->stop)
@@ -1156,6 +1122,12 @@ static void cu_event_free(rt_event *ev)
     if (ev->stop != ev->start) cu.cuEventDestroy(ev->stop); /* a mark is one event */
     free(ev);
 }
+
+static rt_drv cu_drv = {
+    .api = "CUDA", .sticky_msg = STICKY_MSG, .describe = cu_describe, .sticky = cu_sticky, .select = cu_select,
+    .devs = &cu.devs,
+    .name = {.select = "cuCtxSetCurrent"},
+};
 
 const rt_runtime rt_cuda = {
     .name = "cuda",

@@ -27,10 +27,11 @@
  * and hiprtc.h; the same in ROCm 5 and 6) ---- */
 
 typedef int hipError_t;
-typedef struct ihipModule_t *hipModule_t;
-typedef struct ihipModuleSymbol_t *hipFunction_t;
-typedef struct ihipStream_t *hipStream_t;
-typedef struct ihipEvent_t *hipEvent_t;
+/* the handles the shared routines pass (rt_shared.h) as void pointers */
+typedef void *hipModule_t;
+typedef void *hipFunction_t;
+typedef void *hipStream_t;
+typedef void *hipEvent_t;
 typedef int hiprtcResult;
 typedef struct _hiprtcProgram *hiprtcProgram;
 
@@ -124,18 +125,13 @@ HIPRTC_API(X_TYPEDEF)
 typedef int (*comgr_count_fn)(size_t *);
 typedef int (*comgr_name_fn)(size_t, const char **);
 
-#define MAX_DEVICES 32
-
 /* The runtime's state: filled once by hip_init, read-only afterwards. */
 static struct {
-    int inited, init_rc;
-    char init_err[512];
+    rt_drv_devices devs;
     void *lib;
 #define X_MEMBER(member, sym, ret, params, req) member##_fn member;
     HIP_API(X_MEMBER)
 #undef X_MEMBER
-    int ndev;
-    rt_device_info info[MAX_DEVICES];
 } hp;
 
 /* HIPRTC's state: loaded once (by init or by the first offline compile), read-only after. */
@@ -154,8 +150,7 @@ static struct {
 } rtc = {.once = PTHREAD_ONCE_INIT};
 
 struct rt_ctx {
-    int dev;
-    hipStream_t stream;
+    rt_drv_ctx h;    /* at.dev: the device */
     size_t shared_limit;
     char arch[64];
 };
@@ -172,14 +167,14 @@ struct rt_event { hipEvent_t start, stop; };
 
 #define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
 
+static rt_drv hip_drv; /* the runtime for the shared routines, defined with rt_hip below */
+
+/* "hipErrorX (description)", the description left out where it only repeats the name */
 static const char *hip_describe(hipError_t r, char *buf, size_t len)
 {
     const char *name = hp.hipGetErrorName ? hp.hipGetErrorName(r) : NULL;
     const char *str = hp.hipGetErrorString ? hp.hipGetErrorString(r) : NULL;
-    if (name && str && strcmp(name, str)) snprintf(buf, len, "%s (%s)", name, str);
-    else if (name) snprintf(buf, len, "%s", name);
-    else snprintf(buf, len, "HIP error %d", r);
-    return buf;
+    return rt_describe("HIP", r, name, name && str && strcmp(name, str) ? str : NULL, buf, len);
 }
 
 /* Errors after which the device cannot run anything more in this process: a kernel fault.
@@ -191,20 +186,9 @@ static int hip_sticky(hipError_t r)
 
 #define STICKY_MSG "; a kernel fault left HIP unusable in this process: " RT_UNUSABLE
 
-#define HIP_FAIL(call, r, ...) do {                                                        \
-        char d_[256];                                                                     \
-        snprintf(err, errlen, "%s: %s%s", call, hip_describe(r, d_, sizeof d_),           \
-                 hip_sticky(r) ? STICKY_MSG : "");                                        \
-        __VA_ARGS__;                                                                      \
-        return RT_ERR;                                                                    \
-    } while (0)
+#define HIP_FAIL(call, r, ...) RT_DRV_FAIL(&hip_drv, call, r, __VA_ARGS__)
 
-static int set_device(int dev, char *err, size_t errlen)
-{
-    hipError_t r = hp.hipSetDevice(dev);
-    if (r != hipSuccess) HIP_FAIL("hipSetDevice", r, (void)0);
-    return 0;
-}
+static int hip_select(const rt_drv_where *at) { return hp.hipSetDevice(at->dev); }
 
 /* ---- HIPRTC loading ---- */
 
@@ -622,7 +606,7 @@ static void version_str(int v, const char *what, char *out, size_t len)
 
 static void fill_info(int i)
 {
-    rt_device_info *o = &hp.info[i];
+    rt_device_info *o = &hp.devs.info[i];
     memset(o, 0, sizeof *o);
     int v = 0;
     char arch[sizeof o->arch];
@@ -690,44 +674,27 @@ static int hip_init_once(char *err, size_t errlen)
     if (r != hipSuccess) FAIL("hipGetDeviceCount: %s", hip_describe(r, d, sizeof d));
     if (n <= 0) FAIL("%s", "the HIP runtime reports no AMD GPUs (check rocminfo and HIP_VISIBLE_DEVICES)");
     if (rtc_load(err, errlen) != 0) return RT_ERR;
-    if (n > MAX_DEVICES) n = MAX_DEVICES;
+    if (n > RT_DRV_MAX_DEVICES) n = RT_DRV_MAX_DEVICES;
     for (int i = 0; i < n; i++) fill_info(i);
-    hp.ndev = n;
+    hp.devs.ndev = n;
     return 0;
 }
 
-static int hip_init(char *err, size_t errlen)
-{
-    if (!hp.inited) {
-        hp.inited = 1;
-        hp.init_rc = hip_init_once(hp.init_err, sizeof hp.init_err);
-        if (hp.init_rc != 0) hp.ndev = 0;
-    }
-    if (hp.init_rc != 0) snprintf(err, errlen, "%s", hp.init_err);
-    return hp.init_rc;
-}
-
-static int hip_device_count(void) { return hp.ndev; }
-
-static int hip_device_info(int index, rt_device_info *out)
-{
-    if (index < 0 || index >= hp.ndev) return RT_ERR;
-    *out = hp.info[index];
-    return 0;
-}
+static int hip_init(char *err, size_t errlen) { return rt_drv_init(&hp.devs, hip_init_once, err, errlen); }
+static int hip_device_count(void) { return hp.devs.ndev; }
+static int hip_device_info(int index, rt_device_info *out) { return rt_drv_device_info(&hp.devs, index, out); }
 
 /* ---- contexts: the device and one stream ---- */
 
 static int hip_open(int index, rt_ctx **out, char *err, size_t errlen)
 {
-    if (index < 0 || index >= hp.ndev) FAIL("no HIP device %d", index);
-    rt_ctx *c = calloc(1, sizeof *c);
-    if (!c) FAIL("%s", "out of memory");
-    c->dev = index;
-    c->shared_limit = hp.info[index].shared_bytes;
-    snprintf(c->arch, sizeof c->arch, "%s", hp.info[index].arch);
-    if (set_device(index, err, errlen) != 0) { free(c); return RT_ERR; }
-    hipError_t r = hp.hipStreamCreateWithFlags(&c->stream, hipStreamNonBlocking);
+    rt_ctx *c = rt_drv_ctx_new(&hip_drv, index, sizeof *c, err, errlen);
+    if (!c) return RT_ERR;
+    c->h.at.dev = index;
+    c->shared_limit = hp.devs.info[index].shared_bytes;
+    snprintf(c->arch, sizeof c->arch, "%s", hp.devs.info[index].arch);
+    if (rt_drv_bind(c, err, errlen) != 0) { free(c); return RT_ERR; }
+    hipError_t r = hp.hipStreamCreateWithFlags(&c->h.stream, hipStreamNonBlocking);
     if (r != hipSuccess) HIP_FAIL("hipStreamCreateWithFlags", r, free(c));
     *out = c;
     return 0;
@@ -736,9 +703,9 @@ static int hip_open(int index, rt_ctx **out, char *err, size_t errlen)
 static void hip_close(rt_ctx *c)
 {
     if (!c) return;
-    if (hp.hipSetDevice(c->dev) == hipSuccess) {
-        hp.hipStreamSynchronize(c->stream);
-        hp.hipStreamDestroy(c->stream);
+    if (hp.hipSetDevice(c->h.at.dev) == hipSuccess) {
+        hp.hipStreamSynchronize(c->h.stream);
+        hp.hipStreamDestroy(c->h.stream);
     }
     free(c);
 }
@@ -747,7 +714,7 @@ static void hip_close(rt_ctx *c)
 
 static int load_module(rt_ctx *c, rt_module *m, char *err, size_t errlen)
 {
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
     hipError_t r = hp.hipModuleLoadData(&m->mod, m->bin);
     if (r != hipSuccess) HIP_FAIL("hipModuleLoadData", r, (void)0);
     return 0;
@@ -806,7 +773,7 @@ static int hip_load_binary(rt_ctx *c, const void *bin, size_t len, const char *l
 static int hip_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_kernel_attrs *attrs, char *err,
                           size_t errlen)
 {
-    if (set_device(m->c->dev, err, errlen) != 0) return RT_ERR;
+    if (rt_drv_bind(m->c, err, errlen) != 0) return RT_ERR;
     hipFunction_t f;
     hipError_t r = hp.hipModuleGetFunction(&f, m->mod, name);
     if (r != hipSuccess) {
@@ -852,7 +819,7 @@ static int hip_binary(rt_module *m, void **data, size_t *len)
 static void hip_module_free(rt_module *m)
 {
     if (!m) return;
-    if (hp.hipSetDevice(m->c->dev) == hipSuccess) hp.hipModuleUnload(m->mod);
+    if (hp.hipSetDevice(m->c->h.at.dev) == hipSuccess) hp.hipModuleUnload(m->mod);
     free(m->bin);
     free(m->log);
     free(m);
@@ -862,10 +829,10 @@ static void hip_module_free(rt_module *m)
 
 static int hip_alloc(rt_ctx *c, size_t bytes, rt_buf **out, char *err, size_t errlen)
 {
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
     rt_buf *b = calloc(1, sizeof *b);
     if (!b) FAIL("%s", "out of memory");
-    b->dev = c->dev;
+    b->dev = c->h.at.dev;
     hipError_t r = hp.hipMalloc(&b->ptr, bytes ? bytes : 4);
     if (r != hipSuccess) {
         char d[256];
@@ -886,10 +853,10 @@ static void hip_buf_free(rt_buf *b)
 /* Copies run on the context's stream, ordered with its launches, and return once complete. */
 static int hip_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, char *err, size_t errlen)
 {
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
-    hipError_t r = hp.hipMemcpyHtoDAsync(dst->ptr, src, bytes, c->stream);
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    hipError_t r = hp.hipMemcpyHtoDAsync(dst->ptr, src, bytes, c->h.stream);
     if (r != hipSuccess) HIP_FAIL("hipMemcpyHtoDAsync", r, (void)0);
-    r = hp.hipStreamSynchronize(c->stream);
+    r = hp.hipStreamSynchronize(c->h.stream);
     if (r != hipSuccess) HIP_FAIL("hipStreamSynchronize after hipMemcpyHtoDAsync", r, (void)0);
     return 0;
 }
@@ -897,18 +864,18 @@ static int hip_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, cha
 static int hip_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen)
 {
     if (!hp.hipMemsetD32Async) FAIL("%s", "libamdhip64 lacks hipMemsetD32Async");
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
-    hipError_t r = hp.hipMemsetD32Async(buf->ptr, (int)value, bytes / 4, c->stream);
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    hipError_t r = hp.hipMemsetD32Async(buf->ptr, (int)value, bytes / 4, c->h.stream);
     if (r != hipSuccess) HIP_FAIL("hipMemsetD32Async", r, (void)0);
     return 0;
 }
 
 static int hip_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen)
 {
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
-    hipError_t r = hp.hipMemcpyDtoHAsync(dst, src->ptr, bytes, c->stream);
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    hipError_t r = hp.hipMemcpyDtoHAsync(dst, src->ptr, bytes, c->h.stream);
     if (r != hipSuccess) HIP_FAIL("hipMemcpyDtoHAsync", r, (void)0);
-    r = hp.hipStreamSynchronize(c->stream);
+    r = hp.hipStreamSynchronize(c->h.stream);
     if (r != hipSuccess) HIP_FAIL("hipStreamSynchronize after hipMemcpyDtoHAsync", r, (void)0);
     return 0;
 }
@@ -920,8 +887,8 @@ static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->p = (void *)b-
 static int hip_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t block[3], size_t dyn_shared,
                       const rt_arg *args, int nargs, rt_event **ev, char *err, size_t errlen)
 {
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
-    const int chk = rt_check_launch("HIP", grid, block, hp.info[c->dev].max_grid, k->max_threads, err, errlen);
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    const int chk = rt_check_launch("HIP", grid, block, hp.devs.info[c->h.at.dev].max_grid, k->max_threads, err, errlen);
     if (chk != 0) return chk;
     /* HIP's own limit: grid times block at most 2^32 - 1 threads along each dimension */
     for (int i = 0; i < 3; i++)
@@ -948,14 +915,14 @@ static int hip_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_
             if (r != hipSuccess) hp.hipEventDestroy(re->start);
         }
         if (r != hipSuccess) HIP_FAIL("hipEventCreateWithFlags", r, free(re), rt_params_free(&pp));
-        r = hp.hipEventRecord(re->start, c->stream);
+        r = hp.hipEventRecord(re->start, c->h.stream);
         if (r != hipSuccess) goto fail;
     }
     r = hp.hipModuleLaunchKernel(k->f, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)block[0],
-                                 (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->stream, pp.params, NULL);
+                                 (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->h.stream, pp.params, NULL);
     if (r != hipSuccess) goto fail;
     if (re) {
-        r = hp.hipEventRecord(re->stop, c->stream);
+        r = hp.hipEventRecord(re->stop, c->h.stream);
         if (r != hipSuccess) goto fail;
         *ev = re;
     }
@@ -980,7 +947,7 @@ fail: {
 /* rt_poll's query: 0 once the stream is idle, 1 while not */
 static int stream_done(void *arg, char *err, size_t errlen)
 {
-    const hipError_t r = hp.hipStreamQuery(((rt_ctx *)arg)->stream);
+    const hipError_t r = hp.hipStreamQuery(((rt_ctx *)arg)->h.stream);
     if (r == hipSuccess) return 0;
     if (r != hipErrorNotReady) HIP_FAIL("queued work failed: hipStreamQuery", r, (void)0);
     return 1;
@@ -988,10 +955,10 @@ static int stream_done(void *arg, char *err, size_t errlen)
 
 static int hip_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
 {
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
     hipError_t r;
     if (timeout_s <= 0) {
-        r = hp.hipStreamSynchronize(c->stream);
+        r = hp.hipStreamSynchronize(c->h.stream);
         if (r != hipSuccess) HIP_FAIL("queued work failed: hipStreamSynchronize", r, (void)0);
         return 0;
     }
@@ -1000,7 +967,7 @@ static int hip_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
 
 static int hip_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms)
 {
-    if (c && hp.hipSetDevice(c->dev) != hipSuccess) return RT_ERR;
+    if (c && hp.hipSetDevice(c->h.at.dev) != hipSuccess) return RT_ERR;
     if (hp.hipEventSynchronize(last->stop) != hipSuccess) return RT_ERR;
     float f = 0;
     if (hp.hipEventElapsedTime(&f, first->start, last->stop) != hipSuccess) return RT_ERR;
@@ -1015,6 +982,12 @@ static void hip_event_free(rt_event *ev)
     hp.hipEventDestroy(ev->stop);
     free(ev);
 }
+
+static rt_drv hip_drv = {
+    .api = "HIP", .sticky_msg = STICKY_MSG, .describe = hip_describe, .sticky = hip_sticky, .select = hip_select,
+    .devs = &hp.devs,
+    .name = {.select = "hipSetDevice"},
+};
 
 const rt_runtime rt_hip = {
     .name = "hip",

@@ -1,5 +1,5 @@
 /* rt_shared.c: the launch checks, argument arrays and bounded waits of the CUDA and HIP
- * runtimes (see rt_shared.h). */
+ * runtimes, and the rt_runtime entries they share through their rt_drv (see rt_shared.h). */
 #define _GNU_SOURCE
 #include "rt_shared.h"
 
@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
 
 char *rt_log_append(char *log, const char *line)
 {
@@ -91,4 +93,65 @@ int rt_poll(int (*query)(void *arg, char *err, size_t errlen), void *arg, double
         struct timespec nap = {0, dt < 0.01 ? 100000 : 1000000};
         nanosleep(&nap, NULL);
     }
+}
+
+/* ---- the driver-style runtimes ---- */
+
+/* A struct rt_ctx of a driver-style runtime begins with its rt_drv_ctx. */
+static rt_drv_ctx *head(rt_ctx *c) { return (rt_drv_ctx *)(void *)c; }
+
+const char *rt_describe(const char *api, int r, const char *name, const char *str, char *buf, size_t len)
+{
+    if (name && str) snprintf(buf, len, "%s (%s)", name, str);
+    else if (name) snprintf(buf, len, "%s", name);
+    else snprintf(buf, len, "%s error %d", api, r);
+    return buf;
+}
+
+int rt_drv_fail(const rt_drv *d, const char *call, int r, char *err, size_t errlen)
+{
+    char desc[256];
+    snprintf(err, errlen, "%s: %s%s", call, d->describe(r, desc, sizeof desc), d->sticky(r) ? d->sticky_msg : "");
+    return RT_ERR;
+}
+
+int rt_drv_bind(rt_ctx *c, char *err, size_t errlen)
+{
+    const rt_drv_ctx *h = head(c);
+    const int r = h->drv->select(&h->at);
+    if (r != 0) return rt_drv_fail(h->drv, h->drv->name.select, r, err, errlen);
+    return 0;
+}
+
+int rt_drv_init(rt_drv_devices *devs, int (*once)(char *err, size_t errlen), char *err, size_t errlen)
+{
+    if (!devs->inited) {
+        devs->inited = 1;
+        devs->init_rc = once(devs->init_err, sizeof devs->init_err);
+        if (devs->init_rc != 0) devs->ndev = 0;
+    }
+    if (devs->init_rc != 0) snprintf(err, errlen, "%s", devs->init_err);
+    return devs->init_rc;
+}
+
+int rt_drv_device_info(const rt_drv_devices *devs, int index, rt_device_info *out)
+{
+    if (index < 0 || index >= devs->ndev) return RT_ERR;
+    *out = devs->info[index];
+    return 0;
+}
+
+void *rt_drv_ctx_new(const rt_drv *d, int index, size_t size, char *err, size_t errlen)
+{
+    if (index < 0 || index >= d->devs->ndev) {
+        snprintf(err, errlen, "no %s device %d", d->api, index);
+        return NULL;
+    }
+    rt_drv_ctx *h = calloc(1, size);
+    if (!h) {
+        snprintf(err, errlen, "%s", "out of memory");
+        return NULL;
+    }
+    h->drv = d;
+    return h;
 }

@@ -1,7 +1,8 @@
 /* rt_shared.h: what the CUDA and HIP runtimes have in common. Both drive a driver-style
  * API (a module, a function, cuLaunchKernel / hipModuleLaunchKernel with an array of
  * pointers to the arguments, a stream that is polled), so the checks before a launch, the
- * argument array and the bounded wait are written once, here. */
+ * argument array and the bounded wait are written once, here; and so is every rt_runtime
+ * entry that differs between the two only in which call it makes (rt_drv below). */
 #ifndef FABENCH_RT_SHARED_H
 #define FABENCH_RT_SHARED_H
 
@@ -37,5 +38,78 @@ void rt_params_free(rt_params *p);
  * 10 ms, 1 ms after. Returns 0, query's error, or RT_ETIMEOUT past timeout_s seconds. */
 int rt_poll(int (*query)(void *arg, char *err, size_t errlen), void *arg, double timeout_s, char *err,
             size_t errlen);
+
+/* ---- the driver-style runtimes (cuda.c, hip.c) ----
+ *
+ * CUDA's driver API and HIP's runtime are one API under two sets of names. Each runtime
+ * describes its own in an rt_drv (names for messages, result codes, error wording, the
+ * calls it loaded), starts its struct rt_ctx with an rt_drv_ctx, and the rt_drv_* routines
+ * below do the rest through those. */
+
+typedef struct rt_drv rt_drv;
+
+/* Where a context lives: CUDA's context (ctx), or HIP's device ordinal (dev). */
+typedef struct {
+    void *ctx;
+    int dev;
+} rt_drv_where;
+
+/* The first member of a driver-style runtime's struct rt_ctx. */
+typedef struct {
+    const rt_drv *drv;
+    rt_drv_where at;
+    void *stream;                /* the context's one stream (CUstream, hipStream_t) */
+} rt_drv_ctx;
+
+#define RT_DRV_MAX_DEVICES 32
+
+/* A runtime's devices, found by its init once: read-only afterwards. */
+typedef struct {
+    int inited, init_rc;
+    char init_err[512];
+    int ndev;
+    rt_device_info info[RT_DRV_MAX_DEVICES];
+} rt_drv_devices;
+
+struct rt_drv {
+    const char *api;             /* "CUDA", "HIP": in messages */
+    const char *sticky_msg;      /* what follows the description of a sticky error */
+    /* "NAME (description)" of a result into buf; returns buf */
+    const char *(*describe)(int r, char *buf, size_t len);
+    int (*sticky)(int r);        /* a kernel fault: nothing more runs in this process */
+    int (*select)(const rt_drv_where *at); /* makes at current on this thread: the API's result */
+    rt_drv_devices *devs;
+    struct {                     /* the calls' names in messages */
+        const char *select;
+    } name;
+};
+
+/* "name (str)", "name" where str is NULL, or "API error r" where name is NULL, into buf;
+ * returns buf. */
+const char *rt_describe(const char *api, int r, const char *name, const char *str, char *buf, size_t len);
+
+/* Writes "call: description" to err, with the runtime's sticky message where r is a kernel
+ * fault; returns RT_ERR. */
+int rt_drv_fail(const rt_drv *d, const char *call, int r, char *err, size_t errlen);
+
+/* rt_drv_fail, then the statements after r (freeing what the caller holds), then return
+ * RT_ERR from the caller; err and errlen are the caller's. */
+#define RT_DRV_FAIL(d, call, r, ...) do {                                                  \
+        rt_drv_fail(d, call, r, err, errlen);                                             \
+        __VA_ARGS__;                                                                      \
+        return RT_ERR;                                                                    \
+    } while (0)
+
+/* Makes c's context current on this thread: 0, or RT_ERR with err. */
+int rt_drv_bind(rt_ctx *c, char *err, size_t errlen);
+
+/* The runtime's init: runs once(err, errlen) on the first call and keeps its result (and
+ * no devices where it failed); 0, or that result again with its message in err. */
+int rt_drv_init(rt_drv_devices *devs, int (*once)(char *err, size_t errlen), char *err, size_t errlen);
+int rt_drv_device_info(const rt_drv_devices *devs, int index, rt_device_info *out);
+
+/* A zeroed struct rt_ctx of size bytes for device index, its rt_drv_ctx's drv set; NULL
+ * with err where there is no such device or no memory. */
+void *rt_drv_ctx_new(const rt_drv *d, int index, size_t size, char *err, size_t errlen);
 
 #endif
