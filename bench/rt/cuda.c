@@ -182,7 +182,7 @@ struct rt_ctx {
     char arch[64];
     cu_gate gate;
 };
-struct rt_buf { CUdeviceptr ptr; CUcontext ctx; };
+struct rt_buf { rt_drv_buf h; };
 struct rt_module {
     rt_ctx *c;
     CUmodule mod;
@@ -538,7 +538,7 @@ static int cu_tensor_map(rt_buf *base, const rt_tensor_map_desc *d, void *out, c
     }
     char why[256];
     CUresult r = cu.cuTensorMapEncodeTiled(out, d->bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                                           (unsigned)d->rank, (void *)(uintptr_t)base->ptr, dims, strides, box, estr,
+                                           (unsigned)d->rank, (void *)(uintptr_t)base->h.ptr, dims, strides, box, estr,
                                            0, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, 0);
     if (r != CUDA_SUCCESS) FAIL("cuTensorMapEncodeTiled: %s", cu_describe(r, why, sizeof why));
     return 0;
@@ -627,6 +627,11 @@ static int cu_init_once(char *err, size_t errlen)
 #undef X_LOAD
     if (!cu.cuEventElapsedTime_v2 && !cu.cuEventElapsedTime)
         FAIL("%s", "libcuda.so.1 has neither cuEventElapsedTime_v2 nor cuEventElapsedTime");
+    cu_drv.call = (rt_drv_calls){
+        .stream_sync = cu.cuStreamSynchronize,
+        .mem_alloc = cu.cuMemAlloc, .mem_free = cu.cuMemFree, .htod = cu.cuMemcpyHtoDAsync,
+        .dtoh = cu.cuMemcpyDtoHAsync, .memset32 = cu.cuMemsetD32Async,
+    };
 
     char d[256];
     CUresult r = cu.cuInit(0);
@@ -818,62 +823,6 @@ static void cu_module_free(rt_module *m)
     free(m);
 }
 
-/* ---- memory ---- */
-
-static int cu_alloc(rt_ctx *c, size_t bytes, rt_buf **out, char *err, size_t errlen)
-{
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    rt_buf *b = calloc(1, sizeof *b);
-    if (!b) FAIL("%s", "out of memory");
-    b->ctx = c->h.at.ctx;
-    CUresult r = cu.cuMemAlloc(&b->ptr, bytes ? bytes : 4);
-    if (r != CUDA_SUCCESS) {
-        char d[256];
-        free(b);
-        FAIL("cuMemAlloc(%zu bytes): %s", bytes, cu_describe(r, d, sizeof d));
-    }
-    *out = b;
-    return 0;
-}
-
-static void cu_buf_free(rt_buf *b)
-{
-    if (!b) return;
-    if (cu.cuCtxSetCurrent(b->ctx) == CUDA_SUCCESS) cu.cuMemFree(b->ptr);
-    free(b);
-}
-
-/* Copies run on the context's stream, so they are ordered with its launches, and return
- * once complete. */
-static int cu_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, char *err, size_t errlen)
-{
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuMemcpyHtoDAsync(dst->ptr, src, bytes, c->h.stream);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuMemcpyHtoD", r, (void)0);
-    r = cu.cuStreamSynchronize(c->h.stream);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuStreamSynchronize after cuMemcpyHtoD", r, (void)0);
-    return 0;
-}
-
-static int cu_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen)
-{
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuMemcpyDtoHAsync(dst, src->ptr, bytes, c->h.stream);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuMemcpyDtoH", r, (void)0);
-    r = cu.cuStreamSynchronize(c->h.stream);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuStreamSynchronize after cuMemcpyDtoH", r, (void)0);
-    return 0;
-}
-
-static int cu_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen)
-{
-    if (!cu.cuMemsetD32Async) FAIL("%s", "libcuda.so.1 lacks cuMemsetD32Async");
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuMemsetD32Async(buf->ptr, value, bytes / 4, c->h.stream);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuMemsetD32Async", r, (void)0);
-    return 0;
-}
-
 /* ---- the timing gate ---- */
 
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
@@ -1025,7 +974,7 @@ static int cu_mark(rt_ctx *c, rt_event **ev, char *err, size_t errlen)
 
 /* ---- launches, waiting, timing ---- */
 
-static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->u = (uint64_t)b->ptr; }
+static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->u = (uint64_t)b->h.ptr; }
 
 static int cu_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t block[3],
                      size_t dyn_shared, const rt_arg *args, int nargs, rt_event **ev,
@@ -1124,9 +1073,10 @@ static void cu_event_free(rt_event *ev)
 }
 
 static rt_drv cu_drv = {
-    .api = "CUDA", .sticky_msg = STICKY_MSG, .describe = cu_describe, .sticky = cu_sticky, .select = cu_select,
+    .api = "CUDA", .lib = "libcuda.so.1", .sticky_msg = STICKY_MSG, .describe = cu_describe, .sticky = cu_sticky, .select = cu_select,
     .devs = &cu.devs,
-    .name = {.select = "cuCtxSetCurrent"},
+    .name = {.select = "cuCtxSetCurrent", .stream_sync = "cuStreamSynchronize", .mem_alloc = "cuMemAlloc",
+             .htod = "cuMemcpyHtoD", .dtoh = "cuMemcpyDtoH", .memset32 = "cuMemsetD32Async"},
 };
 
 const rt_runtime rt_cuda = {
@@ -1142,11 +1092,11 @@ const rt_runtime rt_cuda = {
     .binary = cu_binary,
     .module_free = cu_module_free,
     .load_binary = cu_load_binary,
-    .alloc = cu_alloc,
-    .buf_free = cu_buf_free,
-    .upload = cu_upload,
-    .fill = cu_fill,
-    .download = cu_download,
+    .alloc = rt_drv_alloc,
+    .buf_free = rt_drv_buf_free,
+    .upload = rt_drv_upload,
+    .fill = rt_drv_fill,
+    .download = rt_drv_download,
     .launch = cu_launch,
     .finish = cu_finish,
     .elapsed_ms = cu_elapsed_ms,

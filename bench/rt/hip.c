@@ -154,7 +154,7 @@ struct rt_ctx {
     size_t shared_limit;
     char arch[64];
 };
-struct rt_buf { void *ptr; int dev; };
+struct rt_buf { rt_drv_buf h; };
 struct rt_module {
     rt_ctx *c;
     hipModule_t mod;
@@ -189,6 +189,28 @@ static int hip_sticky(hipError_t r)
 #define HIP_FAIL(call, r, ...) RT_DRV_FAIL(&hip_drv, call, r, __VA_ARGS__)
 
 static int hip_select(const rt_drv_where *at) { return hp.hipSetDevice(at->dev); }
+
+/* HIP's memory calls take device addresses as pointers, the shared routines pass rt_devptr */
+static int hip_malloc(rt_devptr *ptr, size_t bytes)
+{
+    void *p = NULL;
+    const hipError_t r = hp.hipMalloc(&p, bytes);
+    *ptr = (rt_devptr)(uintptr_t)p;
+    return r;
+}
+static int hip_free(rt_devptr ptr) { return hp.hipFree((void *)(uintptr_t)ptr); }
+static int hip_htod(rt_devptr dst, const void *src, size_t bytes, void *stream)
+{
+    return hp.hipMemcpyHtoDAsync((void *)(uintptr_t)dst, src, bytes, stream);
+}
+static int hip_dtoh(void *dst, rt_devptr src, size_t bytes, void *stream)
+{
+    return hp.hipMemcpyDtoHAsync(dst, (void *)(uintptr_t)src, bytes, stream);
+}
+static int hip_memset32(rt_devptr dst, unsigned value, size_t count, void *stream)
+{
+    return hp.hipMemsetD32Async((void *)(uintptr_t)dst, (int)value, count, stream);
+}
 
 /* ---- HIPRTC loading ---- */
 
@@ -663,6 +685,11 @@ static int hip_init_once(char *err, size_t errlen)
     if (!hp.member && req) FAIL("libamdhip64 lacks the required symbol %s (HIP older than 5.0?)", sym);
     HIP_API(X_LOAD)
 #undef X_LOAD
+    hip_drv.call = (rt_drv_calls){
+        .stream_sync = hp.hipStreamSynchronize,
+        .mem_alloc = hip_malloc, .mem_free = hip_free, .htod = hip_htod, .dtoh = hip_dtoh,
+        .memset32 = hp.hipMemsetD32Async ? hip_memset32 : NULL,
+    };
     char d[256];
     hipError_t r = hp.hipInit(0);
     if (r != hipSuccess)
@@ -825,64 +852,9 @@ static void hip_module_free(rt_module *m)
     free(m);
 }
 
-/* ---- memory ---- */
-
-static int hip_alloc(rt_ctx *c, size_t bytes, rt_buf **out, char *err, size_t errlen)
-{
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    rt_buf *b = calloc(1, sizeof *b);
-    if (!b) FAIL("%s", "out of memory");
-    b->dev = c->h.at.dev;
-    hipError_t r = hp.hipMalloc(&b->ptr, bytes ? bytes : 4);
-    if (r != hipSuccess) {
-        char d[256];
-        free(b);
-        FAIL("hipMalloc(%zu bytes): %s", bytes, hip_describe(r, d, sizeof d));
-    }
-    *out = b;
-    return 0;
-}
-
-static void hip_buf_free(rt_buf *b)
-{
-    if (!b) return;
-    if (hp.hipSetDevice(b->dev) == hipSuccess) hp.hipFree(b->ptr);
-    free(b);
-}
-
-/* Copies run on the context's stream, ordered with its launches, and return once complete. */
-static int hip_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, char *err, size_t errlen)
-{
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    hipError_t r = hp.hipMemcpyHtoDAsync(dst->ptr, src, bytes, c->h.stream);
-    if (r != hipSuccess) HIP_FAIL("hipMemcpyHtoDAsync", r, (void)0);
-    r = hp.hipStreamSynchronize(c->h.stream);
-    if (r != hipSuccess) HIP_FAIL("hipStreamSynchronize after hipMemcpyHtoDAsync", r, (void)0);
-    return 0;
-}
-
-static int hip_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen)
-{
-    if (!hp.hipMemsetD32Async) FAIL("%s", "libamdhip64 lacks hipMemsetD32Async");
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    hipError_t r = hp.hipMemsetD32Async(buf->ptr, (int)value, bytes / 4, c->h.stream);
-    if (r != hipSuccess) HIP_FAIL("hipMemsetD32Async", r, (void)0);
-    return 0;
-}
-
-static int hip_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen)
-{
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    hipError_t r = hp.hipMemcpyDtoHAsync(dst, src->ptr, bytes, c->h.stream);
-    if (r != hipSuccess) HIP_FAIL("hipMemcpyDtoHAsync", r, (void)0);
-    r = hp.hipStreamSynchronize(c->h.stream);
-    if (r != hipSuccess) HIP_FAIL("hipStreamSynchronize after hipMemcpyDtoHAsync", r, (void)0);
-    return 0;
-}
-
 /* ---- launches, waiting, timing ---- */
 
-static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->p = (void *)b->ptr; }
+static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->p = (void *)(uintptr_t)b->h.ptr; }
 
 static int hip_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t block[3], size_t dyn_shared,
                       const rt_arg *args, int nargs, rt_event **ev, char *err, size_t errlen)
@@ -984,9 +956,10 @@ static void hip_event_free(rt_event *ev)
 }
 
 static rt_drv hip_drv = {
-    .api = "HIP", .sticky_msg = STICKY_MSG, .describe = hip_describe, .sticky = hip_sticky, .select = hip_select,
+    .api = "HIP", .lib = "libamdhip64", .sticky_msg = STICKY_MSG, .describe = hip_describe, .sticky = hip_sticky, .select = hip_select,
     .devs = &hp.devs,
-    .name = {.select = "hipSetDevice"},
+    .name = {.select = "hipSetDevice", .stream_sync = "hipStreamSynchronize", .mem_alloc = "hipMalloc",
+             .htod = "hipMemcpyHtoDAsync", .dtoh = "hipMemcpyDtoHAsync", .memset32 = "hipMemsetD32Async"},
 };
 
 const rt_runtime rt_hip = {
@@ -1002,11 +975,11 @@ const rt_runtime rt_hip = {
     .binary = hip_binary,
     .module_free = hip_module_free,
     .load_binary = hip_load_binary,
-    .alloc = hip_alloc,
-    .buf_free = hip_buf_free,
-    .upload = hip_upload,
-    .fill = hip_fill,
-    .download = hip_download,
+    .alloc = rt_drv_alloc,
+    .buf_free = rt_drv_buf_free,
+    .upload = rt_drv_upload,
+    .fill = rt_drv_fill,
+    .download = rt_drv_download,
     .launch = hip_launch,
     .finish = hip_finish,
     .elapsed_ms = hip_elapsed_ms,

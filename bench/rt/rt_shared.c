@@ -97,8 +97,10 @@ int rt_poll(int (*query)(void *arg, char *err, size_t errlen), void *arg, double
 
 /* ---- the driver-style runtimes ---- */
 
-/* A struct rt_ctx of a driver-style runtime begins with its rt_drv_ctx. */
+/* A struct rt_ctx of a driver-style runtime begins with its rt_drv_ctx, and its struct
+ * rt_buf is an rt_drv_buf. */
 static rt_drv_ctx *head(rt_ctx *c) { return (rt_drv_ctx *)(void *)c; }
+static rt_drv_buf *dbuf(rt_buf *b) { return (rt_drv_buf *)(void *)b; }
 
 const char *rt_describe(const char *api, int r, const char *name, const char *str, char *buf, size_t len)
 {
@@ -154,4 +156,77 @@ void *rt_drv_ctx_new(const rt_drv *d, int index, size_t size, char *err, size_t 
     }
     h->drv = d;
     return h;
+}
+
+/* ---- memory ---- */
+
+int rt_drv_alloc(rt_ctx *c, size_t bytes, rt_buf **out, char *err, size_t errlen)
+{
+    const rt_drv_ctx *h = head(c);
+    const rt_drv *d = h->drv;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    rt_drv_buf *b = calloc(1, sizeof *b);
+    if (!b) FAIL("%s", "out of memory");
+    b->drv = d;
+    b->at = h->at;
+    const int r = d->call.mem_alloc(&b->ptr, bytes ? bytes : 4);
+    if (r != 0) {
+        char desc[256];
+        free(b);
+        FAIL("%s(%zu bytes): %s", d->name.mem_alloc, bytes, d->describe(r, desc, sizeof desc));
+    }
+    *out = (rt_buf *)(void *)b;
+    return 0;
+}
+
+void rt_drv_buf_free(rt_buf *buf)
+{
+    if (!buf) return;
+    rt_drv_buf *b = dbuf(buf);
+    if (b->drv->select(&b->at) == 0) b->drv->call.mem_free(b->ptr);
+    free(b);
+}
+
+/* After a copy was enqueued: waits for the stream, naming the copy where that fails. */
+static int copied(const rt_drv_ctx *h, const char *copy, char *err, size_t errlen)
+{
+    const rt_drv *d = h->drv;
+    const int r = d->call.stream_sync(h->stream);
+    if (r != 0) {
+        char call[160];
+        snprintf(call, sizeof call, "%s after %s", d->name.stream_sync, copy);
+        return rt_drv_fail(d, call, r, err, errlen);
+    }
+    return 0;
+}
+
+int rt_drv_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, char *err, size_t errlen)
+{
+    const rt_drv_ctx *h = head(c);
+    const rt_drv *d = h->drv;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    const int r = d->call.htod(dbuf(dst)->ptr, src, bytes, h->stream);
+    if (r != 0) return rt_drv_fail(d, d->name.htod, r, err, errlen);
+    return copied(h, d->name.htod, err, errlen);
+}
+
+int rt_drv_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen)
+{
+    const rt_drv_ctx *h = head(c);
+    const rt_drv *d = h->drv;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    const int r = d->call.dtoh(dst, dbuf(src)->ptr, bytes, h->stream);
+    if (r != 0) return rt_drv_fail(d, d->name.dtoh, r, err, errlen);
+    return copied(h, d->name.dtoh, err, errlen);
+}
+
+int rt_drv_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen)
+{
+    const rt_drv_ctx *h = head(c);
+    const rt_drv *d = h->drv;
+    if (!d->call.memset32) FAIL("%s lacks %s", d->lib, d->name.memset32);
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    const int r = d->call.memset32(dbuf(buf)->ptr, value, bytes / 4, h->stream);
+    if (r != 0) return rt_drv_fail(d, d->name.memset32, r, err, errlen);
+    return 0;
 }

@@ -61,6 +61,17 @@ typedef struct {
     void *stream;                /* the context's one stream (CUstream, hipStream_t) */
 } rt_drv_ctx;
 
+/* A device address as the shared routines hold it: CUDA's CUdeviceptr; HIP converts its
+ * pointers through uintptr_t. */
+typedef unsigned long long rt_devptr;
+
+/* The one member of a driver-style runtime's struct rt_buf. */
+typedef struct {
+    const rt_drv *drv;
+    rt_drv_where at;             /* the context it was allocated in */
+    rt_devptr ptr;
+} rt_drv_buf;
+
 #define RT_DRV_MAX_DEVICES 32
 
 /* A runtime's devices, found by its init once: read-only afterwards. */
@@ -71,8 +82,20 @@ typedef struct {
     rt_device_info info[RT_DRV_MAX_DEVICES];
 } rt_drv_devices;
 
+/* The calls the shared routines make, as the runtime loaded them (its init fills them in):
+ * the API's handles as void pointers, its results as int, 0 for success. */
+typedef struct {
+    int (*stream_sync)(void *stream);
+    int (*mem_alloc)(rt_devptr *ptr, size_t bytes);
+    int (*mem_free)(rt_devptr ptr);
+    int (*htod)(rt_devptr dst, const void *src, size_t bytes, void *stream);
+    int (*dtoh)(void *dst, rt_devptr src, size_t bytes, void *stream);
+    int (*memset32)(rt_devptr dst, unsigned value, size_t count, void *stream); /* NULL: the library lacks it */
+} rt_drv_calls;
+
 struct rt_drv {
     const char *api;             /* "CUDA", "HIP": in messages */
+    const char *lib;             /* the library, in messages ("libcuda.so.1") */
     const char *sticky_msg;      /* what follows the description of a sticky error */
     /* "NAME (description)" of a result into buf; returns buf */
     const char *(*describe)(int r, char *buf, size_t len);
@@ -80,8 +103,9 @@ struct rt_drv {
     int (*select)(const rt_drv_where *at); /* makes at current on this thread: the API's result */
     rt_drv_devices *devs;
     struct {                     /* the calls' names in messages */
-        const char *select;
+        const char *select, *stream_sync, *mem_alloc, *htod, *dtoh, *memset32;
     } name;
+    rt_drv_calls call;
 };
 
 /* "name (str)", "name" where str is NULL, or "API error r" where name is NULL, into buf;
@@ -111,5 +135,13 @@ int rt_drv_device_info(const rt_drv_devices *devs, int index, rt_device_info *ou
 /* A zeroed struct rt_ctx of size bytes for device index, its rt_drv_ctx's drv set; NULL
  * with err where there is no such device or no memory. */
 void *rt_drv_ctx_new(const rt_drv *d, int index, size_t size, char *err, size_t errlen);
+
+/* rt_runtime's alloc, buf_free, upload, download and fill. Copies run on the context's
+ * stream, so they are ordered with its launches, and return once complete. */
+int rt_drv_alloc(rt_ctx *c, size_t bytes, rt_buf **out, char *err, size_t errlen);
+void rt_drv_buf_free(rt_buf *b);
+int rt_drv_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, char *err, size_t errlen);
+int rt_drv_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen);
+int rt_drv_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen);
 
 #endif
