@@ -179,17 +179,9 @@ struct rt_ctx {
     int index;
     CUdevice dev;
     int optin_shared;
-    char arch[64];
     cu_gate gate;
 };
 struct rt_buf { rt_drv_buf h; };
-struct rt_module {
-    rt_ctx *c;
-    CUmodule mod;
-    void *bin;     /* the CUBIN that was loaded */
-    size_t binlen;
-    char *log;     /* NVRTC's log with ptxas' resource report */
-};
 struct rt_kernel { CUfunction f; long max_threads; long max_dyn_shared; };
 struct rt_event { CUevent start, stop; };
 
@@ -631,6 +623,8 @@ static int cu_init_once(char *err, size_t errlen)
         .stream_sync = cu.cuStreamSynchronize,
         .mem_alloc = cu.cuMemAlloc, .mem_free = cu.cuMemFree, .htod = cu.cuMemcpyHtoDAsync,
         .dtoh = cu.cuMemcpyDtoHAsync, .memset32 = cu.cuMemsetD32Async,
+        .module_load = cu.cuModuleLoadData, .module_unload = cu.cuModuleUnload,
+        .get_function = cu.cuModuleGetFunction,
     };
 
     char d[256];
@@ -667,7 +661,6 @@ static int cu_open(int index, rt_ctx **out, char *err, size_t errlen)
     c->index = index;
     c->dev = cu.dev[index];
     c->optin_shared = cu.optin_shared[index];
-    snprintf(c->arch, sizeof c->arch, "%s", cu.devs.info[index].arch);
     CUresult r = cu.cuDevicePrimaryCtxRetain(&c->h.at.ctx, c->dev);
     if (r != CUDA_SUCCESS) CU_FAIL("cuDevicePrimaryCtxRetain", r, free(c));
     r = cu.cuCtxSetCurrent(c->h.at.ctx);
@@ -694,86 +687,33 @@ static void cu_close(rt_ctx *c)
 
 /* ---- modules and kernels ---- */
 
-static int cu_compile(rt_ctx *c, const char *source, const char *const *defines, int ndefines,
-                      rt_module **out, char **log, char *err, size_t errlen)
+/* NVRTC's build for a context's arch; for a GPU newer than this NVRTC, PTX for the newest
+ * architecture it knows, which the driver compiles for the device at load time (no ptxas
+ * report, so spills are -1) */
+static int cu_build(const char *arch, const char *source, const char *const *defines, int ndefines, void **bin,
+                    size_t *len, char **log, char *err, size_t errlen)
 {
-    void *bin = NULL;
-    size_t len = 0;
-    char *lg = NULL;
-    if (log) *log = NULL;
-    int rc = nvrtc_build(c->arch, source, defines, ndefines, &bin, &len, NULL, &lg, err, errlen);
+    int rc = nvrtc_build(arch, source, defines, ndefines, bin, len, NULL, log, err, errlen);
     char ptxarch[32];
-    if (rc == RT_ECOMPILE && !strncmp(c->arch, "sm_", 3) &&
-        ptx_fallback_arch(atoi(c->arch + 3), ptxarch, sizeof ptxarch) == 0) {
-        /* a GPU newer than this NVRTC: PTX for the newest architecture it knows, which the
-         * driver compiles for the device at load time (no ptxas report, so spills are -1) */
-        free(lg);
-        lg = NULL;
-        rc = nvrtc_build(ptxarch, source, defines, ndefines, &bin, &len, NULL, &lg, err, errlen);
+    if (rc == RT_ECOMPILE && !strncmp(arch, "sm_", 3) &&
+        ptx_fallback_arch(atoi(arch + 3), ptxarch, sizeof ptxarch) == 0) {
+        free(*log);
+        *log = NULL;
+        rc = nvrtc_build(ptxarch, source, defines, ndefines, bin, len, NULL, log, err, errlen);
         char note[256];
         snprintf(note, sizeof note, "note: NVRTC %d.%d does not know %s; built PTX for %s for the driver to compile",
-                 nv.major, nv.minor, c->arch, ptxarch);
-        lg = rt_log_append(lg, note);
+                 nv.major, nv.minor, arch, ptxarch);
+        *log = rt_log_append(*log, note);
     }
-    if (rc != 0) {
-        if (log) *log = lg;
-        else free(lg);
-        return rc;
-    }
-    rt_module *m = calloc(1, sizeof *m);
-    if (!m) { free(bin); free(lg); FAIL("%s", "out of memory"); }
-    m->c = c;
-    m->bin = bin;
-    m->binlen = len;
-    if (lg) {
-        m->log = strdup(lg);
-        if (log) *log = lg;
-        else free(lg);
-    }
-    if (rt_drv_bind(c, err, errlen) != 0) {
-        free(m->bin); free(m->log); free(m);
-        return RT_ERR;
-    }
-    CUresult r = cu.cuModuleLoadData(&m->mod, bin);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuModuleLoadData", r, free(m->bin), free(m->log), free(m));
-    *out = m;
-    return 0;
-}
-
-static int cu_load_binary(rt_ctx *c, const void *bin, size_t len, const char *log, rt_module **out,
-                          char *err, size_t errlen)
-{
-    rt_module *m = calloc(1, sizeof *m);
-    if (!m) FAIL("%s", "out of memory");
-    m->c = c;
-    m->bin = malloc(len);
-    if (!m->bin) { free(m); FAIL("%s", "out of memory"); }
-    memcpy(m->bin, bin, len);
-    m->binlen = len;
-    m->log = log ? strdup(log) : NULL;
-    if (rt_drv_bind(c, err, errlen) != 0) {
-        free(m->bin); free(m->log); free(m);
-        return RT_ERR;
-    }
-    CUresult r = cu.cuModuleLoadData(&m->mod, m->bin);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuModuleLoadData", r, free(m->bin), free(m->log), free(m));
-    *out = m;
-    return 0;
+    return rc;
 }
 
 static int cu_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_kernel_attrs *attrs,
                          char *err, size_t errlen)
 {
-    if (rt_drv_bind(m->c, err, errlen) != 0) return RT_ERR;
-    CUfunction f;
-    CUresult r = cu.cuModuleGetFunction(&f, m->mod, name);
-    if (r != CUDA_SUCCESS) {
-        char d[256];
-        FAIL("cuModuleGetFunction(%s): %s (is it declared extern \"C\" __global__?)", name, cu_describe(r, d, sizeof d));
-    }
-    rt_kernel *k = calloc(1, sizeof *k);
-    if (!k) FAIL("%s", "out of memory");
-    k->f = f;
+    rt_kernel *k = rt_drv_kernel_new(m, name, sizeof *k, err, errlen);
+    if (!k) return RT_ERR;
+    const CUfunction f = k->f;
     int v = 0;
     long regs = cu.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS ? v : -1;
     long shared = cu.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS ? v : -1;
@@ -800,27 +740,6 @@ static int cu_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_ker
     }
     *out = k;
     return 0;
-}
-
-static void cu_kernel_free(rt_kernel *k) { free(k); }
-
-static int cu_binary(rt_module *m, void **data, size_t *len)
-{
-    void *b = malloc(m->binlen ? m->binlen : 1);
-    if (!b) return RT_ERR;
-    memcpy(b, m->bin, m->binlen);
-    *data = b;
-    *len = m->binlen;
-    return 0;
-}
-
-static void cu_module_free(rt_module *m)
-{
-    if (!m) return;
-    if (cu.cuCtxSetCurrent(m->c->h.at.ctx) == CUDA_SUCCESS) cu.cuModuleUnload(m->mod);
-    free(m->bin);
-    free(m->log);
-    free(m);
 }
 
 /* ---- the timing gate ---- */
@@ -1074,9 +993,10 @@ static void cu_event_free(rt_event *ev)
 
 static rt_drv cu_drv = {
     .api = "CUDA", .lib = "libcuda.so.1", .sticky_msg = STICKY_MSG, .describe = cu_describe, .sticky = cu_sticky, .select = cu_select,
-    .devs = &cu.devs,
+    .build = cu_build, .devs = &cu.devs,
     .name = {.select = "cuCtxSetCurrent", .stream_sync = "cuStreamSynchronize", .mem_alloc = "cuMemAlloc",
-             .htod = "cuMemcpyHtoD", .dtoh = "cuMemcpyDtoH", .memset32 = "cuMemsetD32Async"},
+             .htod = "cuMemcpyHtoD", .dtoh = "cuMemcpyDtoH", .memset32 = "cuMemsetD32Async",
+             .module_load = "cuModuleLoadData", .get_function = "cuModuleGetFunction"},
 };
 
 const rt_runtime rt_cuda = {
@@ -1086,12 +1006,12 @@ const rt_runtime rt_cuda = {
     .device_info = cu_device_info,
     .open = cu_open,
     .close = cu_close,
-    .compile = cu_compile,
+    .compile = rt_drv_compile,
     .get_kernel = cu_get_kernel,
-    .kernel_free = cu_kernel_free,
-    .binary = cu_binary,
-    .module_free = cu_module_free,
-    .load_binary = cu_load_binary,
+    .kernel_free = rt_drv_kernel_free,
+    .binary = rt_drv_binary,
+    .module_free = rt_drv_module_free,
+    .load_binary = rt_drv_load_binary,
     .alloc = rt_drv_alloc,
     .buf_free = rt_drv_buf_free,
     .upload = rt_drv_upload,

@@ -152,16 +152,8 @@ static struct {
 struct rt_ctx {
     rt_drv_ctx h;    /* at.dev: the device */
     size_t shared_limit;
-    char arch[64];
 };
 struct rt_buf { rt_drv_buf h; };
-struct rt_module {
-    rt_ctx *c;
-    hipModule_t mod;
-    void *bin;     /* the code object that was loaded */
-    size_t binlen;
-    char *log;
-};
 struct rt_kernel { hipFunction_t f; long max_threads; long static_shared; };
 struct rt_event { hipEvent_t start, stop; };
 
@@ -689,6 +681,8 @@ static int hip_init_once(char *err, size_t errlen)
         .stream_sync = hp.hipStreamSynchronize,
         .mem_alloc = hip_malloc, .mem_free = hip_free, .htod = hip_htod, .dtoh = hip_dtoh,
         .memset32 = hp.hipMemsetD32Async ? hip_memset32 : NULL,
+        .module_load = hp.hipModuleLoadData, .module_unload = hp.hipModuleUnload,
+        .get_function = hp.hipModuleGetFunction,
     };
     char d[256];
     hipError_t r = hp.hipInit(0);
@@ -719,7 +713,6 @@ static int hip_open(int index, rt_ctx **out, char *err, size_t errlen)
     if (!c) return RT_ERR;
     c->h.at.dev = index;
     c->shared_limit = hp.devs.info[index].shared_bytes;
-    snprintf(c->arch, sizeof c->arch, "%s", hp.devs.info[index].arch);
     if (rt_drv_bind(c, err, errlen) != 0) { free(c); return RT_ERR; }
     hipError_t r = hp.hipStreamCreateWithFlags(&c->h.stream, hipStreamNonBlocking);
     if (r != hipSuccess) HIP_FAIL("hipStreamCreateWithFlags", r, free(c));
@@ -739,77 +732,12 @@ static void hip_close(rt_ctx *c)
 
 /* ---- modules and kernels ---- */
 
-static int load_module(rt_ctx *c, rt_module *m, char *err, size_t errlen)
-{
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    hipError_t r = hp.hipModuleLoadData(&m->mod, m->bin);
-    if (r != hipSuccess) HIP_FAIL("hipModuleLoadData", r, (void)0);
-    return 0;
-}
-
-static int hip_compile(rt_ctx *c, const char *source, const char *const *defines, int ndefines, rt_module **out,
-                       char **log, char *err, size_t errlen)
-{
-    void *bin = NULL;
-    size_t len = 0;
-    char *lg = NULL;
-    if (log) *log = NULL;
-    int rc = hip_build(c->arch, source, defines, ndefines, &bin, &len, &lg, err, errlen);
-    if (rc != 0) {
-        if (log) *log = lg;
-        else free(lg);
-        return rc;
-    }
-    rt_module *m = calloc(1, sizeof *m);
-    if (!m) { free(bin); free(lg); FAIL("%s", "out of memory"); }
-    m->c = c;
-    m->bin = bin;
-    m->binlen = len;
-    if (lg) {
-        m->log = strdup(lg);
-        if (log) *log = lg;
-        else free(lg);
-    }
-    if (load_module(c, m, err, errlen) != 0) {
-        free(m->bin); free(m->log); free(m);
-        return RT_ERR;
-    }
-    *out = m;
-    return 0;
-}
-
-static int hip_load_binary(rt_ctx *c, const void *bin, size_t len, const char *log, rt_module **out, char *err,
-                           size_t errlen)
-{
-    rt_module *m = calloc(1, sizeof *m);
-    if (!m) FAIL("%s", "out of memory");
-    m->c = c;
-    m->bin = malloc(len ? len : 1);
-    if (!m->bin) { free(m); FAIL("%s", "out of memory"); }
-    memcpy(m->bin, bin, len);
-    m->binlen = len;
-    m->log = log ? strdup(log) : NULL;
-    if (load_module(c, m, err, errlen) != 0) {
-        free(m->bin); free(m->log); free(m);
-        return RT_ERR;
-    }
-    *out = m;
-    return 0;
-}
-
 static int hip_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_kernel_attrs *attrs, char *err,
                           size_t errlen)
 {
-    if (rt_drv_bind(m->c, err, errlen) != 0) return RT_ERR;
-    hipFunction_t f;
-    hipError_t r = hp.hipModuleGetFunction(&f, m->mod, name);
-    if (r != hipSuccess) {
-        char d[256];
-        FAIL("hipModuleGetFunction(%s): %s (is it declared extern \"C\" __global__?)", name, hip_describe(r, d, sizeof d));
-    }
-    rt_kernel *k = calloc(1, sizeof *k);
-    if (!k) FAIL("%s", "out of memory");
-    k->f = f;
+    rt_kernel *k = rt_drv_kernel_new(m, name, sizeof *k, err, errlen);
+    if (!k) return RT_ERR;
+    const hipFunction_t f = k->f;
     rt_kernel_attrs a;
     meta_attrs(m->bin, m->binlen, name, &a);
     int v = 0;
@@ -829,27 +757,6 @@ static int hip_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_ke
     if (attrs) *attrs = a;
     *out = k;
     return 0;
-}
-
-static void hip_kernel_free(rt_kernel *k) { free(k); }
-
-static int hip_binary(rt_module *m, void **data, size_t *len)
-{
-    void *b = malloc(m->binlen ? m->binlen : 1);
-    if (!b) return RT_ERR;
-    memcpy(b, m->bin, m->binlen);
-    *data = b;
-    *len = m->binlen;
-    return 0;
-}
-
-static void hip_module_free(rt_module *m)
-{
-    if (!m) return;
-    if (hp.hipSetDevice(m->c->h.at.dev) == hipSuccess) hp.hipModuleUnload(m->mod);
-    free(m->bin);
-    free(m->log);
-    free(m);
 }
 
 /* ---- launches, waiting, timing ---- */
@@ -957,9 +864,10 @@ static void hip_event_free(rt_event *ev)
 
 static rt_drv hip_drv = {
     .api = "HIP", .lib = "libamdhip64", .sticky_msg = STICKY_MSG, .describe = hip_describe, .sticky = hip_sticky, .select = hip_select,
-    .devs = &hp.devs,
+    .build = hip_build, .devs = &hp.devs,
     .name = {.select = "hipSetDevice", .stream_sync = "hipStreamSynchronize", .mem_alloc = "hipMalloc",
-             .htod = "hipMemcpyHtoDAsync", .dtoh = "hipMemcpyDtoHAsync", .memset32 = "hipMemsetD32Async"},
+             .htod = "hipMemcpyHtoDAsync", .dtoh = "hipMemcpyDtoHAsync", .memset32 = "hipMemsetD32Async",
+             .module_load = "hipModuleLoadData", .get_function = "hipModuleGetFunction"},
 };
 
 const rt_runtime rt_hip = {
@@ -969,12 +877,12 @@ const rt_runtime rt_hip = {
     .device_info = hip_device_info,
     .open = hip_open,
     .close = hip_close,
-    .compile = hip_compile,
+    .compile = rt_drv_compile,
     .get_kernel = hip_get_kernel,
-    .kernel_free = hip_kernel_free,
-    .binary = hip_binary,
-    .module_free = hip_module_free,
-    .load_binary = hip_load_binary,
+    .kernel_free = rt_drv_kernel_free,
+    .binary = rt_drv_binary,
+    .module_free = rt_drv_module_free,
+    .load_binary = rt_drv_load_binary,
     .alloc = rt_drv_alloc,
     .buf_free = rt_drv_buf_free,
     .upload = rt_drv_upload,

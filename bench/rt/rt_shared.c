@@ -155,6 +155,7 @@ void *rt_drv_ctx_new(const rt_drv *d, int index, size_t size, char *err, size_t 
         return NULL;
     }
     h->drv = d;
+    snprintf(h->arch, sizeof h->arch, "%s", d->devs->info[index].arch);
     return h;
 }
 
@@ -230,3 +231,103 @@ int rt_drv_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err,
     if (r != 0) return rt_drv_fail(d, d->name.memset32, r, err, errlen);
     return 0;
 }
+
+/* ---- modules and kernels ---- */
+
+/* Loads m's binary in its context: 0 with *out = m, or RT_ERR with err and m freed. */
+static int module_load(rt_module *m, rt_module **out, char *err, size_t errlen)
+{
+    const rt_drv *d = head(m->c)->drv;
+    int r = 0;
+    if (rt_drv_bind(m->c, err, errlen) != 0 || (r = d->call.module_load(&m->mod, m->bin)) != 0) {
+        if (r != 0) rt_drv_fail(d, d->name.module_load, r, err, errlen);
+        free(m->bin); free(m->log); free(m);
+        return RT_ERR;
+    }
+    *out = m;
+    return 0;
+}
+
+int rt_drv_compile(rt_ctx *c, const char *source, const char *const *defines, int ndefines, rt_module **out,
+                   char **log, char *err, size_t errlen)
+{
+    const rt_drv_ctx *h = head(c);
+    void *bin = NULL;
+    size_t len = 0;
+    char *lg = NULL;
+    if (log) *log = NULL;
+    const int rc = h->drv->build(h->arch, source, defines, ndefines, &bin, &len, &lg, err, errlen);
+    if (rc != 0) {
+        if (log) *log = lg;
+        else free(lg);
+        return rc;
+    }
+    rt_module *m = calloc(1, sizeof *m);
+    if (!m) { free(bin); free(lg); FAIL("%s", "out of memory"); }
+    m->c = c;
+    m->bin = bin;
+    m->binlen = len;
+    if (lg) {
+        m->log = strdup(lg);
+        if (log) *log = lg;
+        else free(lg);
+    }
+    return module_load(m, out, err, errlen);
+}
+
+int rt_drv_load_binary(rt_ctx *c, const void *bin, size_t len, const char *log, rt_module **out, char *err,
+                       size_t errlen)
+{
+    rt_module *m = calloc(1, sizeof *m);
+    if (!m) FAIL("%s", "out of memory");
+    m->c = c;
+    m->bin = malloc(len ? len : 1);
+    if (!m->bin) { free(m); FAIL("%s", "out of memory"); }
+    memcpy(m->bin, bin, len);
+    m->binlen = len;
+    m->log = log ? strdup(log) : NULL;
+    return module_load(m, out, err, errlen);
+}
+
+int rt_drv_binary(rt_module *m, void **data, size_t *len)
+{
+    void *b = malloc(m->binlen ? m->binlen : 1);
+    if (!b) return RT_ERR;
+    memcpy(b, m->bin, m->binlen);
+    *data = b;
+    *len = m->binlen;
+    return 0;
+}
+
+void rt_drv_module_free(rt_module *m)
+{
+    if (!m) return;
+    const rt_drv_ctx *h = head(m->c);
+    if (h->drv->select(&h->at) == 0) h->drv->call.module_unload(m->mod);
+    free(m->bin);
+    free(m->log);
+    free(m);
+}
+
+void *rt_drv_kernel_new(rt_module *m, const char *name, size_t size, char *err, size_t errlen)
+{
+    const rt_drv *d = head(m->c)->drv;
+    if (rt_drv_bind(m->c, err, errlen) != 0) return NULL;
+    void *f;
+    const int r = d->call.get_function(&f, m->mod, name);
+    if (r != 0) {
+        char desc[256];
+        snprintf(err, errlen, "%s(%s): %s (is it declared extern \"C\" __global__?)", d->name.get_function, name,
+                 d->describe(r, desc, sizeof desc));
+        return NULL;
+    }
+    void **k = calloc(1, size);
+    if (!k) {
+        snprintf(err, errlen, "%s", "out of memory");
+        return NULL;
+    }
+    *k = f; /* the first member of the runtime's struct rt_kernel */
+    return k;
+}
+
+void rt_drv_kernel_free(rt_kernel *k) { free(k); }

@@ -59,6 +59,7 @@ typedef struct {
     const rt_drv *drv;
     rt_drv_where at;
     void *stream;                /* the context's one stream (CUstream, hipStream_t) */
+    char arch[64];               /* what it compiles for: the device's rt_device_info.arch */
 } rt_drv_ctx;
 
 /* A device address as the shared routines hold it: CUDA's CUdeviceptr; HIP converts its
@@ -71,6 +72,16 @@ typedef struct {
     rt_drv_where at;             /* the context it was allocated in */
     rt_devptr ptr;
 } rt_drv_buf;
+
+/* A driver-style runtime's struct rt_module, whole: the binary it loaded and the log that
+ * came with it. Its struct rt_kernel begins with the function's handle (void *). */
+struct rt_module {
+    rt_ctx *c;
+    void *mod;                   /* CUmodule, hipModule_t */
+    void *bin;                   /* the CUBIN, PTX or code object that was loaded */
+    size_t binlen;
+    char *log;                   /* the compiler's log (NVRTC's with ptxas' resource report) */
+};
 
 #define RT_DRV_MAX_DEVICES 32
 
@@ -91,6 +102,9 @@ typedef struct {
     int (*htod)(rt_devptr dst, const void *src, size_t bytes, void *stream);
     int (*dtoh)(void *dst, rt_devptr src, size_t bytes, void *stream);
     int (*memset32)(rt_devptr dst, unsigned value, size_t count, void *stream); /* NULL: the library lacks it */
+    int (*module_load)(void **mod, const void *image);
+    int (*module_unload)(void *mod);
+    int (*get_function)(void **fn, void *mod, const char *name);
 } rt_drv_calls;
 
 struct rt_drv {
@@ -101,9 +115,13 @@ struct rt_drv {
     const char *(*describe)(int r, char *buf, size_t len);
     int (*sticky)(int r);        /* a kernel fault: nothing more runs in this process */
     int (*select)(const rt_drv_where *at); /* makes at current on this thread: the API's result */
+    /* compiles source for arch into *bin (malloc'd); *log: the compiler's, malloc'd, may be
+     * set on failure too. 0, RT_ECOMPILE or RT_ERR (err says why) */
+    int (*build)(const char *arch, const char *source, const char *const *defines, int ndefines, void **bin,
+                 size_t *len, char **log, char *err, size_t errlen);
     rt_drv_devices *devs;
     struct {                     /* the calls' names in messages */
-        const char *select, *stream_sync, *mem_alloc, *htod, *dtoh, *memset32;
+        const char *select, *stream_sync, *mem_alloc, *htod, *dtoh, *memset32, *module_load, *get_function;
     } name;
     rt_drv_calls call;
 };
@@ -132,8 +150,8 @@ int rt_drv_bind(rt_ctx *c, char *err, size_t errlen);
 int rt_drv_init(rt_drv_devices *devs, int (*once)(char *err, size_t errlen), char *err, size_t errlen);
 int rt_drv_device_info(const rt_drv_devices *devs, int index, rt_device_info *out);
 
-/* A zeroed struct rt_ctx of size bytes for device index, its rt_drv_ctx's drv set; NULL
- * with err where there is no such device or no memory. */
+/* A zeroed struct rt_ctx of size bytes for device index, its rt_drv_ctx's drv and arch
+ * set; NULL with err where there is no such device or no memory. */
 void *rt_drv_ctx_new(const rt_drv *d, int index, size_t size, char *err, size_t errlen);
 
 /* rt_runtime's alloc, buf_free, upload, download and fill. Copies run on the context's
@@ -143,5 +161,19 @@ void rt_drv_buf_free(rt_buf *b);
 int rt_drv_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, char *err, size_t errlen);
 int rt_drv_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen);
 int rt_drv_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen);
+
+/* rt_runtime's compile (the runtime's build for the context's arch), load_binary, binary,
+ * module_free and kernel_free. */
+int rt_drv_compile(rt_ctx *c, const char *source, const char *const *defines, int ndefines, rt_module **out,
+                   char **log, char *err, size_t errlen);
+int rt_drv_load_binary(rt_ctx *c, const void *bin, size_t len, const char *log, rt_module **out, char *err,
+                       size_t errlen);
+int rt_drv_binary(rt_module *m, void **data, size_t *len);
+void rt_drv_module_free(rt_module *m);
+void rt_drv_kernel_free(rt_kernel *k);
+
+/* The start of get_kernel: a zeroed struct rt_kernel of size bytes with kernel name of m's
+ * function handle in its first member; NULL with err where the module has no such kernel. */
+void *rt_drv_kernel_new(rt_module *m, const char *name, size_t size, char *err, size_t errlen);
 
 #endif
