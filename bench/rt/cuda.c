@@ -183,7 +183,6 @@ struct rt_ctx {
 };
 struct rt_buf { rt_drv_buf h; };
 struct rt_kernel { CUfunction f; long max_threads; long max_dyn_shared; };
-struct rt_event { CUevent start, stop; };
 
 #define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
 
@@ -624,7 +623,10 @@ static int cu_init_once(char *err, size_t errlen)
         .mem_alloc = cu.cuMemAlloc, .mem_free = cu.cuMemFree, .htod = cu.cuMemcpyHtoDAsync,
         .dtoh = cu.cuMemcpyDtoHAsync, .memset32 = cu.cuMemsetD32Async,
         .module_load = cu.cuModuleLoadData, .module_unload = cu.cuModuleUnload,
-        .get_function = cu.cuModuleGetFunction,
+        .get_function = cu.cuModuleGetFunction, .launch = cu.cuLaunchKernel, .stream_query = cu.cuStreamQuery,
+        .event_create = cu.cuEventCreate, .event_record = cu.cuEventRecord, .event_sync = cu.cuEventSynchronize,
+        .event_destroy = cu.cuEventDestroy,
+        .event_elapsed = cu.cuEventElapsedTime_v2 ? cu.cuEventElapsedTime_v2 : cu.cuEventElapsedTime,
     };
 
     char d[256];
@@ -882,6 +884,7 @@ static int cu_mark(rt_ctx *c, rt_event **ev, char *err, size_t errlen)
     if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
     rt_event *re = calloc(1, sizeof *re);
     if (!re) FAIL("%s", "out of memory");
+    re->drv = &cu_drv;
     CUresult r = cu.cuEventCreate(&re->start, CU_EVENT_DEFAULT);
     if (r != CUDA_SUCCESS) CU_FAIL("cuEventCreate", r, free(re));
     r = cu.cuEventRecord(re->start, c->h.stream);
@@ -891,7 +894,7 @@ static int cu_mark(rt_ctx *c, rt_event **ev, char *err, size_t errlen)
     return 0;
 }
 
-/* ---- launches, waiting, timing ---- */
+/* ---- launches (waiting and timing: rt_drv_finish, rt_drv_elapsed_ms) ---- */
 
 static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->u = (uint64_t)b->h.ptr; }
 
@@ -899,104 +902,25 @@ static int cu_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t
                      size_t dyn_shared, const rt_arg *args, int nargs, rt_event **ev,
                      char *err, size_t errlen)
 {
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    const int chk = rt_check_launch("CUDA", grid, block, NULL, k->max_threads, err, errlen);
+    const int chk = rt_drv_launch_check(c, grid, block, NULL, k->max_threads, err, errlen);
     if (chk != 0) return chk;
     if (dyn_shared > (size_t)INT_MAX || (k->max_dyn_shared >= 0 && dyn_shared > (size_t)k->max_dyn_shared)) {
         snprintf(err, errlen, "launch: %zu bytes of dynamic shared memory; this kernel on this device allows at most %ld",
                  dyn_shared, k->max_dyn_shared);
         return RT_ERESOURCE;
     }
-    rt_params pp;
-    if (rt_params_pack(&pp, args, nargs, put_buf, err, errlen) != 0) return RT_ERR;
-    rt_event *re = NULL;
-    CUresult r;
-    if (ev) {
-        re = calloc(1, sizeof *re);
-        if (!re) { rt_params_free(&pp); FAIL("%s", "out of memory"); }
-        r = cu.cuEventCreate(&re->start, CU_EVENT_DEFAULT);
-        if (r == CUDA_SUCCESS) {
-            r = cu.cuEventCreate(&re->stop, CU_EVENT_DEFAULT);
-            if (r != CUDA_SUCCESS) cu.cuEventDestroy(re->start);
-        }
-        if (r != CUDA_SUCCESS) CU_FAIL("cuEventCreate", r, free(re), rt_params_free(&pp));
-        r = cu.cuEventRecord(re->start, c->h.stream);
-        if (r != CUDA_SUCCESS) goto fail;
-    }
-    r = cu.cuLaunchKernel(k->f, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)block[0],
-                          (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->h.stream, pp.params, NULL);
-    if (r != CUDA_SUCCESS) goto fail;
-    if (re) {
-        r = cu.cuEventRecord(re->stop, c->h.stream);
-        if (r != CUDA_SUCCESS) goto fail;
-        *ev = re;
-    }
-    rt_params_free(&pp);
-    return 0;
-fail: {
-        char d[256];
-        cu_describe(r, d, sizeof d);
-        int res = r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES || r == CUDA_ERROR_INVALID_VALUE;
-        snprintf(err, errlen, "cuLaunchKernel (grid %zux%zux%zu, block %zux%zux%zu, %zu bytes dynamic shared): %s%s",
-                 grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_shared, d,
-                 cu_sticky(r) ? STICKY_MSG : "");
-        if (re) {
-            cu.cuEventDestroy(re->start);
-            cu.cuEventDestroy(re->stop);
-            free(re);
-        }
-        rt_params_free(&pp);
-        return res ? RT_ERESOURCE : RT_ERR;
-    }
-}
-
-/* rt_poll's query: 0 once the stream is idle, 1 while not */
-static int stream_done(void *arg, char *err, size_t errlen)
-{
-    const CUresult r = cu.cuStreamQuery(((rt_ctx *)arg)->h.stream);
-    if (r == CUDA_SUCCESS) return 0;
-    if (r != CUDA_ERROR_NOT_READY) CU_FAIL("queued work failed: cuStreamQuery", r, (void)0);
-    return 1;
-}
-
-static int cu_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
-{
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    CUresult r;
-    if (timeout_s <= 0) {
-        r = cu.cuStreamSynchronize(c->h.stream);
-        if (r != CUDA_SUCCESS) CU_FAIL("queued work failed: cuStreamSynchronize", r, (void)0);
-        return 0;
-    }
-    return rt_poll(stream_done, c, timeout_s, err, errlen);
-}
-
-static int cu_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms)
-{
-    if (c && cu.cuCtxSetCurrent(c->h.at.ctx) != CUDA_SUCCESS) return RT_ERR;
-    if (cu.cuEventSynchronize(last->stop) != CUDA_SUCCESS) return RT_ERR;
-    float f = 0;
-    CUresult r = cu.cuEventElapsedTime_v2 ? cu.cuEventElapsedTime_v2(&f, first->start, last->stop)
-                                          : cu.cuEventElapsedTime(&f, first->start, last->stop);
-    if (r != CUDA_SUCCESS) return RT_ERR;
-    *ms = f;
-    return 0;
-}
-
-static void cu_event_free(rt_event *ev)
-{
-    if (!ev) return;
-    cu.cuEventDestroy(ev->start);
-    if (ev->stop != ev->start) cu.cuEventDestroy(ev->stop); /* a mark is one event */
-    free(ev);
+    return rt_drv_enqueue(c, k->f, grid, block, dyn_shared, args, nargs, put_buf, ev, err, errlen);
 }
 
 static rt_drv cu_drv = {
-    .api = "CUDA", .lib = "libcuda.so.1", .sticky_msg = STICKY_MSG, .describe = cu_describe, .sticky = cu_sticky, .select = cu_select,
+    .api = "CUDA", .lib = "libcuda.so.1", .sticky_msg = STICKY_MSG, .shared_mem = "shared",
+    .not_ready = CUDA_ERROR_NOT_READY, .out_of_resources = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+    .invalid_value = CUDA_ERROR_INVALID_VALUE, .describe = cu_describe, .sticky = cu_sticky, .select = cu_select,
     .build = cu_build, .devs = &cu.devs,
     .name = {.select = "cuCtxSetCurrent", .stream_sync = "cuStreamSynchronize", .mem_alloc = "cuMemAlloc",
              .htod = "cuMemcpyHtoD", .dtoh = "cuMemcpyDtoH", .memset32 = "cuMemsetD32Async",
-             .module_load = "cuModuleLoadData", .get_function = "cuModuleGetFunction"},
+             .module_load = "cuModuleLoadData", .get_function = "cuModuleGetFunction", .launch = "cuLaunchKernel",
+             .stream_query = "cuStreamQuery", .event_create = "cuEventCreate"},
 };
 
 const rt_runtime rt_cuda = {
@@ -1018,9 +942,9 @@ const rt_runtime rt_cuda = {
     .fill = rt_drv_fill,
     .download = rt_drv_download,
     .launch = cu_launch,
-    .finish = cu_finish,
-    .elapsed_ms = cu_elapsed_ms,
-    .event_free = cu_event_free,
+    .finish = rt_drv_finish,
+    .elapsed_ms = rt_drv_elapsed_ms,
+    .event_free = rt_drv_event_free,
     .compile_offline = cu_compile_offline,
     .offline_compiler = cu_offline_compiler,
     .tensor_map = cu_tensor_map,

@@ -155,7 +155,6 @@ struct rt_ctx {
 };
 struct rt_buf { rt_drv_buf h; };
 struct rt_kernel { hipFunction_t f; long max_threads; long static_shared; };
-struct rt_event { hipEvent_t start, stop; };
 
 #define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
 
@@ -682,7 +681,10 @@ static int hip_init_once(char *err, size_t errlen)
         .mem_alloc = hip_malloc, .mem_free = hip_free, .htod = hip_htod, .dtoh = hip_dtoh,
         .memset32 = hp.hipMemsetD32Async ? hip_memset32 : NULL,
         .module_load = hp.hipModuleLoadData, .module_unload = hp.hipModuleUnload,
-        .get_function = hp.hipModuleGetFunction,
+        .get_function = hp.hipModuleGetFunction, .launch = hp.hipModuleLaunchKernel, .stream_query = hp.hipStreamQuery,
+        .event_create = hp.hipEventCreateWithFlags, .event_record = hp.hipEventRecord,
+        .event_sync = hp.hipEventSynchronize, .event_destroy = hp.hipEventDestroy,
+        .event_elapsed = hp.hipEventElapsedTime,
     };
     char d[256];
     hipError_t r = hp.hipInit(0);
@@ -759,15 +761,14 @@ static int hip_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_ke
     return 0;
 }
 
-/* ---- launches, waiting, timing ---- */
+/* ---- launches (waiting and timing: rt_drv_finish, rt_drv_elapsed_ms) ---- */
 
 static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->p = (void *)(uintptr_t)b->h.ptr; }
 
 static int hip_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t block[3], size_t dyn_shared,
                       const rt_arg *args, int nargs, rt_event **ev, char *err, size_t errlen)
 {
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    const int chk = rt_check_launch("HIP", grid, block, hp.devs.info[c->h.at.dev].max_grid, k->max_threads, err, errlen);
+    const int chk = rt_drv_launch_check(c, grid, block, hp.devs.info[c->h.at.dev].max_grid, k->max_threads, err, errlen);
     if (chk != 0) return chk;
     /* HIP's own limit: grid times block at most 2^32 - 1 threads along each dimension */
     for (int i = 0; i < 3; i++)
@@ -781,93 +782,18 @@ static int hip_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_
                  dyn_shared, k->static_shared, c->shared_limit);
         return RT_ERESOURCE;
     }
-    rt_params pp;
-    if (rt_params_pack(&pp, args, nargs, put_buf, err, errlen) != 0) return RT_ERR;
-    rt_event *re = NULL;
-    hipError_t r;
-    if (ev) {
-        re = calloc(1, sizeof *re);
-        if (!re) { rt_params_free(&pp); FAIL("%s", "out of memory"); }
-        r = hp.hipEventCreateWithFlags(&re->start, hipEventDefault);
-        if (r == hipSuccess) {
-            r = hp.hipEventCreateWithFlags(&re->stop, hipEventDefault);
-            if (r != hipSuccess) hp.hipEventDestroy(re->start);
-        }
-        if (r != hipSuccess) HIP_FAIL("hipEventCreateWithFlags", r, free(re), rt_params_free(&pp));
-        r = hp.hipEventRecord(re->start, c->h.stream);
-        if (r != hipSuccess) goto fail;
-    }
-    r = hp.hipModuleLaunchKernel(k->f, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)block[0],
-                                 (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->h.stream, pp.params, NULL);
-    if (r != hipSuccess) goto fail;
-    if (re) {
-        r = hp.hipEventRecord(re->stop, c->h.stream);
-        if (r != hipSuccess) goto fail;
-        *ev = re;
-    }
-    rt_params_free(&pp);
-    return 0;
-fail: {
-        char d[256];
-        hip_describe(r, d, sizeof d);
-        int res = r == hipErrorLaunchOutOfResources || r == hipErrorInvalidValue;
-        snprintf(err, errlen, "hipModuleLaunchKernel (grid %zux%zux%zu, block %zux%zux%zu, %zu bytes dynamic LDS): %s%s",
-                 grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_shared, d, hip_sticky(r) ? STICKY_MSG : "");
-        if (re) {
-            hp.hipEventDestroy(re->start);
-            hp.hipEventDestroy(re->stop);
-            free(re);
-        }
-        rt_params_free(&pp);
-        return res ? RT_ERESOURCE : RT_ERR;
-    }
-}
-
-/* rt_poll's query: 0 once the stream is idle, 1 while not */
-static int stream_done(void *arg, char *err, size_t errlen)
-{
-    const hipError_t r = hp.hipStreamQuery(((rt_ctx *)arg)->h.stream);
-    if (r == hipSuccess) return 0;
-    if (r != hipErrorNotReady) HIP_FAIL("queued work failed: hipStreamQuery", r, (void)0);
-    return 1;
-}
-
-static int hip_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
-{
-    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
-    hipError_t r;
-    if (timeout_s <= 0) {
-        r = hp.hipStreamSynchronize(c->h.stream);
-        if (r != hipSuccess) HIP_FAIL("queued work failed: hipStreamSynchronize", r, (void)0);
-        return 0;
-    }
-    return rt_poll(stream_done, c, timeout_s, err, errlen);
-}
-
-static int hip_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms)
-{
-    if (c && hp.hipSetDevice(c->h.at.dev) != hipSuccess) return RT_ERR;
-    if (hp.hipEventSynchronize(last->stop) != hipSuccess) return RT_ERR;
-    float f = 0;
-    if (hp.hipEventElapsedTime(&f, first->start, last->stop) != hipSuccess) return RT_ERR;
-    *ms = f;
-    return 0;
-}
-
-static void hip_event_free(rt_event *ev)
-{
-    if (!ev) return;
-    hp.hipEventDestroy(ev->start);
-    hp.hipEventDestroy(ev->stop);
-    free(ev);
+    return rt_drv_enqueue(c, k->f, grid, block, dyn_shared, args, nargs, put_buf, ev, err, errlen);
 }
 
 static rt_drv hip_drv = {
-    .api = "HIP", .lib = "libamdhip64", .sticky_msg = STICKY_MSG, .describe = hip_describe, .sticky = hip_sticky, .select = hip_select,
+    .api = "HIP", .lib = "libamdhip64", .sticky_msg = STICKY_MSG, .shared_mem = "LDS",
+    .not_ready = hipErrorNotReady, .out_of_resources = hipErrorLaunchOutOfResources,
+    .invalid_value = hipErrorInvalidValue, .describe = hip_describe, .sticky = hip_sticky, .select = hip_select,
     .build = hip_build, .devs = &hp.devs,
     .name = {.select = "hipSetDevice", .stream_sync = "hipStreamSynchronize", .mem_alloc = "hipMalloc",
              .htod = "hipMemcpyHtoDAsync", .dtoh = "hipMemcpyDtoHAsync", .memset32 = "hipMemsetD32Async",
-             .module_load = "hipModuleLoadData", .get_function = "hipModuleGetFunction"},
+             .module_load = "hipModuleLoadData", .get_function = "hipModuleGetFunction",
+             .launch = "hipModuleLaunchKernel", .stream_query = "hipStreamQuery", .event_create = "hipEventCreateWithFlags"},
 };
 
 const rt_runtime rt_hip = {
@@ -889,8 +815,8 @@ const rt_runtime rt_hip = {
     .fill = rt_drv_fill,
     .download = rt_drv_download,
     .launch = hip_launch,
-    .finish = hip_finish,
-    .elapsed_ms = hip_elapsed_ms,
-    .event_free = hip_event_free,
+    .finish = rt_drv_finish,
+    .elapsed_ms = rt_drv_elapsed_ms,
+    .event_free = rt_drv_event_free,
     .compile_offline = hip_compile_offline,
 };

@@ -331,3 +331,113 @@ void *rt_drv_kernel_new(rt_module *m, const char *name, size_t size, char *err, 
 }
 
 void rt_drv_kernel_free(rt_kernel *k) { free(k); }
+
+/* ---- launches, waiting, timing ---- */
+
+int rt_drv_launch_check(rt_ctx *c, const size_t grid[3], const size_t block[3], const size_t *max_grid,
+                        long max_threads, char *err, size_t errlen)
+{
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    return rt_check_launch(head(c)->drv->api, grid, block, max_grid, max_threads, err, errlen);
+}
+
+int rt_drv_enqueue(rt_ctx *c, void *fn, const size_t grid[3], const size_t block[3], size_t dyn_shared,
+                   const rt_arg *args, int nargs, void (*put_buf)(const rt_buf *, rt_param_slot *), rt_event **ev,
+                   char *err, size_t errlen)
+{
+    const rt_drv_ctx *h = head(c);
+    const rt_drv *d = h->drv;
+    rt_params pp;
+    if (rt_params_pack(&pp, args, nargs, put_buf, err, errlen) != 0) return RT_ERR;
+    rt_event *re = NULL;
+    int r;
+    if (ev) {
+        re = calloc(1, sizeof *re);
+        if (!re) { rt_params_free(&pp); FAIL("%s", "out of memory"); }
+        re->drv = d;
+        r = d->call.event_create(&re->start, 0); /* flags 0: CU_EVENT_DEFAULT, hipEventDefault */
+        if (r == 0) {
+            r = d->call.event_create(&re->stop, 0);
+            if (r != 0) d->call.event_destroy(re->start);
+        }
+        if (r != 0) RT_DRV_FAIL(d, d->name.event_create, r, free(re), rt_params_free(&pp));
+        r = d->call.event_record(re->start, h->stream);
+        if (r != 0) goto fail;
+    }
+    r = d->call.launch(fn, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)block[0],
+                       (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, h->stream, pp.params, NULL);
+    if (r != 0) goto fail;
+    if (re) {
+        r = d->call.event_record(re->stop, h->stream);
+        if (r != 0) goto fail;
+        *ev = re;
+    }
+    rt_params_free(&pp);
+    return 0;
+fail: {
+        char desc[256];
+        d->describe(r, desc, sizeof desc);
+        const int res = r == d->out_of_resources || r == d->invalid_value;
+        snprintf(err, errlen, "%s (grid %zux%zux%zu, block %zux%zux%zu, %zu bytes dynamic %s): %s%s", d->name.launch,
+                 grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_shared, d->shared_mem, desc,
+                 d->sticky(r) ? d->sticky_msg : "");
+        if (re) {
+            d->call.event_destroy(re->start);
+            d->call.event_destroy(re->stop);
+            free(re);
+        }
+        rt_params_free(&pp);
+        return res ? RT_ERESOURCE : RT_ERR;
+    }
+}
+
+/* "queued work failed: call: description" */
+static int work_failed(const rt_drv *d, const char *call, int r, char *err, size_t errlen)
+{
+    char what[160];
+    snprintf(what, sizeof what, "queued work failed: %s", call);
+    return rt_drv_fail(d, what, r, err, errlen);
+}
+
+/* rt_poll's query: 0 once the stream of the rt_drv_ctx arg is idle, 1 while not */
+static int stream_done(void *arg, char *err, size_t errlen)
+{
+    const rt_drv_ctx *h = arg;
+    const rt_drv *d = h->drv;
+    const int r = d->call.stream_query(h->stream);
+    if (r == 0) return 0;
+    if (r != d->not_ready) return work_failed(d, d->name.stream_query, r, err, errlen);
+    return 1;
+}
+
+int rt_drv_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
+{
+    rt_drv_ctx *h = head(c);
+    const rt_drv *d = h->drv;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    if (timeout_s <= 0) {
+        const int r = d->call.stream_sync(h->stream);
+        if (r != 0) return work_failed(d, d->name.stream_sync, r, err, errlen);
+        return 0;
+    }
+    return rt_poll(stream_done, h, timeout_s, err, errlen);
+}
+
+int rt_drv_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms)
+{
+    const rt_drv *d = last->drv;
+    if (c && d->select(&head(c)->at) != 0) return RT_ERR;
+    if (d->call.event_sync(last->stop) != 0) return RT_ERR;
+    float f = 0;
+    if (d->call.event_elapsed(&f, first->start, last->stop) != 0) return RT_ERR;
+    *ms = f;
+    return 0;
+}
+
+void rt_drv_event_free(rt_event *ev)
+{
+    if (!ev) return;
+    ev->drv->call.event_destroy(ev->start);
+    if (ev->stop != ev->start) ev->drv->call.event_destroy(ev->stop); /* a mark is one event */
+    free(ev);
+}

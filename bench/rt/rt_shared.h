@@ -83,6 +83,13 @@ struct rt_module {
     char *log;                   /* the compiler's log (NVRTC's with ptxas' resource report) */
 };
 
+/* A driver-style runtime's struct rt_event, whole: the events around a launch, or one
+ * event for a mark (stop == start). */
+struct rt_event {
+    const rt_drv *drv;
+    void *start, *stop;          /* CUevent, hipEvent_t */
+};
+
 #define RT_DRV_MAX_DEVICES 32
 
 /* A runtime's devices, found by its init once: read-only afterwards. */
@@ -97,6 +104,7 @@ typedef struct {
  * the API's handles as void pointers, its results as int, 0 for success. */
 typedef struct {
     int (*stream_sync)(void *stream);
+    int (*stream_query)(void *stream);
     int (*mem_alloc)(rt_devptr *ptr, size_t bytes);
     int (*mem_free)(rt_devptr ptr);
     int (*htod)(rt_devptr dst, const void *src, size_t bytes, void *stream);
@@ -105,12 +113,23 @@ typedef struct {
     int (*module_load)(void **mod, const void *image);
     int (*module_unload)(void *mod);
     int (*get_function)(void **fn, void *mod, const char *name);
+    int (*launch)(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                  unsigned dyn_shared, void *stream, void **params, void **extra);
+    int (*event_create)(void **ev, unsigned flags);
+    int (*event_record)(void *ev, void *stream);
+    int (*event_sync)(void *ev);
+    int (*event_destroy)(void *ev);
+    int (*event_elapsed)(float *ms, void *start, void *stop);
 } rt_drv_calls;
 
 struct rt_drv {
     const char *api;             /* "CUDA", "HIP": in messages */
     const char *lib;             /* the library, in messages ("libcuda.so.1") */
     const char *sticky_msg;      /* what follows the description of a sticky error */
+    const char *shared_mem;      /* what a launch's message calls dynamic shared memory */
+    /* the results the shared routines tell apart: a stream still busy; a launch beyond the
+     * device's resources or limits (RT_ERESOURCE) */
+    int not_ready, out_of_resources, invalid_value;
     /* "NAME (description)" of a result into buf; returns buf */
     const char *(*describe)(int r, char *buf, size_t len);
     int (*sticky)(int r);        /* a kernel fault: nothing more runs in this process */
@@ -121,7 +140,8 @@ struct rt_drv {
                  size_t *len, char **log, char *err, size_t errlen);
     rt_drv_devices *devs;
     struct {                     /* the calls' names in messages */
-        const char *select, *stream_sync, *mem_alloc, *htod, *dtoh, *memset32, *module_load, *get_function;
+        const char *select, *stream_sync, *stream_query, *mem_alloc, *htod, *dtoh, *memset32, *module_load,
+            *get_function, *launch, *event_create;
     } name;
     rt_drv_calls call;
 };
@@ -175,5 +195,20 @@ void rt_drv_kernel_free(rt_kernel *k);
 /* The start of get_kernel: a zeroed struct rt_kernel of size bytes with kernel name of m's
  * function handle in its first member; NULL with err where the module has no such kernel. */
 void *rt_drv_kernel_new(rt_module *m, const char *name, size_t size, char *err, size_t errlen);
+
+/* The start of launch: binds c and checks grid and block (rt_check_launch under the API's
+ * name); 0, RT_ERR or RT_ERESOURCE with err. */
+int rt_drv_launch_check(rt_ctx *c, const size_t grid[3], const size_t block[3], const size_t *max_grid,
+                        long max_threads, char *err, size_t errlen);
+/* The rest of launch, after the runtime's own checks: enqueues fn with args on c's stream,
+ * between two new events where ev asks for them. 0, RT_ERESOURCE (the API's out of
+ * resources or invalid value) or RT_ERR, with err. */
+int rt_drv_enqueue(rt_ctx *c, void *fn, const size_t grid[3], const size_t block[3], size_t dyn_shared,
+                   const rt_arg *args, int nargs, void (*put_buf)(const rt_buf *, rt_param_slot *), rt_event **ev,
+                   char *err, size_t errlen);
+/* rt_runtime's finish (polled with rt_poll under a timeout), elapsed_ms and event_free. */
+int rt_drv_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen);
+int rt_drv_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms);
+void rt_drv_event_free(rt_event *ev);
 
 #endif
