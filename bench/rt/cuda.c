@@ -134,18 +134,14 @@ typedef struct _nvrtcProgram *nvrtcProgram;
     X(nvrtcGetNumSupportedArchs, "nvrtcGetNumSupportedArchs", nvrtcResult, (int *), 0)         \
     X(nvrtcGetSupportedArchs, "nvrtcGetSupportedArchs", nvrtcResult, (int *), 0)
 
-#define X_TYPEDEF(member, sym, ret, params, req) typedef ret (*member##_fn) params;
-CU_API(X_TYPEDEF)
-NVRTC_API(X_TYPEDEF)
-#undef X_TYPEDEF
+CU_API(RT_API_TYPEDEF)
+NVRTC_API(RT_API_TYPEDEF)
 
 /* The driver's state: filled once by cu_init, read-only afterwards. */
 static struct {
     rt_drv_devices devs;
     void *lib;
-#define X_MEMBER(member, sym, ret, params, req) member##_fn member;
-    CU_API(X_MEMBER)
-#undef X_MEMBER
+    CU_API(RT_API_MEMBER)
     CUdevice dev[RT_DRV_MAX_DEVICES];
     int optin_shared[RT_DRV_MAX_DEVICES];
 } cu;
@@ -158,9 +154,7 @@ static struct {
     char path[256];
     int major, minor;
     void *lib;
-#define X_MEMBER(member, sym, ret, params, req) member##_fn member;
-    NVRTC_API(X_MEMBER)
-#undef X_MEMBER
+    NVRTC_API(RT_API_MEMBER)
 } nv = {.once = PTHREAD_ONCE_INIT};
 
 /* The timing gate (kernels/gate.ptx): loaded on first use. */
@@ -183,8 +177,6 @@ struct rt_ctx {
 };
 struct rt_buf { rt_drv_buf h; };
 struct rt_kernel { CUfunction f; long max_threads; long max_dyn_shared; };
-
-#define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
 
 static rt_drv cu_drv; /* the driver for the shared routines, defined with rt_cuda below */
 
@@ -220,13 +212,10 @@ static int nvrtc_try(const char *path, char *dlerr, size_t dlerrlen)
         else (void)dlerror();
         return 0;
     }
-#define X_LOAD(member, sym, ret, params, req)                                         \
-    nv.member = (member##_fn)dlsym(h, sym);                                           \
-    if (!nv.member && req) {                                                          \
-        snprintf(nv.why, sizeof nv.why, "%s lacks the required symbol %s (NVRTC older than 11.2?)", path, sym); \
-        dlclose(h);                                                                   \
-        return 0;                                                                     \
-    }
+#define X_LOAD(member, sym, ret, params, req)                                                             \
+    RT_API_LOAD(nv, h, member, sym, req,                                                                  \
+                snprintf(nv.why, sizeof nv.why, "%s lacks the required symbol %s (NVRTC older than 11.2?)", path, sym); \
+                dlclose(h); return 0)
     NVRTC_API(X_LOAD)
 #undef X_LOAD
     nv.lib = h;
@@ -611,9 +600,8 @@ static int cu_init_once(char *err, size_t errlen)
         if (!cu.lib && !dlerr[0]) snprintf(dlerr, sizeof dlerr, "%s", dlerror());
     }
     if (!cu.lib) FAIL("libcuda.so.1 not found (no NVIDIA driver): %s", dlerr);
-#define X_LOAD(member, sym, ret, params, req)                                             \
-    cu.member = (member##_fn)dlsym(cu.lib, sym);                                          \
-    if (!cu.member && req) FAIL("libcuda.so.1 lacks the required symbol %s (driver older than CUDA 11?)", sym);
+#define X_LOAD(member, sym, ret, params, req)                                                             \
+    RT_API_LOAD(cu, cu.lib, member, sym, req, FAIL("libcuda.so.1 lacks the required symbol %s (driver older than CUDA 11?)", sym))
     CU_API(X_LOAD)
 #undef X_LOAD
     if (!cu.cuEventElapsedTime_v2 && !cu.cuEventElapsedTime)

@@ -118,10 +118,8 @@ typedef struct _hiprtcProgram *hiprtcProgram;
     X(hiprtcGetCodeSize, "hiprtcGetCodeSize", hiprtcResult, (hiprtcProgram, size_t *), 1)      \
     X(hiprtcGetCode, "hiprtcGetCode", hiprtcResult, (hiprtcProgram, char *), 1)
 
-#define X_TYPEDEF(member, sym, ret, params, req) typedef ret (*member##_fn) params;
-HIP_API(X_TYPEDEF)
-HIPRTC_API(X_TYPEDEF)
-#undef X_TYPEDEF
+HIP_API(RT_API_TYPEDEF)
+HIPRTC_API(RT_API_TYPEDEF)
 typedef int (*comgr_count_fn)(size_t *);
 typedef int (*comgr_name_fn)(size_t, const char **);
 
@@ -129,9 +127,7 @@ typedef int (*comgr_name_fn)(size_t, const char **);
 static struct {
     rt_drv_devices devs;
     void *lib;
-#define X_MEMBER(member, sym, ret, params, req) member##_fn member;
-    HIP_API(X_MEMBER)
-#undef X_MEMBER
+    HIP_API(RT_API_MEMBER)
 } hp;
 
 /* HIPRTC's state: loaded once (by init or by the first offline compile), read-only after. */
@@ -142,9 +138,7 @@ static struct {
     char path[128];
     int major, minor;
     void *lib;
-#define X_MEMBER(member, sym, ret, params, req) member##_fn member;
-    HIPRTC_API(X_MEMBER)
-#undef X_MEMBER
+    HIPRTC_API(RT_API_MEMBER)
     comgr_count_fn isa_count; /* the code-object manager HIPRTC compiles with: which targets it knows */
     comgr_name_fn isa_name;
 } rtc = {.once = PTHREAD_ONCE_INIT};
@@ -155,8 +149,6 @@ struct rt_ctx {
 };
 struct rt_buf { rt_drv_buf h; };
 struct rt_kernel { hipFunction_t f; long max_threads; long static_shared; };
-
-#define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
 
 static rt_drv hip_drv; /* the runtime for the shared routines, defined with rt_hip below */
 
@@ -217,13 +209,9 @@ static int rtc_try(const char *path, int flags, char *dlerr, size_t dlerrlen)
         dlclose(h);
         return 0;
     }
-#define X_LOAD(member, sym, ret, params, req)                                          \
-    rtc.member = (member##_fn)dlsym(h, sym);                                           \
-    if (!rtc.member && req) {                                                          \
-        snprintf(rtc.why, sizeof rtc.why, "%s lacks the required symbol %s", path, sym); \
-        dlclose(h);                                                                    \
-        return 0;                                                                      \
-    }
+#define X_LOAD(member, sym, ret, params, req)                                                             \
+    RT_API_LOAD(rtc, h, member, sym, req,                                                                 \
+                snprintf(rtc.why, sizeof rtc.why, "%s lacks the required symbol %s", path, sym); dlclose(h); return 0)
     HIPRTC_API(X_LOAD)
 #undef X_LOAD
     rtc.lib = h;
@@ -671,9 +659,8 @@ static int hip_init_once(char *err, size_t errlen)
         hp.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     }
     if (!hp.lib) FAIL("libamdhip64.so not found (no ROCm HIP runtime): %s", dlerr);
-#define X_LOAD(member, sym, ret, params, req)                                             \
-    hp.member = (member##_fn)dlsym(hp.lib, sym);                                          \
-    if (!hp.member && req) FAIL("libamdhip64 lacks the required symbol %s (HIP older than 5.0?)", sym);
+#define X_LOAD(member, sym, ret, params, req)                                                             \
+    RT_API_LOAD(hp, hp.lib, member, sym, req, FAIL("libamdhip64 lacks the required symbol %s (HIP older than 5.0?)", sym))
     HIP_API(X_LOAD)
 #undef X_LOAD
     hip_drv.call = (rt_drv_calls){

@@ -9,8 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-#define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
-
 char *rt_log_append(char *log, const char *line)
 {
     size_t a = log ? strlen(log) : 0, b = strlen(line);

@@ -11,6 +11,20 @@
 
 #include "rt.h"
 
+/* snprintf into the caller's err and errlen, then return RT_ERR from the caller */
+#define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
+
+/* cuda.c and hip.c declare each library's calls as a list X(member, symbol, return,
+ * parameters, required): the member is the API's name, the symbol the versioned one (_v2)
+ * where the headers map the name onto one. RT_API_TYPEDEF makes the list's function types
+ * (member_fn) and RT_API_MEMBER the members that hold them; RT_API_LOAD loads one from lib
+ * into st.member and runs the statements after req where a required one is missing (sym
+ * names it). */
+#define RT_API_TYPEDEF(member, sym, ret, params, req) typedef ret (*member##_fn) params;
+#define RT_API_MEMBER(member, sym, ret, params, req) member##_fn member;
+#define RT_API_LOAD(st, lib, member, sym, req, ...)                                         \
+    if (!((st).member = (member##_fn)dlsym(lib, sym)) && (req)) { __VA_ARGS__; }
+
 /* log with line appended on a line of its own; log may be NULL. On allocation failure
  * the old log is returned unchanged. */
 char *rt_log_append(char *log, const char *line);
