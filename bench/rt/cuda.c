@@ -31,7 +31,7 @@ typedef void *CUevent;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef int nvrtcResult;
-typedef struct _nvrtcProgram *nvrtcProgram;
+typedef void *nvrtcProgram;
 
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_INVALID_VALUE 1
@@ -146,16 +146,16 @@ static struct {
     int optin_shared[RT_DRV_MAX_DEVICES];
 } cu;
 
+static void nvrtc_refused(const char *arch, int r, char **log, char *line, size_t size, int o);
+static int nvrtc_code(const char *arch, void *prog, void **bin, size_t *len, char *err, size_t errlen);
+
 /* NVRTC's state: loaded once (by init or by the first offline compile), read-only after. */
 static struct {
-    pthread_once_t once;
-    int ok;
-    char why[448];
-    char path[256];
-    int major, minor;
-    void *lib;
+    rt_rtc lib;
     NVRTC_API(RT_API_MEMBER)
-} nv = {.once = PTHREAD_ONCE_INIT};
+} nv = {.lib = {.name = "NVRTC", .prefix = "nvrtc", .file = "attn_fwd.cu", .compilation = NVRTC_ERROR_COMPILATION,
+                .invalid_option = NVRTC_ERROR_INVALID_OPTION, .refused = nvrtc_refused, .get_code = nvrtc_code,
+                .once = PTHREAD_ONCE_INIT}};
 
 /* The timing gate (kernels/gate.ptx): loaded on first use. */
 typedef struct {
@@ -204,22 +204,18 @@ static int cu_select(const rt_drv_where *at) { return cu.cuCtxSetCurrent(at->ctx
 
 /* ---- NVRTC loading ---- */
 
-static int nvrtc_try(const char *path, char *dlerr, size_t dlerrlen)
+/* rt_rtc_try's take: NVRTC's calls from the library h found at path */
+static int nvrtc_take(void *h, const char *path)
 {
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        if (!dlerr[0]) snprintf(dlerr, dlerrlen, "%s", dlerror());
-        else (void)dlerror();
-        return 0;
-    }
 #define X_LOAD(member, sym, ret, params, req)                                                             \
     RT_API_LOAD(nv, h, member, sym, req,                                                                  \
-                snprintf(nv.why, sizeof nv.why, "%s lacks the required symbol %s (NVRTC older than 11.2?)", path, sym); \
-                dlclose(h); return 0)
+                snprintf(nv.lib.why, sizeof nv.lib.why, "%s lacks the required symbol %s (NVRTC older than 11.2?)", \
+                         path, sym); return 0)
     NVRTC_API(X_LOAD)
 #undef X_LOAD
-    nv.lib = h;
-    snprintf(nv.path, sizeof nv.path, "%s", path);
+    nv.lib.call = (rt_rtc_calls){.create = nv.nvrtcCreateProgram, .destroy = nv.nvrtcDestroyProgram,
+                                 .compile = nv.nvrtcCompileProgram, .log_size = nv.nvrtcGetProgramLogSize,
+                                 .log = nv.nvrtcGetProgramLog, .error_string = nv.nvrtcGetErrorString};
     return 1;
 }
 
@@ -229,8 +225,8 @@ static void nvrtc_load_once(void)
     const char *dirs[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda", NULL};
     char dlerr[192] = "";
     const size_t nn = sizeof names / sizeof names[0];
-    for (size_t i = 0; i < nn && !nv.lib; i++) nvrtc_try(names[i], dlerr, sizeof dlerr);
-    for (size_t d = 0; d < 4 && !nv.lib; d++) {
+    for (size_t i = 0; i < nn && !nv.lib.handle; i++) rt_rtc_try(&nv.lib, names[i], 0, nvrtc_take, dlerr, sizeof dlerr);
+    for (size_t d = 0; d < 4 && !nv.lib.handle; d++) {
         char dir[160];
         if (d < 3) {
             if (!dirs[d] || !dirs[d][0]) continue;
@@ -238,46 +234,39 @@ static void nvrtc_load_once(void)
         } else {
             snprintf(dir, sizeof dir, "/usr/lib/x86_64-linux-gnu");
         }
-        for (size_t i = 0; i < nn && !nv.lib; i++) {
+        for (size_t i = 0; i < nn && !nv.lib.handle; i++) {
             char path[192];
             snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-            nvrtc_try(path, dlerr, sizeof dlerr);
+            rt_rtc_try(&nv.lib, path, 0, nvrtc_take, dlerr, sizeof dlerr);
         }
     }
-    if (!nv.lib) {
-        if (!nv.why[0])
-            snprintf(nv.why, sizeof nv.why,
+    if (!nv.lib.handle) {
+        if (!nv.lib.why[0])
+            snprintf(nv.lib.why, sizeof nv.lib.why,
                      "NVRTC not found (%s; also looked in $CUDA_HOME/lib64, $CUDA_PATH/lib64, "
                      "/usr/local/cuda/lib64): install the CUDA toolkit's NVRTC (cuda-nvrtc) or set CUDA_HOME",
                      dlerr);
         return;
     }
-    if (nv.nvrtcVersion(&nv.major, &nv.minor) != NVRTC_SUCCESS) nv.major = nv.minor = 0;
+    if (nv.nvrtcVersion(&nv.lib.major, &nv.lib.minor) != NVRTC_SUCCESS) nv.lib.major = nv.lib.minor = 0;
     /* NVRTC loads libnvrtc-builtins.so.X.Y by name at its first compile; where we found NVRTC
      * in a directory the loader does not search, load the builtins from there first, so that
      * lookup finds them already loaded */
-    const char *slash = strrchr(nv.path, '/');
+    const char *slash = strrchr(nv.lib.path, '/');
     if (slash) {
         char path[320];
-        snprintf(path, sizeof path, "%.*s/libnvrtc-builtins.so.%d.%d", (int)(slash - nv.path), nv.path, nv.major,
-                 nv.minor);
+        snprintf(path, sizeof path, "%.*s/libnvrtc-builtins.so.%d.%d", (int)(slash - nv.lib.path), nv.lib.path,
+                 nv.lib.major, nv.lib.minor);
         if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) (void)dlerror();
     }
-    nv.ok = 1;
-}
-
-static int nvrtc_load(char *err, size_t errlen)
-{
-    pthread_once(&nv.once, nvrtc_load_once);
-    if (!nv.ok) FAIL("%s", nv.why);
-    return 0;
+    nv.lib.ok = 1;
 }
 
 static int cu_offline_compiler(char *out, size_t len)
 {
     char err[512];
-    if (nvrtc_load(err, sizeof err) != 0) return RT_ERR;
-    snprintf(out, len, "NVRTC %d.%d", nv.major, nv.minor);
+    if (rt_rtc_load(&nv.lib, nvrtc_load_once, err, sizeof err) != 0) return RT_ERR;
+    snprintf(out, len, "NVRTC %d.%d", nv.lib.major, nv.lib.minor);
     return 0;
 }
 
@@ -354,17 +343,6 @@ static void parse_ptxas(const char *log, const char *kernel, rt_kernel_attrs *a)
 
 /* ---- NVRTC builds ---- */
 
-static char *prog_log(nvrtcProgram p)
-{
-    size_t n = 0;
-    if (nv.nvrtcGetProgramLogSize(p, &n) != NVRTC_SUCCESS) n = 0;
-    char *log = malloc(n + 1);
-    if (!log) return NULL;
-    if (n && nv.nvrtcGetProgramLog(p, log) != NVRTC_SUCCESS) n = 0;
-    log[n] = 0;
-    return log;
-}
-
 /* " It knows sm_75 sm_80 ..." from NVRTC, or "" where it cannot say. */
 static void supported_archs(char *out, size_t len)
 {
@@ -404,7 +382,7 @@ static int nvrtc_build(const char *arch, const char *source, const char *const *
     *bin = NULL;
     *len = 0;
     if (log) *log = NULL;
-    if (nvrtc_load(err, errlen) != 0) return RT_ERR;
+    if (rt_rtc_load(&nv.lib, nvrtc_load_once, err, errlen) != 0) return RT_ERR;
     const int ptx = !strncmp(arch, "compute_", 8);
     if (is_ptx) *is_ptx = ptx;
     /* ARCH_SPECIFIC=1 among the defines: the configuration uses instructions of the
@@ -417,85 +395,48 @@ static int nvrtc_build(const char *arch, const char *source, const char *const *
         snprintf(arch_a, sizeof arch_a, "%sa", arch);
         arch = arch_a;
     }
-
-    const char **opts = calloc((size_t)ndefines + 5, sizeof *opts);
-    char **defs = calloc((size_t)ndefines + 1, sizeof *defs);
     char archopt[96];
-    if (!opts || !defs) { free(opts); free(defs); FAIL("%s", "out of memory"); }
-    int no = 0;
     snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
-    opts[no++] = archopt;
-    opts[no++] = "-std=c++17";
-    opts[no++] = "-default-device";
-    if (!ptx) opts[no++] = "--ptxas-options=--verbose";
-    int rc = 0;
-    for (int i = 0; i < ndefines; i++) {
-        size_t l = strlen(defines[i]) + 3;
-        defs[i] = malloc(l);
-        if (!defs[i]) { rc = RT_ERR; snprintf(err, errlen, "out of memory"); goto out_opts; }
-        snprintf(defs[i], l, "-D%s", defines[i]);
-        opts[no++] = defs[i];
-    }
+    const char *const fixed[] = {archopt, "-std=c++17", "-default-device", "--ptxas-options=--verbose"};
+    return rt_rtc_build(&nv.lib, arch, source, fixed, ptx ? 3 : 4, defines, ndefines, bin, len, log, err, errlen);
+}
 
-    nvrtcProgram p = NULL;
-    nvrtcResult r = nv.nvrtcCreateProgram(&p, source, "attn_fwd.cu", 0, NULL, NULL);
-    if (r != NVRTC_SUCCESS) {
-        rc = RT_ERR;
-        snprintf(err, errlen, "nvrtcCreateProgram: %s", nv.nvrtcGetErrorString(r));
-        goto out_opts;
+/* rt_rtc's refused: where the options were refused, the architectures NVRTC knows; where
+ * its builtins library could not be loaded, where to put it */
+static void nvrtc_refused(const char *arch, int r, char **log, char *line, size_t size, int o)
+{
+    if (r == NVRTC_ERROR_INVALID_OPTION) {
+        char known[512];
+        supported_archs(known, sizeof known);
+        char hint[640];
+        snprintf(hint, sizeof hint, "error: NVRTC rejected the options; is %s an architecture this NVRTC knows?%s",
+                 arch, known);
+        *log = rt_log_append(*log, hint);
     }
-    r = nv.nvrtcCompileProgram(p, no, opts);
-    char *lg = prog_log(p);
-    if (r != NVRTC_SUCCESS) {
-        char line[1024];
-        int o = snprintf(line, sizeof line, "nvrtcCompileProgram (NVRTC %d.%d, %s): %s; options:", nv.major,
-                         nv.minor, arch, nv.nvrtcGetErrorString(r));
-        for (int i = 0; i < no && o > 0 && (size_t)o < sizeof line; i++)
-            o += snprintf(line + o, sizeof line - (size_t)o, " %s", opts[i]);
-        if (r == NVRTC_ERROR_INVALID_OPTION) {
-            char known[512];
-            supported_archs(known, sizeof known);
-            char hint[640];
-            snprintf(hint, sizeof hint, "error: NVRTC rejected the options; is %s an architecture this NVRTC knows?%s",
-                     arch, known);
-            lg = rt_log_append(lg, hint);
-        }
-        if (r == NVRTC_ERROR_BUILTIN_OPERATION_FAILURE && o > 0 && (size_t)o < sizeof line)
-            snprintf(line + o, sizeof line - (size_t)o, "; NVRTC could not load libnvrtc-builtins.so.%d.%d: put the "
-                     "directory of %s on LD_LIBRARY_PATH", nv.major, nv.minor, nv.path[0] ? nv.path : "libnvrtc.so");
-        lg = rt_log_append(lg, line);
-        snprintf(err, errlen, "%s", line);
-        rc = r == NVRTC_ERROR_COMPILATION || r == NVRTC_ERROR_INVALID_OPTION ? RT_ECOMPILE : RT_ERR;
-        goto out_prog;
-    }
+    if (r == NVRTC_ERROR_BUILTIN_OPERATION_FAILURE && o > 0 && (size_t)o < size)
+        snprintf(line + o, size - (size_t)o, "; NVRTC could not load libnvrtc-builtins.so.%d.%d: put the "
+                 "directory of %s on LD_LIBRARY_PATH", nv.lib.major, nv.lib.minor,
+                 nv.lib.path[0] ? nv.lib.path : "libnvrtc.so");
+}
+
+/* rt_rtc's get_code: the PTX (arch compute_XY) or the CUBIN of prog */
+static int nvrtc_code(const char *arch, void *prog, void **bin, size_t *len, char *err, size_t errlen)
+{
+    const int ptx = !strncmp(arch, "compute_", 8);
     size_t n = 0;
-    r = ptx ? nv.nvrtcGetPTXSize(p, &n) : nv.nvrtcGetCUBINSize(p, &n);
-    if (r != NVRTC_SUCCESS || n == 0) {
-        rc = RT_ERR;
-        snprintf(err, errlen, "nvrtcGet%sSize: %s", ptx ? "PTX" : "CUBIN",
-                 r != NVRTC_SUCCESS ? nv.nvrtcGetErrorString(r) : "empty");
-        goto out_prog;
-    }
+    nvrtcResult r = ptx ? nv.nvrtcGetPTXSize(prog, &n) : nv.nvrtcGetCUBINSize(prog, &n);
+    if (r != NVRTC_SUCCESS || n == 0)
+        FAIL("nvrtcGet%sSize: %s", ptx ? "PTX" : "CUBIN", r != NVRTC_SUCCESS ? nv.nvrtcGetErrorString(r) : "empty");
     char *b = malloc(n);
-    if (!b) { rc = RT_ERR; snprintf(err, errlen, "out of memory"); goto out_prog; }
-    r = ptx ? nv.nvrtcGetPTX(p, b) : nv.nvrtcGetCUBIN(p, b);
+    if (!b) FAIL("%s", "out of memory");
+    r = ptx ? nv.nvrtcGetPTX(prog, b) : nv.nvrtcGetCUBIN(prog, b);
     if (r != NVRTC_SUCCESS) {
         free(b);
-        rc = RT_ERR;
-        snprintf(err, errlen, "nvrtcGet%s: %s", ptx ? "PTX" : "CUBIN", nv.nvrtcGetErrorString(r));
-        goto out_prog;
+        FAIL("nvrtcGet%s: %s", ptx ? "PTX" : "CUBIN", nv.nvrtcGetErrorString(r));
     }
     *bin = b;
     *len = n;
-out_prog:
-    nv.nvrtcDestroyProgram(&p);
-    if (log) *log = lg;
-    else free(lg);
-out_opts:
-    for (int i = 0; i < ndefines; i++) free(defs[i]);
-    free(defs);
-    free(opts);
-    return rc;
+    return 0;
 }
 
 /* cuTensorMapEncodeTiled's enumerations (cuda.h): data types, no interleave, the 128-byte
@@ -563,7 +504,7 @@ static void fill_info(int i)
         snprintf(o->driver, sizeof o->driver, "CUDA driver %d.%d", v / 1000, (v % 1000) / 10);
         snprintf(o->runtime_version, sizeof o->runtime_version, "CUDA driver %d.%d", v / 1000, (v % 1000) / 10);
     }
-    snprintf(o->compiler, sizeof o->compiler, "NVRTC %d.%d", nv.major, nv.minor);
+    snprintf(o->compiler, sizeof o->compiler, "NVRTC %d.%d", nv.lib.major, nv.lib.minor);
     o->is_gpu = 1;
     if (cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) == CUDA_SUCCESS &&
         cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) == CUDA_SUCCESS)
@@ -626,7 +567,7 @@ static int cu_init_once(char *err, size_t errlen)
     r = cu.cuDeviceGetCount(&n);
     if (r != CUDA_SUCCESS) FAIL("cuDeviceGetCount: %s", cu_describe(r, d, sizeof d));
     if (n <= 0) FAIL("%s", "the NVIDIA driver reports no CUDA devices (check nvidia-smi and CUDA_VISIBLE_DEVICES)");
-    if (nvrtc_load(err, errlen) != 0) return RT_ERR;
+    if (rt_rtc_load(&nv.lib, nvrtc_load_once, err, errlen) != 0) return RT_ERR;
     if (n > RT_DRV_MAX_DEVICES) n = RT_DRV_MAX_DEVICES;
     for (int i = 0; i < n; i++) {
         r = cu.cuDeviceGet(&cu.dev[cu.devs.ndev], i);
@@ -692,7 +633,7 @@ static int cu_build(const char *arch, const char *source, const char *const *def
         rc = nvrtc_build(ptxarch, source, defines, ndefines, bin, len, NULL, log, err, errlen);
         char note[256];
         snprintf(note, sizeof note, "note: NVRTC %d.%d does not know %s; built PTX for %s for the driver to compile",
-                 nv.major, nv.minor, arch, ptxarch);
+                 nv.lib.major, nv.lib.minor, arch, ptxarch);
         *log = rt_log_append(*log, note);
     }
     return rc;

@@ -33,7 +33,7 @@ typedef void *hipFunction_t;
 typedef void *hipStream_t;
 typedef void *hipEvent_t;
 typedef int hiprtcResult;
-typedef struct _hiprtcProgram *hiprtcProgram;
+typedef void *hiprtcProgram;
 
 #define hipSuccess 0
 #define hipErrorInvalidValue 1
@@ -110,9 +110,9 @@ typedef struct _hiprtcProgram *hiprtcProgram;
     X(hiprtcVersion, "hiprtcVersion", hiprtcResult, (int *, int *), 0)                         \
     X(hiprtcGetErrorString, "hiprtcGetErrorString", const char *, (hiprtcResult), 1)           \
     X(hiprtcCreateProgram, "hiprtcCreateProgram", hiprtcResult, (hiprtcProgram *, const char *, \
-        const char *, int, const char **, const char **), 1)                                   \
+        const char *, int, const char *const *, const char *const *), 1)                       \
     X(hiprtcDestroyProgram, "hiprtcDestroyProgram", hiprtcResult, (hiprtcProgram *), 1)        \
-    X(hiprtcCompileProgram, "hiprtcCompileProgram", hiprtcResult, (hiprtcProgram, int, const char **), 1) \
+    X(hiprtcCompileProgram, "hiprtcCompileProgram", hiprtcResult, (hiprtcProgram, int, const char *const *), 1) \
     X(hiprtcGetProgramLogSize, "hiprtcGetProgramLogSize", hiprtcResult, (hiprtcProgram, size_t *), 1) \
     X(hiprtcGetProgramLog, "hiprtcGetProgramLog", hiprtcResult, (hiprtcProgram, char *), 1)    \
     X(hiprtcGetCodeSize, "hiprtcGetCodeSize", hiprtcResult, (hiprtcProgram, size_t *), 1)      \
@@ -130,18 +130,17 @@ static struct {
     HIP_API(RT_API_MEMBER)
 } hp;
 
+static int rtc_code(const char *arch, void *prog, void **bin, size_t *len, char *err, size_t errlen);
+
 /* HIPRTC's state: loaded once (by init or by the first offline compile), read-only after. */
 static struct {
-    pthread_once_t once;
-    int ok;
-    char why[448];
-    char path[128];
-    int major, minor;
-    void *lib;
+    rt_rtc lib;
     HIPRTC_API(RT_API_MEMBER)
     comgr_count_fn isa_count; /* the code-object manager HIPRTC compiles with: which targets it knows */
     comgr_name_fn isa_name;
-} rtc = {.once = PTHREAD_ONCE_INIT};
+} rtc = {.lib = {.name = "HIPRTC", .prefix = "hiprtc", .file = "attn_fwd.hip", .compilation = HIPRTC_ERROR_COMPILATION,
+                 .invalid_option = HIPRTC_ERROR_INVALID_OPTION, .no_diagnostic = "error: HIPRTC failed without a diagnostic",
+                 .get_code = rtc_code, .once = PTHREAD_ONCE_INIT}};
 
 struct rt_ctx {
     rt_drv_ctx h;    /* at.dev: the device */
@@ -197,25 +196,18 @@ static int hip_memset32(rt_devptr dst, unsigned value, size_t count, void *strea
 
 /* ---- HIPRTC loading ---- */
 
-static int rtc_try(const char *path, int flags, char *dlerr, size_t dlerrlen)
+/* rt_rtc_try's take: HIPRTC's calls from the library h found at path */
+static int rtc_take(void *h, const char *path)
 {
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | flags);
-    if (!h) {
-        if (!dlerr[0] && !flags) snprintf(dlerr, dlerrlen, "%s", dlerror());
-        else (void)dlerror();
-        return 0;
-    }
-    if (!dlsym(h, "hiprtcCompileProgram")) { /* ROCm 6's libamdhip64: HIPRTC is a library of its own */
-        dlclose(h);
-        return 0;
-    }
+    if (!dlsym(h, "hiprtcCompileProgram")) return 0; /* ROCm 6's libamdhip64: HIPRTC is a library of its own */
 #define X_LOAD(member, sym, ret, params, req)                                                             \
     RT_API_LOAD(rtc, h, member, sym, req,                                                                 \
-                snprintf(rtc.why, sizeof rtc.why, "%s lacks the required symbol %s", path, sym); dlclose(h); return 0)
+                snprintf(rtc.lib.why, sizeof rtc.lib.why, "%s lacks the required symbol %s", path, sym); return 0)
     HIPRTC_API(X_LOAD)
 #undef X_LOAD
-    rtc.lib = h;
-    snprintf(rtc.path, sizeof rtc.path, "%s", path);
+    rtc.lib.call = (rt_rtc_calls){.create = rtc.hiprtcCreateProgram, .destroy = rtc.hiprtcDestroyProgram,
+                                  .compile = rtc.hiprtcCompileProgram, .log_size = rtc.hiprtcGetProgramLogSize,
+                                  .log = rtc.hiprtcGetProgramLog, .error_string = rtc.hiprtcGetErrorString};
     return 1;
 }
 
@@ -228,24 +220,26 @@ static void rtc_load_once(void)
     char dlerr[192] = "";
     const size_t nn = sizeof names / sizeof names[0];
     for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; i < nn && !rtc.lib; i++) rtc_try(names[i], pass == 0 ? RTLD_NOLOAD : 0, dlerr, sizeof dlerr);
-    for (int d = 0; d < 2 && !rtc.lib; d++) {
+        for (size_t i = 0; i < nn && !rtc.lib.handle; i++)
+            rt_rtc_try(&rtc.lib, names[i], pass == 0 ? RTLD_NOLOAD : 0, rtc_take, dlerr, sizeof dlerr);
+    for (int d = 0; d < 2 && !rtc.lib.handle; d++) {
         const char *dir = d == 0 ? rocm : "/opt/rocm";
         if (!dir || !dir[0]) continue;
-        for (size_t i = 0; i < nn && !rtc.lib; i++) {
+        for (size_t i = 0; i < nn && !rtc.lib.handle; i++) {
             char path[256];
             snprintf(path, sizeof path, "%s/lib/%s", dir, names[i]);
-            rtc_try(path, 0, dlerr, sizeof dlerr);
+            rt_rtc_try(&rtc.lib, path, 0, rtc_take, dlerr, sizeof dlerr);
         }
     }
-    if (!rtc.lib) {
-        if (!rtc.why[0])
-            snprintf(rtc.why, sizeof rtc.why,
+    if (!rtc.lib.handle) {
+        if (!rtc.lib.why[0])
+            snprintf(rtc.lib.why, sizeof rtc.lib.why,
                      "HIPRTC not found (%s; also looked in $ROCM_PATH/lib and /opt/rocm/lib): install ROCm's "
                      "HIPRTC (Debian: libamdhip64-dev) or set ROCM_PATH", dlerr);
         return;
     }
-    if (!rtc.hiprtcVersion || rtc.hiprtcVersion(&rtc.major, &rtc.minor) != HIPRTC_SUCCESS) rtc.major = rtc.minor = 0;
+    if (!rtc.hiprtcVersion || rtc.hiprtcVersion(&rtc.lib.major, &rtc.lib.minor) != HIPRTC_SUCCESS)
+        rtc.lib.major = rtc.lib.minor = 0;
     /* the code-object manager (comgr) HIPRTC compiles with, to ask it which targets it
      * knows: an older one can crash on a target it does not (ROCm 5.2 on gfx940) */
     static const char *const comgr[] = {"libamd_comgr.so.3", "libamd_comgr.so.2", "libamd_comgr.so"};
@@ -257,14 +251,7 @@ static void rtc_load_once(void)
         rtc.isa_name = (comgr_name_fn)dlsym(cg, "amd_comgr_get_isa_name");
     }
     (void)dlerror();
-    rtc.ok = 1;
-}
-
-static int rtc_load(char *err, size_t errlen)
-{
-    pthread_once(&rtc.once, rtc_load_once);
-    if (!rtc.ok) FAIL("%s", rtc.why);
-    return 0;
+    rtc.lib.ok = 1;
 }
 
 /* Whether HIPRTC's code-object manager lists arch (bare: "gfx90a"); 1 where it cannot say. */
@@ -293,94 +280,28 @@ static int valid_gfx(const char *arch)
     return strlen(arch) < 48;
 }
 
-static char *rtc_log(hiprtcProgram p)
-{
-    size_t n = 0;
-    if (rtc.hiprtcGetProgramLogSize(p, &n) != HIPRTC_SUCCESS) n = 0;
-    char *log = malloc(n + 1);
-    if (!log) return NULL;
-    if (n && rtc.hiprtcGetProgramLog(p, log) != HIPRTC_SUCCESS) n = 0;
-    log[n] = 0;
-    return log;
-}
-
-/* Options shared by both compilers; defs[i] holds "-D<define>" (malloc'd). */
-static int make_defines(const char *const *defines, int ndefines, char ***defs, char *err, size_t errlen)
-{
-    *defs = calloc((size_t)ndefines + 1, sizeof **defs);
-    if (!*defs) FAIL("%s", "out of memory");
-    for (int i = 0; i < ndefines; i++) {
-        size_t l = strlen(defines[i]) + 3;
-        (*defs)[i] = malloc(l);
-        if (!(*defs)[i]) FAIL("%s", "out of memory");
-        snprintf((*defs)[i], l, "-D%s", defines[i]);
-    }
-    return 0;
-}
-
-static void free_defines(char **defs, int ndefines)
-{
-    if (!defs) return;
-    for (int i = 0; i < ndefines; i++) free(defs[i]);
-    free(defs);
-}
-
 static int rtc_build(const char *arch, const char *source, const char *const *defines, int ndefines, void **bin,
                      size_t *len, char **log, char *err, size_t errlen)
 {
-    char **defs = NULL, archopt[96];
-    const char **opts = calloc((size_t)ndefines + 4, sizeof *opts);
-    int no = 0, rc = 0;
-    if (!opts || make_defines(defines, ndefines, &defs, err, errlen) != 0) {
-        free(opts);
-        free_defines(defs, ndefines);
-        FAIL("%s", "out of memory");
-    }
+    char archopt[96];
     snprintf(archopt, sizeof archopt, "--offload-arch=%s", arch);
-    opts[no++] = archopt;
-    opts[no++] = "-O3";
-    opts[no++] = "-std=c++17";
-    for (int i = 0; i < ndefines; i++) opts[no++] = defs[i];
+    const char *const fixed[] = {archopt, "-O3", "-std=c++17"};
+    return rt_rtc_build(&rtc.lib, arch, source, fixed, 3, defines, ndefines, bin, len, log, err, errlen);
+}
 
-    hiprtcProgram p = NULL;
-    hiprtcResult r = rtc.hiprtcCreateProgram(&p, source, "attn_fwd.hip", 0, NULL, NULL);
-    if (r != HIPRTC_SUCCESS) {
-        rc = RT_ERR;
-        snprintf(err, errlen, "hiprtcCreateProgram: %s", rtc.hiprtcGetErrorString(r));
-        goto out;
+/* rt_rtc's get_code: the code object of prog */
+static int rtc_code(const char *arch, void *prog, void **bin, size_t *len, char *err, size_t errlen)
+{
+    size_t n = 0;
+    const hiprtcResult r = rtc.hiprtcGetCodeSize(prog, &n);
+    char *b = r == HIPRTC_SUCCESS && n ? malloc(n) : NULL;
+    if (!b || rtc.hiprtcGetCode(prog, b) != HIPRTC_SUCCESS) {
+        free(b);
+        FAIL("hiprtcGetCode: %s", r != HIPRTC_SUCCESS ? rtc.hiprtcGetErrorString(r) : n ? "failed" : "empty");
     }
-    r = rtc.hiprtcCompileProgram(p, no, opts);
-    char *lg = rtc_log(p);
-    if (r != HIPRTC_SUCCESS) {
-        char line[1024];
-        int o = snprintf(line, sizeof line, "hiprtcCompileProgram (HIPRTC %d.%d, %s): %s; options:", rtc.major, rtc.minor,
-                         arch, rtc.hiprtcGetErrorString(r));
-        for (int i = 0; i < no && o > 0 && (size_t)o < sizeof line; i++)
-            o += snprintf(line + o, sizeof line - (size_t)o, " %s", opts[i]);
-        lg = rt_log_append(lg, line);
-        if (!strstr(lg, "error")) lg = rt_log_append(lg, "error: HIPRTC failed without a diagnostic");
-        snprintf(err, errlen, "%s", line);
-        rc = r == HIPRTC_ERROR_COMPILATION || r == HIPRTC_ERROR_INVALID_OPTION ? RT_ECOMPILE : RT_ERR;
-    } else {
-        size_t n = 0;
-        r = rtc.hiprtcGetCodeSize(p, &n);
-        char *b = r == HIPRTC_SUCCESS && n ? malloc(n) : NULL;
-        if (!b || rtc.hiprtcGetCode(p, b) != HIPRTC_SUCCESS) {
-            free(b);
-            rc = RT_ERR;
-            snprintf(err, errlen, "hiprtcGetCode: %s", r != HIPRTC_SUCCESS ? rtc.hiprtcGetErrorString(r) : n ? "failed" : "empty");
-        } else {
-            *bin = b;
-            *len = n;
-        }
-    }
-    rtc.hiprtcDestroyProgram(&p);
-    if (log) *log = lg;
-    else free(lg);
-out:
-    free_defines(defs, ndefines);
-    free(opts);
-    return rc;
+    *bin = b;
+    *len = n;
+    return 0;
 }
 
 /* hipcc (the ROCm clang driver) for the device code alone: hipcc on PATH, in $ROCM_PATH/bin
@@ -437,7 +358,7 @@ static int hipcc_build(const char *arch, const char *source, const char *const *
     char hipcc[512];
     if (find_hipcc(hipcc, sizeof hipcc) != 0)
         FAIL("HIPRTC (%s) does not know %s and no hipcc was found (PATH, $ROCM_PATH/bin, /opt/rocm/bin)",
-             rtc.path[0] ? rtc.path : "HIPRTC", arch);
+             rtc.lib.path[0] ? rtc.lib.path : "HIPRTC", arch);
     const char *tmp = getenv("TMPDIR");
     char dir[512], src[600], obj[600], lgp[600];
     snprintf(dir, sizeof dir, "%s/fabench-hipcc-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -455,7 +376,7 @@ static int hipcc_build(const char *arch, const char *source, const char *const *
         goto out;
     }
     if (fclose(f) != 0) { snprintf(err, errlen, "cannot write %s", src); goto out; }
-    if (make_defines(defines, ndefines, &defs, err, errlen) != 0) goto out;
+    if (rt_defines(defines, ndefines, &defs, err, errlen) != 0) goto out;
     char archopt[96];
     snprintf(archopt, sizeof archopt, "--offload-arch=%s", arch);
     int na = 0;
@@ -484,9 +405,9 @@ static int hipcc_build(const char *arch, const char *source, const char *const *
     char *lg = NULL, *b = NULL;
     size_t ll = 0, bl = 0;
     if (read_whole(lgp, &lg, &ll) != 0) lg = NULL;
-    char note[768];
-    snprintf(note, sizeof note, "note: HIPRTC (%s) does not know %s; built with %s", rtc.path[0] ? rtc.path : "absent",
-             arch, hipcc);
+    char note[1024];
+    snprintf(note, sizeof note, "note: HIPRTC (%s) does not know %s; built with %s",
+             rtc.lib.path[0] ? rtc.lib.path : "absent", arch, hipcc);
     lg = rt_log_append(lg, note);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -504,7 +425,7 @@ static int hipcc_build(const char *arch, const char *source, const char *const *
     if (log) *log = lg;
     else free(lg);
 out:
-    free_defines(defs, ndefines);
+    rt_defines_free(defs, ndefines);
     free(argv);
     unlink(src);
     unlink(obj);
@@ -521,7 +442,7 @@ static int hip_build(const char *arch, const char *source, const char *const *de
     *bin = NULL;
     *len = 0;
     if (log) *log = NULL;
-    int have_rtc = rtc_load(err, errlen) == 0;
+    int have_rtc = rt_rtc_load(&rtc.lib, rtc_load_once, err, errlen) == 0;
     if (have_rtc && rtc_knows(arch)) return rtc_build(arch, source, defines, ndefines, bin, len, log, err, errlen);
     char hipcc[512];
     if (!have_rtc && find_hipcc(hipcc, sizeof hipcc) != 0) return RT_ERR; /* err: HIPRTC's absence */
@@ -621,8 +542,8 @@ static void fill_info(int i)
     if (hp.hipDriverGetVersion(&v) == hipSuccess) version_str(v, "HIP driver", o->driver, sizeof o->driver);
     if (hp.hipRuntimeGetVersion && hp.hipRuntimeGetVersion(&v) == hipSuccess)
         version_str(v, "HIP runtime", o->runtime_version, sizeof o->runtime_version);
-    const char *lib = strrchr(rtc.path, '/') ? strrchr(rtc.path, '/') + 1 : rtc.path;
-    snprintf(o->compiler, sizeof o->compiler, "HIPRTC %d.%d (%.80s)", rtc.major, rtc.minor, lib);
+    const char *lib = strrchr(rtc.lib.path, '/') ? strrchr(rtc.lib.path, '/') + 1 : rtc.lib.path;
+    snprintf(o->compiler, sizeof o->compiler, "HIPRTC %d.%d (%.80s)", rtc.lib.major, rtc.lib.minor, lib);
     o->is_gpu = 1;
     if (hp.hipDeviceGetAttribute(&v, hipDeviceAttributeMultiprocessorCount, i) == hipSuccess) o->compute_units = v;
     o->warp_size = hp.hipDeviceGetAttribute(&v, hipDeviceAttributeWarpSize, i) == hipSuccess && v > 0 ? v : 64;
@@ -683,7 +604,7 @@ static int hip_init_once(char *err, size_t errlen)
     r = hp.hipGetDeviceCount(&n);
     if (r != hipSuccess) FAIL("hipGetDeviceCount: %s", hip_describe(r, d, sizeof d));
     if (n <= 0) FAIL("%s", "the HIP runtime reports no AMD GPUs (check rocminfo and HIP_VISIBLE_DEVICES)");
-    if (rtc_load(err, errlen) != 0) return RT_ERR;
+    if (rt_rtc_load(&rtc.lib, rtc_load_once, err, errlen) != 0) return RT_ERR;
     if (n > RT_DRV_MAX_DEVICES) n = RT_DRV_MAX_DEVICES;
     for (int i = 0; i < n; i++) fill_info(i);
     hp.devs.ndev = n;

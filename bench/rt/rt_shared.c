@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "rt_shared.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -438,4 +439,113 @@ void rt_drv_event_free(rt_event *ev)
     ev->drv->call.event_destroy(ev->start);
     if (ev->stop != ev->start) ev->drv->call.event_destroy(ev->stop); /* a mark is one event */
     free(ev);
+}
+
+/* ---- the runtime compilers ---- */
+
+int rt_rtc_try(rt_rtc *x, const char *path, int flags, int (*take)(void *h, const char *path), char *dlerr,
+               size_t dlerrlen)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | flags);
+    if (!h) {
+        if (!dlerr[0] && !flags) snprintf(dlerr, dlerrlen, "%s", dlerror());
+        else (void)dlerror();
+        return 0;
+    }
+    if (!take(h, path)) {
+        dlclose(h);
+        return 0;
+    }
+    x->handle = h;
+    snprintf(x->path, sizeof x->path, "%s", path);
+    return 1;
+}
+
+int rt_rtc_load(rt_rtc *x, void (*load_once)(void), char *err, size_t errlen)
+{
+    pthread_once(&x->once, load_once);
+    if (!x->ok) FAIL("%s", x->why);
+    return 0;
+}
+
+int rt_defines(const char *const *defines, int ndefines, char ***defs, char *err, size_t errlen)
+{
+    *defs = calloc((size_t)ndefines + 1, sizeof **defs);
+    if (!*defs) FAIL("%s", "out of memory");
+    for (int i = 0; i < ndefines; i++) {
+        size_t l = strlen(defines[i]) + 3;
+        (*defs)[i] = malloc(l);
+        if (!(*defs)[i]) FAIL("%s", "out of memory");
+        snprintf((*defs)[i], l, "-D%s", defines[i]);
+    }
+    return 0;
+}
+
+void rt_defines_free(char **defs, int ndefines)
+{
+    if (!defs) return;
+    for (int i = 0; i < ndefines; i++) free(defs[i]);
+    free(defs);
+}
+
+/* prog's log (malloc'd; empty where the compiler gives none), NULL without memory */
+static char *rtc_log(const rt_rtc *x, void *prog)
+{
+    size_t n = 0;
+    if (x->call.log_size(prog, &n) != 0) n = 0;
+    char *log = malloc(n + 1);
+    if (!log) return NULL;
+    if (n && x->call.log(prog, log) != 0) n = 0;
+    log[n] = 0;
+    return log;
+}
+
+/* Compiles source with opts: see rt_rtc_build. */
+static int rtc_compile(const rt_rtc *x, const char *arch, const char *source, const char *const *opts, int no,
+                       void **bin, size_t *len, char **log, char *err, size_t errlen)
+{
+    void *p = NULL;
+    int r = x->call.create(&p, source, x->file, 0, NULL, NULL);
+    if (r != 0) FAIL("%sCreateProgram: %s", x->prefix, x->call.error_string(r));
+    r = x->call.compile(p, no, opts);
+    char *lg = rtc_log(x, p);
+    int rc;
+    if (r != 0) {
+        char line[1024];
+        int o = snprintf(line, sizeof line, "%sCompileProgram (%s %d.%d, %s): %s; options:", x->prefix, x->name,
+                         x->major, x->minor, arch, x->call.error_string(r));
+        for (int i = 0; i < no && o > 0 && (size_t)o < sizeof line; i++)
+            o += snprintf(line + o, sizeof line - (size_t)o, " %s", opts[i]);
+        if (x->refused) x->refused(arch, r, &lg, line, sizeof line, o);
+        lg = rt_log_append(lg, line);
+        if (x->no_diagnostic && !strstr(lg, "error")) lg = rt_log_append(lg, x->no_diagnostic);
+        snprintf(err, errlen, "%s", line);
+        rc = r == x->compilation || r == x->invalid_option ? RT_ECOMPILE : RT_ERR;
+    } else {
+        rc = x->get_code(arch, p, bin, len, err, errlen);
+    }
+    x->call.destroy(&p);
+    if (log) *log = lg;
+    else free(lg);
+    return rc;
+}
+
+int rt_rtc_build(const rt_rtc *x, const char *arch, const char *source, const char *const *fixed, int nfixed,
+                 const char *const *defines, int ndefines, void **bin, size_t *len, char **log, char *err,
+                 size_t errlen)
+{
+    char **defs = NULL;
+    const char **opts = calloc((size_t)(nfixed + ndefines) + 1, sizeof *opts);
+    if (!opts || rt_defines(defines, ndefines, &defs, err, errlen) != 0) {
+        free(opts);
+        rt_defines_free(defs, ndefines);
+        FAIL("%s", "out of memory");
+    }
+    int no = 0;
+    for (int i = 0; i < nfixed; i++) opts[no++] = fixed[i];
+    for (int i = 0; i < ndefines; i++) opts[no++] = defs[i];
+    const int rc = rtc_compile(x, arch, source, opts, no, bin, len, log, err, errlen);
+    rt_defines_free(defs, ndefines);
+    free(opts);
+    return rc;
 }

@@ -6,6 +6,7 @@
 #ifndef FABENCH_RT_SHARED_H
 #define FABENCH_RT_SHARED_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -224,5 +225,65 @@ int rt_drv_enqueue(rt_ctx *c, void *fn, const size_t grid[3], const size_t block
 int rt_drv_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen);
 int rt_drv_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms);
 void rt_drv_event_free(rt_event *ev);
+
+/* ---- the runtime compilers: NVRTC (cuda.c) and HIPRTC (hip.c) ----
+ *
+ * HIPRTC is NVRTC's API under hiprtc names: a program made from source, compiled with
+ * options, its log, its code. Each runtime keeps an rt_rtc: how it words and judges a
+ * build, its library once loaded, and the calls a build makes. */
+
+/* The calls, as the runtime's take (rt_rtc_try) loaded them: programs as void pointers,
+ * results as int, 0 for success. */
+typedef struct {
+    int (*create)(void **prog, const char *src, const char *name, int nheaders, const char *const *headers,
+                  const char *const *include_names);
+    int (*destroy)(void **prog);
+    int (*compile)(void *prog, int nopts, const char *const *opts);
+    int (*log_size)(void *prog, size_t *n);
+    int (*log)(void *prog, char *log);
+    const char *(*error_string)(int r);
+} rt_rtc_calls;
+
+typedef struct {
+    const char *name;            /* "NVRTC", "HIPRTC" */
+    const char *prefix;          /* its calls' names begin so: "nvrtc", "hiprtc" */
+    const char *file;            /* the name a build gives the source: "attn_fwd.cu" */
+    int compilation, invalid_option; /* results that refuse the source or the options: RT_ECOMPILE */
+    /* where a compile for arch fails with r: adds what the runtime can say to *log, or to the
+     * error line (size bytes, o of them written); NULL where it has nothing to add */
+    void (*refused)(const char *arch, int r, char **log, char *line, size_t size, int o);
+    const char *no_diagnostic;   /* appended after the error line where the log says no "error" */
+    /* the code of a compiled prog into *bin (malloc'd): 0, or RT_ERR with err */
+    int (*get_code)(const char *arch, void *prog, void **bin, size_t *len, char *err, size_t errlen);
+    /* the library: loaded once (by init or by the first offline compile), read-only after */
+    pthread_once_t once;         /* PTHREAD_ONCE_INIT */
+    int ok;
+    char why[448];               /* why it cannot be used */
+    char path[256];              /* where it was found */
+    int major, minor;
+    void *handle;
+    rt_rtc_calls call;
+} rt_rtc;
+
+/* dlopens path (RTLD_NOW | RTLD_LOCAL | flags) and has take(h, path) load its symbols: 1
+ * with x's handle and path set, or 0 with it closed again (the first dlopen error of a
+ * call with no flags kept in dlerr; take says in x->why why a library does not do). */
+int rt_rtc_try(rt_rtc *x, const char *path, int flags, int (*take)(void *h, const char *path), char *dlerr,
+               size_t dlerrlen);
+/* Loads the library once with load_once: 0, or RT_ERR with x->why in err. */
+int rt_rtc_load(rt_rtc *x, void (*load_once)(void), char *err, size_t errlen);
+
+/* "-D<define>" for each define in *defs (malloc'd, NULL-terminated): 0, or RT_ERR with err
+ * (free what was made with rt_defines_free either way). */
+int rt_defines(const char *const *defines, int ndefines, char ***defs, char *err, size_t errlen);
+void rt_defines_free(char **defs, int ndefines);
+
+/* Builds source for arch with the options fixed[0..nfixed) and a -D for each define: the
+ * code into *bin (malloc'd), the compiler's log into *log (malloc'd, where log is not NULL;
+ * on failure too, with the failed call and its options on its last lines). 0, RT_ECOMPILE
+ * or RT_ERR, with err. */
+int rt_rtc_build(const rt_rtc *x, const char *arch, const char *source, const char *const *fixed, int nfixed,
+                 const char *const *defines, int ndefines, void **bin, size_t *len, char **log, char *err,
+                 size_t errlen);
 
 #endif
