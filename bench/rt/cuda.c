@@ -213,9 +213,6 @@ static int nvrtc_take(void *h, const char *path)
                          path, sym); return 0)
     NVRTC_API(X_LOAD)
 #undef X_LOAD
-    nv.lib.call = (rt_rtc_calls){.create = nv.nvrtcCreateProgram, .destroy = nv.nvrtcDestroyProgram,
-                                 .compile = nv.nvrtcCompileProgram, .log_size = nv.nvrtcGetProgramLogSize,
-                                 .log = nv.nvrtcGetProgramLog, .error_string = nv.nvrtcGetErrorString};
     return 1;
 }
 
@@ -234,11 +231,7 @@ static void nvrtc_load_once(void)
         } else {
             snprintf(dir, sizeof dir, "/usr/lib/x86_64-linux-gnu");
         }
-        for (size_t i = 0; i < nn && !nv.lib.handle; i++) {
-            char path[192];
-            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-            rt_rtc_try(&nv.lib, path, 0, nvrtc_take, dlerr, sizeof dlerr);
-        }
+        rt_rtc_try_in(&nv.lib, dir, names, nn, nvrtc_take, dlerr, sizeof dlerr);
     }
     if (!nv.lib.handle) {
         if (!nv.lib.why[0])
@@ -248,6 +241,9 @@ static void nvrtc_load_once(void)
                      dlerr);
         return;
     }
+    nv.lib.call = (rt_rtc_calls){.create = nv.nvrtcCreateProgram, .destroy = nv.nvrtcDestroyProgram,
+                                 .compile = nv.nvrtcCompileProgram, .log_size = nv.nvrtcGetProgramLogSize,
+                                 .log = nv.nvrtcGetProgramLog, .error_string = nv.nvrtcGetErrorString};
     if (nv.nvrtcVersion(&nv.lib.major, &nv.lib.minor) != NVRTC_SUCCESS) nv.lib.major = nv.lib.minor = 0;
     /* NVRTC loads libnvrtc-builtins.so.X.Y by name at its first compile; where we found NVRTC
      * in a directory the loader does not search, load the builtins from there first, so that

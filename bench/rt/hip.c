@@ -205,9 +205,6 @@ static int rtc_take(void *h, const char *path)
                 snprintf(rtc.lib.why, sizeof rtc.lib.why, "%s lacks the required symbol %s", path, sym); return 0)
     HIPRTC_API(X_LOAD)
 #undef X_LOAD
-    rtc.lib.call = (rt_rtc_calls){.create = rtc.hiprtcCreateProgram, .destroy = rtc.hiprtcDestroyProgram,
-                                  .compile = rtc.hiprtcCompileProgram, .log_size = rtc.hiprtcGetProgramLogSize,
-                                  .log = rtc.hiprtcGetProgramLog, .error_string = rtc.hiprtcGetErrorString};
     return 1;
 }
 
@@ -225,11 +222,9 @@ static void rtc_load_once(void)
     for (int d = 0; d < 2 && !rtc.lib.handle; d++) {
         const char *dir = d == 0 ? rocm : "/opt/rocm";
         if (!dir || !dir[0]) continue;
-        for (size_t i = 0; i < nn && !rtc.lib.handle; i++) {
-            char path[256];
-            snprintf(path, sizeof path, "%s/lib/%s", dir, names[i]);
-            rt_rtc_try(&rtc.lib, path, 0, rtc_take, dlerr, sizeof dlerr);
-        }
+        char lib[512];
+        snprintf(lib, sizeof lib, "%s/lib", dir);
+        rt_rtc_try_in(&rtc.lib, lib, names, nn, rtc_take, dlerr, sizeof dlerr);
     }
     if (!rtc.lib.handle) {
         if (!rtc.lib.why[0])
@@ -238,6 +233,9 @@ static void rtc_load_once(void)
                      "HIPRTC (Debian: libamdhip64-dev) or set ROCM_PATH", dlerr);
         return;
     }
+    rtc.lib.call = (rt_rtc_calls){.create = rtc.hiprtcCreateProgram, .destroy = rtc.hiprtcDestroyProgram,
+                                  .compile = rtc.hiprtcCompileProgram, .log_size = rtc.hiprtcGetProgramLogSize,
+                                  .log = rtc.hiprtcGetProgramLog, .error_string = rtc.hiprtcGetErrorString};
     if (!rtc.hiprtcVersion || rtc.hiprtcVersion(&rtc.lib.major, &rtc.lib.minor) != HIPRTC_SUCCESS)
         rtc.lib.major = rtc.lib.minor = 0;
     /* the code-object manager (comgr) HIPRTC compiles with, to ask it which targets it

@@ -461,6 +461,16 @@ int rt_rtc_try(rt_rtc *x, const char *path, int flags, int (*take)(void *h, cons
     return 1;
 }
 
+void rt_rtc_try_in(rt_rtc *x, const char *dir, const char *const *names, size_t nn,
+                   int (*take)(void *h, const char *path), char *dlerr, size_t dlerrlen)
+{
+    for (size_t i = 0; i < nn && !x->handle; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        rt_rtc_try(x, path, 0, take, dlerr, dlerrlen);
+    }
+}
+
 int rt_rtc_load(rt_rtc *x, void (*load_once)(void), char *err, size_t errlen)
 {
     pthread_once(&x->once, load_once);

@@ -270,6 +270,9 @@ typedef struct {
  * call with no flags kept in dlerr; take says in x->why why a library does not do). */
 int rt_rtc_try(rt_rtc *x, const char *path, int flags, int (*take)(void *h, const char *path), char *dlerr,
                size_t dlerrlen);
+/* rt_rtc_try of dir/name for each of names[0..nn) until one loads */
+void rt_rtc_try_in(rt_rtc *x, const char *dir, const char *const *names, size_t nn,
+                   int (*take)(void *h, const char *path), char *dlerr, size_t dlerrlen);
 /* Loads the library once with load_once: 0, or RT_ERR with x->why in err. */
 int rt_rtc_load(rt_rtc *x, void (*load_once)(void), char *err, size_t errlen);
 
