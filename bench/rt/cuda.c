@@ -544,7 +544,7 @@ static int cu_init_once(char *err, size_t errlen)
     if (!cu.cuEventElapsedTime_v2 && !cu.cuEventElapsedTime)
         FAIL("%s", "libcuda.so.1 has neither cuEventElapsedTime_v2 nor cuEventElapsedTime");
     cu_drv.call = (rt_drv_calls){
-        .stream_sync = cu.cuStreamSynchronize,
+        .device_count = cu.cuDeviceGetCount, .stream_sync = cu.cuStreamSynchronize,
         .mem_alloc = cu.cuMemAlloc, .mem_free = cu.cuMemFree, .htod = cu.cuMemcpyHtoDAsync,
         .dtoh = cu.cuMemcpyDtoHAsync, .memset32 = cu.cuMemsetD32Async,
         .module_load = cu.cuModuleLoadData, .module_unload = cu.cuModuleUnload,
@@ -560,11 +560,10 @@ static int cu_init_once(char *err, size_t errlen)
         FAIL("cuInit failed: %s%s", cu_describe(r, d, sizeof d),
              r == CUDA_ERROR_NO_DEVICE ? "; check nvidia-smi and CUDA_VISIBLE_DEVICES" : "");
     int n = 0;
-    r = cu.cuDeviceGetCount(&n);
-    if (r != CUDA_SUCCESS) FAIL("cuDeviceGetCount: %s", cu_describe(r, d, sizeof d));
-    if (n <= 0) FAIL("%s", "the NVIDIA driver reports no CUDA devices (check nvidia-smi and CUDA_VISIBLE_DEVICES)");
-    if (rt_rtc_load(&nv.lib, nvrtc_load_once, err, errlen) != 0) return RT_ERR;
-    if (n > RT_DRV_MAX_DEVICES) n = RT_DRV_MAX_DEVICES;
+    if (rt_drv_device_count(&cu_drv, &n, "the NVIDIA driver reports no CUDA devices (check nvidia-smi and "
+                            "CUDA_VISIBLE_DEVICES)", err, errlen) != 0 ||
+        rt_rtc_load(&nv.lib, nvrtc_load_once, err, errlen) != 0)
+        return RT_ERR;
     for (int i = 0; i < n; i++) {
         r = cu.cuDeviceGet(&cu.dev[cu.devs.ndev], i);
         if (r != CUDA_SUCCESS) continue;
@@ -842,7 +841,7 @@ static rt_drv cu_drv = {
     .not_ready = CUDA_ERROR_NOT_READY, .out_of_resources = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
     .invalid_value = CUDA_ERROR_INVALID_VALUE, .describe = cu_describe, .sticky = cu_sticky, .select = cu_select,
     .build = cu_build, .devs = &cu.devs,
-    .name = {.select = "cuCtxSetCurrent", .stream_sync = "cuStreamSynchronize", .mem_alloc = "cuMemAlloc",
+    .name = {.device_count = "cuDeviceGetCount", .select = "cuCtxSetCurrent", .stream_sync = "cuStreamSynchronize", .mem_alloc = "cuMemAlloc",
              .htod = "cuMemcpyHtoD", .dtoh = "cuMemcpyDtoH", .memset32 = "cuMemsetD32Async",
              .module_load = "cuModuleLoadData", .get_function = "cuModuleGetFunction", .launch = "cuLaunchKernel",
              .stream_query = "cuStreamQuery", .event_create = "cuEventCreate"},

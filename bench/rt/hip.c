@@ -583,7 +583,7 @@ static int hip_init_once(char *err, size_t errlen)
     HIP_API(X_LOAD)
 #undef X_LOAD
     hip_drv.call = (rt_drv_calls){
-        .stream_sync = hp.hipStreamSynchronize,
+        .device_count = hp.hipGetDeviceCount, .stream_sync = hp.hipStreamSynchronize,
         .mem_alloc = hip_malloc, .mem_free = hip_free, .htod = hip_htod, .dtoh = hip_dtoh,
         .memset32 = hp.hipMemsetD32Async ? hip_memset32 : NULL,
         .module_load = hp.hipModuleLoadData, .module_unload = hp.hipModuleUnload,
@@ -599,11 +599,10 @@ static int hip_init_once(char *err, size_t errlen)
              r == hipErrorNoDevice || r == hipErrorInvalidDevice
                  ? "; no usable AMD GPU (check rocminfo, /dev/kfd access and HIP_VISIBLE_DEVICES)" : "");
     int n = 0;
-    r = hp.hipGetDeviceCount(&n);
-    if (r != hipSuccess) FAIL("hipGetDeviceCount: %s", hip_describe(r, d, sizeof d));
-    if (n <= 0) FAIL("%s", "the HIP runtime reports no AMD GPUs (check rocminfo and HIP_VISIBLE_DEVICES)");
-    if (rt_rtc_load(&rtc.lib, rtc_load_once, err, errlen) != 0) return RT_ERR;
-    if (n > RT_DRV_MAX_DEVICES) n = RT_DRV_MAX_DEVICES;
+    if (rt_drv_device_count(&hip_drv, &n, "the HIP runtime reports no AMD GPUs (check rocminfo and "
+                            "HIP_VISIBLE_DEVICES)", err, errlen) != 0 ||
+        rt_rtc_load(&rtc.lib, rtc_load_once, err, errlen) != 0)
+        return RT_ERR;
     for (int i = 0; i < n; i++) fill_info(i);
     hp.devs.ndev = n;
     return 0;
@@ -696,7 +695,7 @@ static rt_drv hip_drv = {
     .not_ready = hipErrorNotReady, .out_of_resources = hipErrorLaunchOutOfResources,
     .invalid_value = hipErrorInvalidValue, .describe = hip_describe, .sticky = hip_sticky, .select = hip_select,
     .build = hip_build, .devs = &hp.devs,
-    .name = {.select = "hipSetDevice", .stream_sync = "hipStreamSynchronize", .mem_alloc = "hipMalloc",
+    .name = {.device_count = "hipGetDeviceCount", .select = "hipSetDevice", .stream_sync = "hipStreamSynchronize", .mem_alloc = "hipMalloc",
              .htod = "hipMemcpyHtoDAsync", .dtoh = "hipMemcpyDtoHAsync", .memset32 = "hipMemsetD32Async",
              .module_load = "hipModuleLoadData", .get_function = "hipModuleGetFunction",
              .launch = "hipModuleLaunchKernel", .stream_query = "hipStreamQuery", .event_create = "hipEventCreateWithFlags"},

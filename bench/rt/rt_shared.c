@@ -142,6 +142,18 @@ int rt_drv_device_info(const rt_drv_devices *devs, int index, rt_device_info *ou
     return 0;
 }
 
+int rt_drv_device_count(const rt_drv *d, int *n, const char *none, char *err, size_t errlen)
+{
+    const int r = d->call.device_count(n);
+    if (r != 0) {
+        char desc[256];
+        FAIL("%s: %s", d->name.device_count, d->describe(r, desc, sizeof desc));
+    }
+    if (*n <= 0) FAIL("%s", none);
+    if (*n > RT_DRV_MAX_DEVICES) *n = RT_DRV_MAX_DEVICES;
+    return 0;
+}
+
 void *rt_drv_ctx_new(const rt_drv *d, int index, size_t size, char *err, size_t errlen)
 {
     if (index < 0 || index >= d->devs->ndev) {

@@ -118,6 +118,7 @@ typedef struct {
 /* The calls the shared routines make, as the runtime loaded them (its init fills them in):
  * the API's handles as void pointers, its results as int, 0 for success. */
 typedef struct {
+    int (*device_count)(int *n);
     int (*stream_sync)(void *stream);
     int (*stream_query)(void *stream);
     int (*mem_alloc)(rt_devptr *ptr, size_t bytes);
@@ -155,8 +156,8 @@ struct rt_drv {
                  size_t *len, char **log, char *err, size_t errlen);
     rt_drv_devices *devs;
     struct {                     /* the calls' names in messages */
-        const char *select, *stream_sync, *stream_query, *mem_alloc, *htod, *dtoh, *memset32, *module_load,
-            *get_function, *launch, *event_create;
+        const char *device_count, *select, *stream_sync, *stream_query, *mem_alloc, *htod, *dtoh, *memset32,
+            *module_load, *get_function, *launch, *event_create;
     } name;
     rt_drv_calls call;
 };
@@ -184,6 +185,9 @@ int rt_drv_bind(rt_ctx *c, char *err, size_t errlen);
  * no devices where it failed); 0, or that result again with its message in err. */
 int rt_drv_init(rt_drv_devices *devs, int (*once)(char *err, size_t errlen), char *err, size_t errlen);
 int rt_drv_device_info(const rt_drv_devices *devs, int index, rt_device_info *out);
+/* For init: the API's device count into *n (at most RT_DRV_MAX_DEVICES); 0, or RT_ERR with
+ * err: the call's failure, or none where there are no devices. */
+int rt_drv_device_count(const rt_drv *d, int *n, const char *none, char *err, size_t errlen);
 
 /* A zeroed struct rt_ctx of size bytes for device index, its rt_drv_ctx's drv and arch
  * set; NULL with err where there is no such device or no memory. */
