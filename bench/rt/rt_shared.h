@@ -193,6 +193,14 @@ int rt_drv_device_count(const rt_drv *d, int *n, const char *none, char *err, si
  * set; NULL with err where there is no such device or no memory. */
 void *rt_drv_ctx_new(const rt_drv *d, int index, size_t size, char *err, size_t errlen);
 
+/* The rt_runtime entries that are rt_drv_* for every driver-style runtime. */
+#define RT_DRV_ENTRIES                                                                      \
+    .compile = rt_drv_compile, .kernel_free = rt_drv_kernel_free, .binary = rt_drv_binary,  \
+    .module_free = rt_drv_module_free, .load_binary = rt_drv_load_binary, .alloc = rt_drv_alloc, \
+    .buf_free = rt_drv_buf_free, .upload = rt_drv_upload, .fill = rt_drv_fill,              \
+    .download = rt_drv_download, .finish = rt_drv_finish, .elapsed_ms = rt_drv_elapsed_ms,  \
+    .event_free = rt_drv_event_free
+
 /* rt_runtime's alloc, buf_free, upload, download and fill. Copies run on the context's
  * stream, so they are ordered with its launches, and return once complete. */
 int rt_drv_alloc(rt_ctx *c, size_t bytes, rt_buf **out, char *err, size_t errlen);
