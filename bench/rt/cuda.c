@@ -544,11 +544,11 @@ static int cu_init_once(char *err, size_t errlen)
     if (!cu.cuEventElapsedTime_v2 && !cu.cuEventElapsedTime)
         FAIL("%s", "libcuda.so.1 has neither cuEventElapsedTime_v2 nor cuEventElapsedTime");
     cu_drv.call = (rt_drv_calls){
-        .device_count = cu.cuDeviceGetCount, .stream_sync = cu.cuStreamSynchronize,
+        .device_count = cu.cuDeviceGetCount, .stream_sync = cu.cuStreamSynchronize, .stream_query = cu.cuStreamQuery,
         .mem_alloc = cu.cuMemAlloc, .mem_free = cu.cuMemFree, .htod = cu.cuMemcpyHtoDAsync,
         .dtoh = cu.cuMemcpyDtoHAsync, .memset32 = cu.cuMemsetD32Async,
         .module_load = cu.cuModuleLoadData, .module_unload = cu.cuModuleUnload,
-        .get_function = cu.cuModuleGetFunction, .launch = cu.cuLaunchKernel, .stream_query = cu.cuStreamQuery,
+        .get_function = cu.cuModuleGetFunction, .launch = cu.cuLaunchKernel,
         .event_create = cu.cuEventCreate, .event_record = cu.cuEventRecord, .event_sync = cu.cuEventSynchronize,
         .event_destroy = cu.cuEventDestroy,
         .event_elapsed = cu.cuEventElapsedTime_v2 ? cu.cuEventElapsedTime_v2 : cu.cuEventElapsedTime,
@@ -839,12 +839,12 @@ static int cu_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t
 static rt_drv cu_drv = {
     .api = "CUDA", .lib = "libcuda.so.1", .sticky_msg = STICKY_MSG, .shared_mem = "shared",
     .not_ready = CUDA_ERROR_NOT_READY, .out_of_resources = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
-    .invalid_value = CUDA_ERROR_INVALID_VALUE, .describe = cu_describe, .sticky = cu_sticky, .select = cu_select,
-    .build = cu_build, .devs = &cu.devs,
-    .name = {.device_count = "cuDeviceGetCount", .select = "cuCtxSetCurrent", .stream_sync = "cuStreamSynchronize", .mem_alloc = "cuMemAlloc",
-             .htod = "cuMemcpyHtoD", .dtoh = "cuMemcpyDtoH", .memset32 = "cuMemsetD32Async",
-             .module_load = "cuModuleLoadData", .get_function = "cuModuleGetFunction", .launch = "cuLaunchKernel",
-             .stream_query = "cuStreamQuery", .event_create = "cuEventCreate"},
+    .invalid_value = CUDA_ERROR_INVALID_VALUE,
+    .describe = cu_describe, .sticky = cu_sticky, .select = cu_select, .build = cu_build, .devs = &cu.devs,
+    .name = {.device_count = "cuDeviceGetCount", .select = "cuCtxSetCurrent", .stream_sync = "cuStreamSynchronize",
+             .stream_query = "cuStreamQuery", .mem_alloc = "cuMemAlloc", .htod = "cuMemcpyHtoD",
+             .dtoh = "cuMemcpyDtoH", .memset32 = "cuMemsetD32Async", .module_load = "cuModuleLoadData",
+             .get_function = "cuModuleGetFunction", .launch = "cuLaunchKernel", .event_create = "cuEventCreate"},
 };
 
 const rt_runtime rt_cuda = {

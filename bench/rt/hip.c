@@ -138,9 +138,10 @@ static struct {
     HIPRTC_API(RT_API_MEMBER)
     comgr_count_fn isa_count; /* the code-object manager HIPRTC compiles with: which targets it knows */
     comgr_name_fn isa_name;
-} rtc = {.lib = {.name = "HIPRTC", .prefix = "hiprtc", .file = "attn_fwd.hip", .compilation = HIPRTC_ERROR_COMPILATION,
-                 .invalid_option = HIPRTC_ERROR_INVALID_OPTION, .no_diagnostic = "error: HIPRTC failed without a diagnostic",
-                 .get_code = rtc_code, .once = PTHREAD_ONCE_INIT}};
+} rtc = {.lib = {.name = "HIPRTC", .prefix = "hiprtc", .file = "attn_fwd.hip",
+                 .compilation = HIPRTC_ERROR_COMPILATION, .invalid_option = HIPRTC_ERROR_INVALID_OPTION,
+                 .no_diagnostic = "error: HIPRTC failed without a diagnostic", .get_code = rtc_code,
+                 .once = PTHREAD_ONCE_INIT}};
 
 struct rt_ctx {
     rt_drv_ctx h;    /* at.dev: the device */
@@ -583,11 +584,11 @@ static int hip_init_once(char *err, size_t errlen)
     HIP_API(X_LOAD)
 #undef X_LOAD
     hip_drv.call = (rt_drv_calls){
-        .device_count = hp.hipGetDeviceCount, .stream_sync = hp.hipStreamSynchronize,
+        .device_count = hp.hipGetDeviceCount, .stream_sync = hp.hipStreamSynchronize, .stream_query = hp.hipStreamQuery,
         .mem_alloc = hip_malloc, .mem_free = hip_free, .htod = hip_htod, .dtoh = hip_dtoh,
         .memset32 = hp.hipMemsetD32Async ? hip_memset32 : NULL,
         .module_load = hp.hipModuleLoadData, .module_unload = hp.hipModuleUnload,
-        .get_function = hp.hipModuleGetFunction, .launch = hp.hipModuleLaunchKernel, .stream_query = hp.hipStreamQuery,
+        .get_function = hp.hipModuleGetFunction, .launch = hp.hipModuleLaunchKernel,
         .event_create = hp.hipEventCreateWithFlags, .event_record = hp.hipEventRecord,
         .event_sync = hp.hipEventSynchronize, .event_destroy = hp.hipEventDestroy,
         .event_elapsed = hp.hipEventElapsedTime,
@@ -673,7 +674,8 @@ static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->p = (void *)(u
 static int hip_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t block[3], size_t dyn_shared,
                       const rt_arg *args, int nargs, rt_event **ev, char *err, size_t errlen)
 {
-    const int chk = rt_drv_launch_check(c, grid, block, hp.devs.info[c->h.at.dev].max_grid, k->max_threads, err, errlen);
+    const size_t *max_grid = hp.devs.info[c->h.at.dev].max_grid;
+    const int chk = rt_drv_launch_check(c, grid, block, max_grid, k->max_threads, err, errlen);
     if (chk != 0) return chk;
     /* HIP's own limit: grid times block at most 2^32 - 1 threads along each dimension */
     for (int i = 0; i < 3; i++)
@@ -693,12 +695,13 @@ static int hip_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_
 static rt_drv hip_drv = {
     .api = "HIP", .lib = "libamdhip64", .sticky_msg = STICKY_MSG, .shared_mem = "LDS",
     .not_ready = hipErrorNotReady, .out_of_resources = hipErrorLaunchOutOfResources,
-    .invalid_value = hipErrorInvalidValue, .describe = hip_describe, .sticky = hip_sticky, .select = hip_select,
-    .build = hip_build, .devs = &hp.devs,
-    .name = {.device_count = "hipGetDeviceCount", .select = "hipSetDevice", .stream_sync = "hipStreamSynchronize", .mem_alloc = "hipMalloc",
-             .htod = "hipMemcpyHtoDAsync", .dtoh = "hipMemcpyDtoHAsync", .memset32 = "hipMemsetD32Async",
-             .module_load = "hipModuleLoadData", .get_function = "hipModuleGetFunction",
-             .launch = "hipModuleLaunchKernel", .stream_query = "hipStreamQuery", .event_create = "hipEventCreateWithFlags"},
+    .invalid_value = hipErrorInvalidValue,
+    .describe = hip_describe, .sticky = hip_sticky, .select = hip_select, .build = hip_build, .devs = &hp.devs,
+    .name = {.device_count = "hipGetDeviceCount", .select = "hipSetDevice", .stream_sync = "hipStreamSynchronize",
+             .stream_query = "hipStreamQuery", .mem_alloc = "hipMalloc", .htod = "hipMemcpyHtoDAsync",
+             .dtoh = "hipMemcpyDtoHAsync", .memset32 = "hipMemsetD32Async", .module_load = "hipModuleLoadData",
+             .get_function = "hipModuleGetFunction", .launch = "hipModuleLaunchKernel",
+             .event_create = "hipEventCreateWithFlags"},
 };
 
 const rt_runtime rt_hip = {
