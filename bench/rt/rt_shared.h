@@ -219,8 +219,8 @@ int rt_drv_binary(rt_module *m, void **data, size_t *len);
 void rt_drv_module_free(rt_module *m);
 void rt_drv_kernel_free(rt_kernel *k);
 
-/* The start of get_kernel: a zeroed struct rt_kernel of size bytes with kernel name of m's
- * function handle in its first member; NULL with err where the module has no such kernel. */
+/* The start of get_kernel: a zeroed struct rt_kernel of size bytes whose first member holds
+ * the handle of m's function name; NULL with err where m has no such function. */
 void *rt_drv_kernel_new(rt_module *m, const char *name, size_t size, char *err, size_t errlen);
 
 /* The start of launch: binds c and checks grid and block (rt_check_launch under the API's
@@ -244,8 +244,8 @@ void rt_drv_event_free(rt_event *ev);
  * options, its log, its code. Each runtime keeps an rt_rtc: how it words and judges a
  * build, its library once loaded, and the calls a build makes. */
 
-/* The calls, as the runtime's take (rt_rtc_try) loaded them: programs as void pointers,
- * results as int, 0 for success. */
+/* The calls, filled in by the runtime once its library is found: programs as void
+ * pointers, results as int, 0 for success. */
 typedef struct {
     int (*create)(void **prog, const char *src, const char *name, int nheaders, const char *const *headers,
                   const char *const *include_names);
@@ -294,9 +294,9 @@ int rt_defines(const char *const *defines, int ndefines, char ***defs, char *err
 void rt_defines_free(char **defs, int ndefines);
 
 /* Builds source for arch with the options fixed[0..nfixed) and a -D for each define: the
- * code into *bin (malloc'd), the compiler's log into *log (malloc'd, where log is not NULL;
- * on failure too, with the failed call and its options on its last lines). 0, RT_ECOMPILE
- * or RT_ERR, with err. */
+ * code into *bin (malloc'd), the compiler's log into *log where log is not NULL (malloc'd;
+ * on a failed compile too, the failed call and its options on its last line; untouched
+ * where no program could be made). 0, RT_ECOMPILE or RT_ERR, with err. */
 int rt_rtc_build(const rt_rtc *x, const char *arch, const char *source, const char *const *fixed, int nfixed,
                  const char *const *defines, int ndefines, void **bin, size_t *len, char **log, char *err,
                  size_t errlen);
