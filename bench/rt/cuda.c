@@ -870,3 +870,6 @@ const rt_runtime rt_cuda = {
     .graph_launch = cu_graph_launch,
     .graph_free = cu_graph_free,
 };
+
+/* the layouts rt_shared.c relies on, for the rt_drv_* entries above */
+RT_DRV_LAYOUT_CHECK;

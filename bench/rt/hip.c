@@ -716,3 +716,6 @@ const rt_runtime rt_hip = {
     .launch = hip_launch,
     .compile_offline = hip_compile_offline,
 };
+
+/* the layouts rt_shared.c relies on, for the rt_drv_* entries above */
+RT_DRV_LAYOUT_CHECK;

@@ -105,6 +105,14 @@ struct rt_event {
     void *start, *stop;          /* CUevent, hipEvent_t */
 };
 
+/* The layouts the rt_drv_* routines rely on, checked in each runtime after its structs. */
+#define RT_DRV_LAYOUT_CHECK                                                                  \
+    _Static_assert(offsetof(struct rt_ctx, h) == 0, "struct rt_ctx begins with its rt_drv_ctx"); \
+    _Static_assert(offsetof(struct rt_buf, h) == 0 && sizeof(struct rt_buf) == sizeof(rt_drv_buf), \
+                   "struct rt_buf is an rt_drv_buf");                                        \
+    _Static_assert(offsetof(struct rt_kernel, f) == 0 && sizeof(((struct rt_kernel *)0)->f) == sizeof(void *), \
+                   "struct rt_kernel begins with its function's handle")
+
 #define RT_DRV_MAX_DEVICES 32
 
 /* A runtime's devices, found by its init once: read-only afterwards. */
