@@ -22,15 +22,16 @@
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef struct CUevent_st *CUevent;
+/* the handles the shared routines pass (rt_shared.h) as void pointers */
+typedef void *CUcontext;
+typedef void *CUmodule;
+typedef void *CUfunction;
+typedef void *CUstream;
+typedef void *CUevent;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef int nvrtcResult;
-typedef struct _nvrtcProgram *nvrtcProgram;
+typedef void *nvrtcProgram;
 
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_INVALID_VALUE 1
@@ -133,39 +134,28 @@ typedef struct _nvrtcProgram *nvrtcProgram;
     X(nvrtcGetNumSupportedArchs, "nvrtcGetNumSupportedArchs", nvrtcResult, (int *), 0)         \
     X(nvrtcGetSupportedArchs, "nvrtcGetSupportedArchs", nvrtcResult, (int *), 0)
 
-#define X_TYPEDEF(member, sym, ret, params, req) typedef ret (*member##_fn) params;
-CU_API(X_TYPEDEF)
-NVRTC_API(X_TYPEDEF)
-#undef X_TYPEDEF
-
-#define MAX_DEVICES 32
+CU_API(RT_API_TYPEDEF)
+NVRTC_API(RT_API_TYPEDEF)
 
 /* The driver's state: filled once by cu_init, read-only afterwards. */
 static struct {
-    int inited, init_rc;
-    char init_err[512];
+    rt_drv_devices devs;
     void *lib;
-#define X_MEMBER(member, sym, ret, params, req) member##_fn member;
-    CU_API(X_MEMBER)
-#undef X_MEMBER
-    int ndev;
-    CUdevice dev[MAX_DEVICES];
-    int optin_shared[MAX_DEVICES];
-    rt_device_info info[MAX_DEVICES];
+    CU_API(RT_API_MEMBER)
+    CUdevice dev[RT_DRV_MAX_DEVICES];
+    int optin_shared[RT_DRV_MAX_DEVICES];
 } cu;
+
+static void nvrtc_refused(const char *arch, int r, char **log, char *line, size_t size, int o);
+static int nvrtc_code(const char *arch, void *prog, void **bin, size_t *len, char *err, size_t errlen);
 
 /* NVRTC's state: loaded once (by init or by the first offline compile), read-only after. */
 static struct {
-    pthread_once_t once;
-    int ok;
-    char why[448];
-    char path[256];
-    int major, minor;
-    void *lib;
-#define X_MEMBER(member, sym, ret, params, req) member##_fn member;
-    NVRTC_API(X_MEMBER)
-#undef X_MEMBER
-} nv = {.once = PTHREAD_ONCE_INIT};
+    rt_rtc lib;
+    NVRTC_API(RT_API_MEMBER)
+} nv = {.lib = {.name = "NVRTC", .prefix = "nvrtc", .file = "attn_fwd.cu", .compilation = NVRTC_ERROR_COMPILATION,
+                .invalid_option = NVRTC_ERROR_INVALID_OPTION, .refused = nvrtc_refused, .get_code = nvrtc_code,
+                .once = PTHREAD_ONCE_INIT}};
 
 /* The timing gate (kernels/gate.ptx): loaded on first use. */
 typedef struct {
@@ -179,26 +169,16 @@ typedef struct {
 } cu_gate;
 
 struct rt_ctx {
+    rt_drv_ctx h;    /* at.ctx: the device's primary context */
     int index;
     CUdevice dev;
-    CUcontext ctx;
-    CUstream stream;
     int optin_shared;
-    char arch[64];
     cu_gate gate;
 };
-struct rt_buf { CUdeviceptr ptr; CUcontext ctx; };
-struct rt_module {
-    rt_ctx *c;
-    CUmodule mod;
-    void *bin;     /* the CUBIN that was loaded */
-    size_t binlen;
-    char *log;     /* NVRTC's log with ptxas' resource report */
-};
+struct rt_buf { rt_drv_buf h; };
 struct rt_kernel { CUfunction f; long max_threads; long max_dyn_shared; };
-struct rt_event { CUevent start, stop; };
 
-#define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
+static rt_drv cu_drv; /* the driver for the shared routines, defined with rt_cuda below */
 
 /* "CUDA_ERROR_X (description)" into buf. */
 static const char *cu_describe(CUresult r, char *buf, size_t len)
@@ -206,10 +186,7 @@ static const char *cu_describe(CUresult r, char *buf, size_t len)
     const char *name = NULL, *str = NULL;
     if (cu.cuGetErrorName && cu.cuGetErrorName(r, &name) != CUDA_SUCCESS) name = NULL;
     if (cu.cuGetErrorString && cu.cuGetErrorString(r, &str) != CUDA_SUCCESS) str = NULL;
-    if (name && str) snprintf(buf, len, "%s (%s)", name, str);
-    else if (name) snprintf(buf, len, "%s", name);
-    else snprintf(buf, len, "CUDA error %d", r);
-    return buf;
+    return rt_describe("CUDA", r, name, str, buf, len);
 }
 
 /* Errors after which the context cannot run anything more: a kernel fault. */
@@ -221,42 +198,21 @@ static int cu_sticky(CUresult r)
 
 #define STICKY_MSG "; a kernel fault left CUDA unusable in this process: " RT_UNUSABLE
 
-#define CU_FAIL(call, r, ...) do {                                                         \
-        char d_[256];                                                                     \
-        snprintf(err, errlen, "%s: %s%s", call, cu_describe(r, d_, sizeof d_),             \
-                 cu_sticky(r) ? STICKY_MSG : "");                                         \
-        __VA_ARGS__;                                                                      \
-        return RT_ERR;                                                                    \
-    } while (0)
+#define CU_FAIL(call, r, ...) RT_DRV_FAIL(&cu_drv, call, r, __VA_ARGS__)
 
-static int make_current(rt_ctx *c, char *err, size_t errlen)
-{
-    CUresult r = cu.cuCtxSetCurrent(c->ctx);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuCtxSetCurrent", r, (void)0);
-    return 0;
-}
+static int cu_select(const rt_drv_where *at) { return cu.cuCtxSetCurrent(at->ctx); }
 
 /* ---- NVRTC loading ---- */
 
-static int nvrtc_try(const char *path, char *dlerr, size_t dlerrlen)
+/* rt_rtc_try's take: NVRTC's calls from the library h found at path */
+static int nvrtc_take(void *h, const char *path)
 {
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        if (!dlerr[0]) snprintf(dlerr, dlerrlen, "%s", dlerror());
-        else (void)dlerror();
-        return 0;
-    }
-#define X_LOAD(member, sym, ret, params, req)                                         \
-    nv.member = (member##_fn)dlsym(h, sym);                                           \
-    if (!nv.member && req) {                                                          \
-        snprintf(nv.why, sizeof nv.why, "%s lacks the required symbol %s (NVRTC older than 11.2?)", path, sym); \
-        dlclose(h);                                                                   \
-        return 0;                                                                     \
-    }
+#define X_LOAD(member, sym, ret, params, req)                                                             \
+    RT_API_LOAD(nv, h, member, sym, req,                                                                  \
+                snprintf(nv.lib.why, sizeof nv.lib.why, "%s lacks the required symbol %s (NVRTC older than 11.2?)", \
+                         path, sym); return 0)
     NVRTC_API(X_LOAD)
 #undef X_LOAD
-    nv.lib = h;
-    snprintf(nv.path, sizeof nv.path, "%s", path);
     return 1;
 }
 
@@ -266,8 +222,8 @@ static void nvrtc_load_once(void)
     const char *dirs[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda", NULL};
     char dlerr[192] = "";
     const size_t nn = sizeof names / sizeof names[0];
-    for (size_t i = 0; i < nn && !nv.lib; i++) nvrtc_try(names[i], dlerr, sizeof dlerr);
-    for (size_t d = 0; d < 4 && !nv.lib; d++) {
+    for (size_t i = 0; i < nn && !nv.lib.handle; i++) rt_rtc_try(&nv.lib, names[i], 0, nvrtc_take, dlerr, sizeof dlerr);
+    for (size_t d = 0; d < 4 && !nv.lib.handle; d++) {
         char dir[160];
         if (d < 3) {
             if (!dirs[d] || !dirs[d][0]) continue;
@@ -275,46 +231,38 @@ static void nvrtc_load_once(void)
         } else {
             snprintf(dir, sizeof dir, "/usr/lib/x86_64-linux-gnu");
         }
-        for (size_t i = 0; i < nn && !nv.lib; i++) {
-            char path[192];
-            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-            nvrtc_try(path, dlerr, sizeof dlerr);
-        }
+        rt_rtc_try_in(&nv.lib, dir, names, nn, nvrtc_take, dlerr, sizeof dlerr);
     }
-    if (!nv.lib) {
-        if (!nv.why[0])
-            snprintf(nv.why, sizeof nv.why,
+    if (!nv.lib.handle) {
+        if (!nv.lib.why[0])
+            snprintf(nv.lib.why, sizeof nv.lib.why,
                      "NVRTC not found (%s; also looked in $CUDA_HOME/lib64, $CUDA_PATH/lib64, "
                      "/usr/local/cuda/lib64): install the CUDA toolkit's NVRTC (cuda-nvrtc) or set CUDA_HOME",
                      dlerr);
         return;
     }
-    if (nv.nvrtcVersion(&nv.major, &nv.minor) != NVRTC_SUCCESS) nv.major = nv.minor = 0;
+    nv.lib.call = (rt_rtc_calls){.create = nv.nvrtcCreateProgram, .destroy = nv.nvrtcDestroyProgram,
+                                 .compile = nv.nvrtcCompileProgram, .log_size = nv.nvrtcGetProgramLogSize,
+                                 .log = nv.nvrtcGetProgramLog, .error_string = nv.nvrtcGetErrorString};
+    if (nv.nvrtcVersion(&nv.lib.major, &nv.lib.minor) != NVRTC_SUCCESS) nv.lib.major = nv.lib.minor = 0;
     /* NVRTC loads libnvrtc-builtins.so.X.Y by name at its first compile; where we found NVRTC
      * in a directory the loader does not search, load the builtins from there first, so that
      * lookup finds them already loaded */
-    const char *slash = strrchr(nv.path, '/');
+    const char *slash = strrchr(nv.lib.path, '/');
     if (slash) {
         char path[320];
-        snprintf(path, sizeof path, "%.*s/libnvrtc-builtins.so.%d.%d", (int)(slash - nv.path), nv.path, nv.major,
-                 nv.minor);
+        snprintf(path, sizeof path, "%.*s/libnvrtc-builtins.so.%d.%d", (int)(slash - nv.lib.path), nv.lib.path,
+                 nv.lib.major, nv.lib.minor);
         if (!dlopen(path, RTLD_NOW | RTLD_LOCAL)) (void)dlerror();
     }
-    nv.ok = 1;
-}
-
-static int nvrtc_load(char *err, size_t errlen)
-{
-    pthread_once(&nv.once, nvrtc_load_once);
-    if (!nv.ok) FAIL("%s", nv.why);
-    return 0;
+    nv.lib.ok = 1;
 }
 
 static int cu_offline_compiler(char *out, size_t len)
 {
     char err[512];
-    if (nvrtc_load(err, sizeof err) != 0) return RT_ERR;
-    snprintf(out, len, "NVRTC %d.%d", nv.major, nv.minor);
+    if (rt_rtc_load(&nv.lib, nvrtc_load_once, err, sizeof err) != 0) return RT_ERR;
+    snprintf(out, len, "NVRTC %d.%d", nv.lib.major, nv.lib.minor);
     return 0;
 }
 
@@ -391,17 +339,6 @@ static void parse_ptxas(const char *log, const char *kernel, rt_kernel_attrs *a)
 
 /* ---- NVRTC builds ---- */
 
-static char *prog_log(nvrtcProgram p)
-{
-    size_t n = 0;
-    if (nv.nvrtcGetProgramLogSize(p, &n) != NVRTC_SUCCESS) n = 0;
-    char *log = malloc(n + 1);
-    if (!log) return NULL;
-    if (n && nv.nvrtcGetProgramLog(p, log) != NVRTC_SUCCESS) n = 0;
-    log[n] = 0;
-    return log;
-}
-
 /* " It knows sm_75 sm_80 ..." from NVRTC, or "" where it cannot say. */
 static void supported_archs(char *out, size_t len)
 {
@@ -441,7 +378,7 @@ static int nvrtc_build(const char *arch, const char *source, const char *const *
     *bin = NULL;
     *len = 0;
     if (log) *log = NULL;
-    if (nvrtc_load(err, errlen) != 0) return RT_ERR;
+    if (rt_rtc_load(&nv.lib, nvrtc_load_once, err, errlen) != 0) return RT_ERR;
     const int ptx = !strncmp(arch, "compute_", 8);
     if (is_ptx) *is_ptx = ptx;
     /* ARCH_SPECIFIC=1 among the defines: the configuration uses instructions of the
@@ -454,85 +391,48 @@ static int nvrtc_build(const char *arch, const char *source, const char *const *
         snprintf(arch_a, sizeof arch_a, "%sa", arch);
         arch = arch_a;
     }
-
-    const char **opts = calloc((size_t)ndefines + 5, sizeof *opts);
-    char **defs = calloc((size_t)ndefines + 1, sizeof *defs);
     char archopt[96];
-    if (!opts || !defs) { free(opts); free(defs); FAIL("%s", "out of memory"); }
-    int no = 0;
     snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
-    opts[no++] = archopt;
-    opts[no++] = "-std=c++17";
-    opts[no++] = "-default-device";
-    if (!ptx) opts[no++] = "--ptxas-options=--verbose";
-    int rc = 0;
-    for (int i = 0; i < ndefines; i++) {
-        size_t l = strlen(defines[i]) + 3;
-        defs[i] = malloc(l);
-        if (!defs[i]) { rc = RT_ERR; snprintf(err, errlen, "out of memory"); goto out_opts; }
-        snprintf(defs[i], l, "-D%s", defines[i]);
-        opts[no++] = defs[i];
-    }
+    const char *const fixed[] = {archopt, "-std=c++17", "-default-device", "--ptxas-options=--verbose"};
+    return rt_rtc_build(&nv.lib, arch, source, fixed, ptx ? 3 : 4, defines, ndefines, bin, len, log, err, errlen);
+}
 
-    nvrtcProgram p = NULL;
-    nvrtcResult r = nv.nvrtcCreateProgram(&p, source, "attn_fwd.cu", 0, NULL, NULL);
-    if (r != NVRTC_SUCCESS) {
-        rc = RT_ERR;
-        snprintf(err, errlen, "nvrtcCreateProgram: %s", nv.nvrtcGetErrorString(r));
-        goto out_opts;
+/* rt_rtc's refused: where the options were refused, the architectures NVRTC knows; where
+ * its builtins library could not be loaded, where to put it */
+static void nvrtc_refused(const char *arch, int r, char **log, char *line, size_t size, int o)
+{
+    if (r == NVRTC_ERROR_INVALID_OPTION) {
+        char known[512];
+        supported_archs(known, sizeof known);
+        char hint[640];
+        snprintf(hint, sizeof hint, "error: NVRTC rejected the options; is %s an architecture this NVRTC knows?%s",
+                 arch, known);
+        *log = rt_log_append(*log, hint);
     }
-    r = nv.nvrtcCompileProgram(p, no, opts);
-    char *lg = prog_log(p);
-    if (r != NVRTC_SUCCESS) {
-        char line[1024];
-        int o = snprintf(line, sizeof line, "nvrtcCompileProgram (NVRTC %d.%d, %s): %s; options:", nv.major,
-                         nv.minor, arch, nv.nvrtcGetErrorString(r));
-        for (int i = 0; i < no && o > 0 && (size_t)o < sizeof line; i++)
-            o += snprintf(line + o, sizeof line - (size_t)o, " %s", opts[i]);
-        if (r == NVRTC_ERROR_INVALID_OPTION) {
-            char known[512];
-            supported_archs(known, sizeof known);
-            char hint[640];
-            snprintf(hint, sizeof hint, "error: NVRTC rejected the options; is %s an architecture this NVRTC knows?%s",
-                     arch, known);
-            lg = rt_log_append(lg, hint);
-        }
-        if (r == NVRTC_ERROR_BUILTIN_OPERATION_FAILURE && o > 0 && (size_t)o < sizeof line)
-            snprintf(line + o, sizeof line - (size_t)o, "; NVRTC could not load libnvrtc-builtins.so.%d.%d: put the "
-                     "directory of %s on LD_LIBRARY_PATH", nv.major, nv.minor, nv.path[0] ? nv.path : "libnvrtc.so");
-        lg = rt_log_append(lg, line);
-        snprintf(err, errlen, "%s", line);
-        rc = r == NVRTC_ERROR_COMPILATION || r == NVRTC_ERROR_INVALID_OPTION ? RT_ECOMPILE : RT_ERR;
-        goto out_prog;
-    }
+    if (r == NVRTC_ERROR_BUILTIN_OPERATION_FAILURE && o > 0 && (size_t)o < size)
+        snprintf(line + o, size - (size_t)o, "; NVRTC could not load libnvrtc-builtins.so.%d.%d: put the "
+                 "directory of %s on LD_LIBRARY_PATH", nv.lib.major, nv.lib.minor,
+                 nv.lib.path[0] ? nv.lib.path : "libnvrtc.so");
+}
+
+/* rt_rtc's get_code: the PTX (arch compute_XY) or the CUBIN of prog */
+static int nvrtc_code(const char *arch, void *prog, void **bin, size_t *len, char *err, size_t errlen)
+{
+    const int ptx = !strncmp(arch, "compute_", 8);
     size_t n = 0;
-    r = ptx ? nv.nvrtcGetPTXSize(p, &n) : nv.nvrtcGetCUBINSize(p, &n);
-    if (r != NVRTC_SUCCESS || n == 0) {
-        rc = RT_ERR;
-        snprintf(err, errlen, "nvrtcGet%sSize: %s", ptx ? "PTX" : "CUBIN",
-                 r != NVRTC_SUCCESS ? nv.nvrtcGetErrorString(r) : "empty");
-        goto out_prog;
-    }
+    nvrtcResult r = ptx ? nv.nvrtcGetPTXSize(prog, &n) : nv.nvrtcGetCUBINSize(prog, &n);
+    if (r != NVRTC_SUCCESS || n == 0)
+        FAIL("nvrtcGet%sSize: %s", ptx ? "PTX" : "CUBIN", r != NVRTC_SUCCESS ? nv.nvrtcGetErrorString(r) : "empty");
     char *b = malloc(n);
-    if (!b) { rc = RT_ERR; snprintf(err, errlen, "out of memory"); goto out_prog; }
-    r = ptx ? nv.nvrtcGetPTX(p, b) : nv.nvrtcGetCUBIN(p, b);
+    if (!b) FAIL("%s", "out of memory");
+    r = ptx ? nv.nvrtcGetPTX(prog, b) : nv.nvrtcGetCUBIN(prog, b);
     if (r != NVRTC_SUCCESS) {
         free(b);
-        rc = RT_ERR;
-        snprintf(err, errlen, "nvrtcGet%s: %s", ptx ? "PTX" : "CUBIN", nv.nvrtcGetErrorString(r));
-        goto out_prog;
+        FAIL("nvrtcGet%s: %s", ptx ? "PTX" : "CUBIN", nv.nvrtcGetErrorString(r));
     }
     *bin = b;
     *len = n;
-out_prog:
-    nv.nvrtcDestroyProgram(&p);
-    if (log) *log = lg;
-    else free(lg);
-out_opts:
-    for (int i = 0; i < ndefines; i++) free(defs[i]);
-    free(defs);
-    free(opts);
-    return rc;
+    return 0;
 }
 
 /* cuTensorMapEncodeTiled's enumerations (cuda.h): data types, no interleave, the 128-byte
@@ -555,7 +455,7 @@ static int cu_tensor_map(rt_buf *base, const rt_tensor_map_desc *d, void *out, c
     }
     char why[256];
     CUresult r = cu.cuTensorMapEncodeTiled(out, d->bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                                           (unsigned)d->rank, (void *)(uintptr_t)base->ptr, dims, strides, box, estr,
+                                           (unsigned)d->rank, (void *)(uintptr_t)base->h.ptr, dims, strides, box, estr,
                                            0, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, 0);
     if (r != CUDA_SUCCESS) FAIL("cuTensorMapEncodeTiled: %s", cu_describe(r, why, sizeof why));
     return 0;
@@ -589,7 +489,7 @@ static int cu_compile_offline(const char *arch, const char *source, const char *
 static void fill_info(int i)
 {
     CUdevice d = cu.dev[i];
-    rt_device_info *o = &cu.info[i];
+    rt_device_info *o = &cu.devs.info[i];
     memset(o, 0, sizeof *o);
     if (cu.cuDeviceGetName(o->name, (int)sizeof o->name, d) != CUDA_SUCCESS) snprintf(o->name, sizeof o->name, "CUDA device %d", i);
     o->name[sizeof o->name - 1] = 0;
@@ -600,7 +500,7 @@ static void fill_info(int i)
         snprintf(o->driver, sizeof o->driver, "CUDA driver %d.%d", v / 1000, (v % 1000) / 10);
         snprintf(o->runtime_version, sizeof o->runtime_version, "CUDA driver %d.%d", v / 1000, (v % 1000) / 10);
     }
-    snprintf(o->compiler, sizeof o->compiler, "NVRTC %d.%d", nv.major, nv.minor);
+    snprintf(o->compiler, sizeof o->compiler, "NVRTC %d.%d", nv.lib.major, nv.lib.minor);
     o->is_gpu = 1;
     if (cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) == CUDA_SUCCESS &&
         cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) == CUDA_SUCCESS)
@@ -637,13 +537,22 @@ static int cu_init_once(char *err, size_t errlen)
         if (!cu.lib && !dlerr[0]) snprintf(dlerr, sizeof dlerr, "%s", dlerror());
     }
     if (!cu.lib) FAIL("libcuda.so.1 not found (no NVIDIA driver): %s", dlerr);
-#define X_LOAD(member, sym, ret, params, req)                                             \
-    cu.member = (member##_fn)dlsym(cu.lib, sym);                                          \
-    if (!cu.member && req) FAIL("libcuda.so.1 lacks the required symbol %s (driver older than CUDA 11?)", sym);
+#define X_LOAD(member, sym, ret, params, req)                                                             \
+    RT_API_LOAD(cu, cu.lib, member, sym, req, FAIL("libcuda.so.1 lacks the required symbol %s (driver older than CUDA 11?)", sym))
     CU_API(X_LOAD)
 #undef X_LOAD
     if (!cu.cuEventElapsedTime_v2 && !cu.cuEventElapsedTime)
         FAIL("%s", "libcuda.so.1 has neither cuEventElapsedTime_v2 nor cuEventElapsedTime");
+    cu_drv.call = (rt_drv_calls){
+        .device_count = cu.cuDeviceGetCount, .stream_sync = cu.cuStreamSynchronize, .stream_query = cu.cuStreamQuery,
+        .mem_alloc = cu.cuMemAlloc, .mem_free = cu.cuMemFree, .htod = cu.cuMemcpyHtoDAsync,
+        .dtoh = cu.cuMemcpyDtoHAsync, .memset32 = cu.cuMemsetD32Async,
+        .module_load = cu.cuModuleLoadData, .module_unload = cu.cuModuleUnload,
+        .get_function = cu.cuModuleGetFunction, .launch = cu.cuLaunchKernel,
+        .event_create = cu.cuEventCreate, .event_record = cu.cuEventRecord, .event_sync = cu.cuEventSynchronize,
+        .event_destroy = cu.cuEventDestroy,
+        .event_elapsed = cu.cuEventElapsedTime_v2 ? cu.cuEventElapsedTime_v2 : cu.cuEventElapsedTime,
+    };
 
     char d[256];
     CUresult r = cu.cuInit(0);
@@ -651,57 +560,38 @@ static int cu_init_once(char *err, size_t errlen)
         FAIL("cuInit failed: %s%s", cu_describe(r, d, sizeof d),
              r == CUDA_ERROR_NO_DEVICE ? "; check nvidia-smi and CUDA_VISIBLE_DEVICES" : "");
     int n = 0;
-    r = cu.cuDeviceGetCount(&n);
-    if (r != CUDA_SUCCESS) FAIL("cuDeviceGetCount: %s", cu_describe(r, d, sizeof d));
-    if (n <= 0) FAIL("%s", "the NVIDIA driver reports no CUDA devices (check nvidia-smi and CUDA_VISIBLE_DEVICES)");
-    if (nvrtc_load(err, errlen) != 0) return RT_ERR;
-    if (n > MAX_DEVICES) n = MAX_DEVICES;
+    if (rt_drv_device_count(&cu_drv, &n, "the NVIDIA driver reports no CUDA devices (check nvidia-smi and "
+                            "CUDA_VISIBLE_DEVICES)", err, errlen) != 0 ||
+        rt_rtc_load(&nv.lib, nvrtc_load_once, err, errlen) != 0)
+        return RT_ERR;
     for (int i = 0; i < n; i++) {
-        r = cu.cuDeviceGet(&cu.dev[cu.ndev], i);
+        r = cu.cuDeviceGet(&cu.dev[cu.devs.ndev], i);
         if (r != CUDA_SUCCESS) continue;
-        fill_info(cu.ndev);
-        cu.ndev++;
+        fill_info(cu.devs.ndev);
+        cu.devs.ndev++;
     }
-    if (cu.ndev == 0) FAIL("%d CUDA device(s) but cuDeviceGet failed for all", n);
+    if (cu.devs.ndev == 0) FAIL("%d CUDA device(s) but cuDeviceGet failed for all", n);
     return 0;
 }
 
-static int cu_init(char *err, size_t errlen)
-{
-    if (!cu.inited) {
-        cu.inited = 1;
-        cu.init_rc = cu_init_once(cu.init_err, sizeof cu.init_err);
-        if (cu.init_rc != 0) cu.ndev = 0;
-    }
-    if (cu.init_rc != 0) snprintf(err, errlen, "%s", cu.init_err);
-    return cu.init_rc;
-}
-
-static int cu_device_count(void) { return cu.ndev; }
-
-static int cu_device_info(int index, rt_device_info *out)
-{
-    if (index < 0 || index >= cu.ndev) return RT_ERR;
-    *out = cu.info[index];
-    return 0;
-}
+static int cu_init(char *err, size_t errlen) { return rt_drv_init(&cu.devs, cu_init_once, err, errlen); }
+static int cu_device_count(void) { return cu.devs.ndev; }
+static int cu_device_info(int index, rt_device_info *out) { return rt_drv_device_info(&cu.devs, index, out); }
 
 /* ---- contexts ---- */
 
 static int cu_open(int index, rt_ctx **out, char *err, size_t errlen)
 {
-    if (index < 0 || index >= cu.ndev) FAIL("no CUDA device %d", index);
-    rt_ctx *c = calloc(1, sizeof *c);
-    if (!c) FAIL("%s", "out of memory");
+    rt_ctx *c = rt_drv_ctx_new(&cu_drv, index, sizeof *c, err, errlen);
+    if (!c) return RT_ERR;
     c->index = index;
     c->dev = cu.dev[index];
     c->optin_shared = cu.optin_shared[index];
-    snprintf(c->arch, sizeof c->arch, "%s", cu.info[index].arch);
-    CUresult r = cu.cuDevicePrimaryCtxRetain(&c->ctx, c->dev);
+    CUresult r = cu.cuDevicePrimaryCtxRetain(&c->h.at.ctx, c->dev);
     if (r != CUDA_SUCCESS) CU_FAIL("cuDevicePrimaryCtxRetain", r, free(c));
-    r = cu.cuCtxSetCurrent(c->ctx);
+    r = cu.cuCtxSetCurrent(c->h.at.ctx);
     if (r != CUDA_SUCCESS) CU_FAIL("cuCtxSetCurrent", r, cu.cuDevicePrimaryCtxRelease(c->dev), free(c));
-    r = cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING);
+    r = cu.cuStreamCreate(&c->h.stream, CU_STREAM_NON_BLOCKING);
     if (r != CUDA_SUCCESS) CU_FAIL("cuStreamCreate", r, cu.cuDevicePrimaryCtxRelease(c->dev), free(c));
     *out = c;
     return 0;
@@ -712,10 +602,10 @@ static void gate_free(rt_ctx *c);
 static void cu_close(rt_ctx *c)
 {
     if (!c) return;
-    if (cu.cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS) {
-        cu.cuStreamSynchronize(c->stream);
+    if (cu.cuCtxSetCurrent(c->h.at.ctx) == CUDA_SUCCESS) {
+        cu.cuStreamSynchronize(c->h.stream);
         gate_free(c);
-        cu.cuStreamDestroy(c->stream);
+        cu.cuStreamDestroy(c->h.stream);
     }
     cu.cuDevicePrimaryCtxRelease(c->dev);
     free(c);
@@ -723,86 +613,33 @@ static void cu_close(rt_ctx *c)
 
 /* ---- modules and kernels ---- */
 
-static int cu_compile(rt_ctx *c, const char *source, const char *const *defines, int ndefines,
-                      rt_module **out, char **log, char *err, size_t errlen)
+/* NVRTC's build for a context's arch; for a GPU newer than this NVRTC, PTX for the newest
+ * architecture it knows, which the driver compiles for the device at load time (no ptxas
+ * report, so spills are -1) */
+static int cu_build(const char *arch, const char *source, const char *const *defines, int ndefines, void **bin,
+                    size_t *len, char **log, char *err, size_t errlen)
 {
-    void *bin = NULL;
-    size_t len = 0;
-    char *lg = NULL;
-    if (log) *log = NULL;
-    int rc = nvrtc_build(c->arch, source, defines, ndefines, &bin, &len, NULL, &lg, err, errlen);
+    int rc = nvrtc_build(arch, source, defines, ndefines, bin, len, NULL, log, err, errlen);
     char ptxarch[32];
-    if (rc == RT_ECOMPILE && !strncmp(c->arch, "sm_", 3) &&
-        ptx_fallback_arch(atoi(c->arch + 3), ptxarch, sizeof ptxarch) == 0) {
-        /* a GPU newer than this NVRTC: PTX for the newest architecture it knows, which the
-         * driver compiles for the device at load time (no ptxas report, so spills are -1) */
-        free(lg);
-        lg = NULL;
-        rc = nvrtc_build(ptxarch, source, defines, ndefines, &bin, &len, NULL, &lg, err, errlen);
+    if (rc == RT_ECOMPILE && !strncmp(arch, "sm_", 3) &&
+        ptx_fallback_arch(atoi(arch + 3), ptxarch, sizeof ptxarch) == 0) {
+        free(*log);
+        *log = NULL;
+        rc = nvrtc_build(ptxarch, source, defines, ndefines, bin, len, NULL, log, err, errlen);
         char note[256];
         snprintf(note, sizeof note, "note: NVRTC %d.%d does not know %s; built PTX for %s for the driver to compile",
-                 nv.major, nv.minor, c->arch, ptxarch);
-        lg = rt_log_append(lg, note);
+                 nv.lib.major, nv.lib.minor, arch, ptxarch);
+        *log = rt_log_append(*log, note);
     }
-    if (rc != 0) {
-        if (log) *log = lg;
-        else free(lg);
-        return rc;
-    }
-    rt_module *m = calloc(1, sizeof *m);
-    if (!m) { free(bin); free(lg); FAIL("%s", "out of memory"); }
-    m->c = c;
-    m->bin = bin;
-    m->binlen = len;
-    if (lg) {
-        m->log = strdup(lg);
-        if (log) *log = lg;
-        else free(lg);
-    }
-    if (make_current(c, err, errlen) != 0) {
-        free(m->bin); free(m->log); free(m);
-        return RT_ERR;
-    }
-    CUresult r = cu.cuModuleLoadData(&m->mod, bin);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuModuleLoadData", r, free(m->bin), free(m->log), free(m));
-    *out = m;
-    return 0;
-}
-
-static int cu_load_binary(rt_ctx *c, const void *bin, size_t len, const char *log, rt_module **out,
-                          char *err, size_t errlen)
-{
-    rt_module *m = calloc(1, sizeof *m);
-    if (!m) FAIL("%s", "out of memory");
-    m->c = c;
-    m->bin = malloc(len);
-    if (!m->bin) { free(m); FAIL("%s", "out of memory"); }
-    memcpy(m->bin, bin, len);
-    m->binlen = len;
-    m->log = log ? strdup(log) : NULL;
-    if (make_current(c, err, errlen) != 0) {
-        free(m->bin); free(m->log); free(m);
-        return RT_ERR;
-    }
-    CUresult r = cu.cuModuleLoadData(&m->mod, m->bin);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuModuleLoadData", r, free(m->bin), free(m->log), free(m));
-    *out = m;
-    return 0;
+    return rc;
 }
 
 static int cu_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_kernel_attrs *attrs,
                          char *err, size_t errlen)
 {
-    if (make_current(m->c, err, errlen) != 0) return RT_ERR;
-    CUfunction f;
-    CUresult r = cu.cuModuleGetFunction(&f, m->mod, name);
-    if (r != CUDA_SUCCESS) {
-        char d[256];
-        FAIL("cuModuleGetFunction(%s): %s (is it declared extern \"C\" __global__?)", name, cu_describe(r, d, sizeof d));
-    }
-    rt_kernel *k = calloc(1, sizeof *k);
-    if (!k) FAIL("%s", "out of memory");
-    k->f = f;
+    rt_kernel *k = rt_drv_kernel_new(m, name, sizeof *k, err, errlen);
+    if (!k) return RT_ERR;
+    const CUfunction f = k->f;
     int v = 0;
     long regs = cu.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS ? v : -1;
     long shared = cu.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS ? v : -1;
@@ -828,83 +665,6 @@ static int cu_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_ker
         attrs->binary_bytes = (long)m->binlen;
     }
     *out = k;
-    return 0;
-}
-
-static void cu_kernel_free(rt_kernel *k) { free(k); }
-
-static int cu_binary(rt_module *m, void **data, size_t *len)
-{
-    void *b = malloc(m->binlen ? m->binlen : 1);
-    if (!b) return RT_ERR;
-    memcpy(b, m->bin, m->binlen);
-    *data = b;
-    *len = m->binlen;
-    return 0;
-}
-
-static void cu_module_free(rt_module *m)
-{
-    if (!m) return;
-    if (cu.cuCtxSetCurrent(m->c->ctx) == CUDA_SUCCESS) cu.cuModuleUnload(m->mod);
-    free(m->bin);
-    free(m->log);
-    free(m);
-}
-
-/* ---- memory ---- */
-
-static int cu_alloc(rt_ctx *c, size_t bytes, rt_buf **out, char *err, size_t errlen)
-{
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    rt_buf *b = calloc(1, sizeof *b);
-    if (!b) FAIL("%s", "out of memory");
-    b->ctx = c->ctx;
-    CUresult r = cu.cuMemAlloc(&b->ptr, bytes ? bytes : 4);
-    if (r != CUDA_SUCCESS) {
-        char d[256];
-        free(b);
-        FAIL("cuMemAlloc(%zu bytes): %s", bytes, cu_describe(r, d, sizeof d));
-    }
-    *out = b;
-    return 0;
-}
-
-static void cu_buf_free(rt_buf *b)
-{
-    if (!b) return;
-    if (cu.cuCtxSetCurrent(b->ctx) == CUDA_SUCCESS) cu.cuMemFree(b->ptr);
-    free(b);
-}
-
-/* Copies run on the context's stream, so they are ordered with its launches, and return
- * once complete. */
-static int cu_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, char *err, size_t errlen)
-{
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuMemcpyHtoDAsync(dst->ptr, src, bytes, c->stream);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuMemcpyHtoD", r, (void)0);
-    r = cu.cuStreamSynchronize(c->stream);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuStreamSynchronize after cuMemcpyHtoD", r, (void)0);
-    return 0;
-}
-
-static int cu_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen)
-{
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuMemcpyDtoHAsync(dst, src->ptr, bytes, c->stream);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuMemcpyDtoH", r, (void)0);
-    r = cu.cuStreamSynchronize(c->stream);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuStreamSynchronize after cuMemcpyDtoH", r, (void)0);
-    return 0;
-}
-
-static int cu_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen)
-{
-    if (!cu.cuMemsetD32Async) FAIL("%s", "libcuda.so.1 lacks cuMemsetD32Async");
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuMemsetD32Async(buf->ptr, value, bytes / 4, c->stream);
-    if (r != CUDA_SUCCESS) CU_FAIL("cuMemsetD32Async", r, (void)0);
     return 0;
 }
 
@@ -965,14 +725,14 @@ static void gate_free(rt_ctx *c)
 static int cu_gate_hold(rt_ctx *c, double timeout_s, char *err, size_t errlen)
 {
     cu_gate *g = &c->gate;
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
     if (g->state == 0) g->state = gate_load(c) == 0 ? 1 : -1;
     if (g->state < 0) FAIL("%s", g->why);
     uint32_t seq = g->seq + 1;
     unsigned long long timeout_ns = (unsigned long long)(timeout_s * 1e9);
     CUdeviceptr flag = g->dev, late = g->dev + sizeof(uint32_t);
     void *params[] = {&flag, &seq, &timeout_ns, &late};
-    CUresult r = cu.cuLaunchKernel(g->fn, 1, 1, 1, 1, 1, 1, 0, c->stream, params, NULL);
+    CUresult r = cu.cuLaunchKernel(g->fn, 1, 1, 1, 1, 1, 1, 0, c->h.stream, params, NULL);
     if (r != CUDA_SUCCESS) CU_FAIL("cuLaunchKernel (the timing gate)", r, (void)0);
     g->seq = seq;
     return 0;
@@ -988,7 +748,7 @@ static long cu_gate_late(rt_ctx *c)
     return c->gate.state == 1 ? (long)__atomic_load_n(&c->gate.host[1], __ATOMIC_ACQUIRE) : 0;
 }
 
-static void *cu_native_queue(rt_ctx *c) { return c->stream; }
+static void *cu_native_queue(rt_ctx *c) { return c->h.stream; }
 
 /* ---- launch graphs ---- */
 
@@ -1005,8 +765,8 @@ static int graphs_loaded(void)
 static int cu_capture_begin(rt_ctx *c, char *err, size_t errlen)
 {
     if (!graphs_loaded()) FAIL("%s", "libcuda.so.1 lacks stream capture and graphs (CUDA before 11.4)");
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuStreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    CUresult r = cu.cuStreamBeginCapture(c->h.stream, CU_STREAM_CAPTURE_MODE_RELAXED);
     if (r != CUDA_SUCCESS) CU_FAIL("cuStreamBeginCapture", r, (void)0);
     return 0;
 }
@@ -1015,7 +775,7 @@ static int cu_capture_end(rt_ctx *c, rt_graph **out, char *err, size_t errlen)
 {
     *out = NULL;
     CUgraph g = NULL;
-    CUresult r = cu.cuStreamEndCapture(c->stream, &g);
+    CUresult r = cu.cuStreamEndCapture(c->h.stream, &g);
     if (r != CUDA_SUCCESS) CU_FAIL("cuStreamEndCapture", r, if (g) cu.cuGraphDestroy(g));
     rt_graph *rg = calloc(1, sizeof *rg);
     if (!rg) FAIL("%s", "out of memory");
@@ -1028,8 +788,8 @@ static int cu_capture_end(rt_ctx *c, rt_graph **out, char *err, size_t errlen)
 
 static int cu_graph_launch(rt_ctx *c, rt_graph *g, char *err, size_t errlen)
 {
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    CUresult r = cu.cuGraphLaunch(g->exec, c->stream);
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
+    CUresult r = cu.cuGraphLaunch(g->exec, c->h.stream);
     if (r != CUDA_SUCCESS) CU_FAIL("cuGraphLaunch", r, (void)0);
     return 0;
 }
@@ -1045,117 +805,47 @@ static void cu_graph_free(rt_graph *g)
 /* An event at this point of the stream: both ends of it are the one recorded event. */
 static int cu_mark(rt_ctx *c, rt_event **ev, char *err, size_t errlen)
 {
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
+    if (rt_drv_bind(c, err, errlen) != 0) return RT_ERR;
     rt_event *re = calloc(1, sizeof *re);
     if (!re) FAIL("%s", "out of memory");
+    re->drv = &cu_drv;
     CUresult r = cu.cuEventCreate(&re->start, CU_EVENT_DEFAULT);
     if (r != CUDA_SUCCESS) CU_FAIL("cuEventCreate", r, free(re));
-    r = cu.cuEventRecord(re->start, c->stream);
+    r = cu.cuEventRecord(re->start, c->h.stream);
     if (r != CUDA_SUCCESS) CU_FAIL("cuEventRecord", r, cu.cuEventDestroy(re->start), free(re));
     re->stop = re->start;
     *ev = re;
     return 0;
 }
 
-/* ---- launches, waiting, timing ---- */
+/* ---- launches (waiting and timing: rt_drv_finish, rt_drv_elapsed_ms) ---- */
 
-static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->u = (uint64_t)b->ptr; }
+static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->u = (uint64_t)b->h.ptr; }
 
 static int cu_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t block[3],
                      size_t dyn_shared, const rt_arg *args, int nargs, rt_event **ev,
                      char *err, size_t errlen)
 {
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    const int chk = rt_check_launch("CUDA", grid, block, NULL, k->max_threads, err, errlen);
+    const int chk = rt_drv_launch_check(c, grid, block, NULL, k->max_threads, err, errlen);
     if (chk != 0) return chk;
     if (dyn_shared > (size_t)INT_MAX || (k->max_dyn_shared >= 0 && dyn_shared > (size_t)k->max_dyn_shared)) {
         snprintf(err, errlen, "launch: %zu bytes of dynamic shared memory; this kernel on this device allows at most %ld",
                  dyn_shared, k->max_dyn_shared);
         return RT_ERESOURCE;
     }
-    rt_params pp;
-    if (rt_params_pack(&pp, args, nargs, put_buf, err, errlen) != 0) return RT_ERR;
-    rt_event *re = NULL;
-    CUresult r;
-    if (ev) {
-        re = calloc(1, sizeof *re);
-        if (!re) { rt_params_free(&pp); FAIL("%s", "out of memory"); }
-        r = cu.cuEventCreate(&re->start, CU_EVENT_DEFAULT);
-        if (r == CUDA_SUCCESS) {
-            r = cu.cuEventCreate(&re->stop, CU_EVENT_DEFAULT);
-            if (r != CUDA_SUCCESS) cu.cuEventDestroy(re->start);
-        }
-        if (r != CUDA_SUCCESS) CU_FAIL("cuEventCreate", r, free(re), rt_params_free(&pp));
-        r = cu.cuEventRecord(re->start, c->stream);
-        if (r != CUDA_SUCCESS) goto fail;
-    }
-    r = cu.cuLaunchKernel(k->f, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)block[0],
-                          (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->stream, pp.params, NULL);
-    if (r != CUDA_SUCCESS) goto fail;
-    if (re) {
-        r = cu.cuEventRecord(re->stop, c->stream);
-        if (r != CUDA_SUCCESS) goto fail;
-        *ev = re;
-    }
-    rt_params_free(&pp);
-    return 0;
-fail: {
-        char d[256];
-        cu_describe(r, d, sizeof d);
-        int res = r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES || r == CUDA_ERROR_INVALID_VALUE;
-        snprintf(err, errlen, "cuLaunchKernel (grid %zux%zux%zu, block %zux%zux%zu, %zu bytes dynamic shared): %s%s",
-                 grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_shared, d,
-                 cu_sticky(r) ? STICKY_MSG : "");
-        if (re) {
-            cu.cuEventDestroy(re->start);
-            cu.cuEventDestroy(re->stop);
-            free(re);
-        }
-        rt_params_free(&pp);
-        return res ? RT_ERESOURCE : RT_ERR;
-    }
+    return rt_drv_enqueue(c, k->f, grid, block, dyn_shared, args, nargs, put_buf, ev, err, errlen);
 }
 
-/* rt_poll's query: 0 once the stream is idle, 1 while not */
-static int stream_done(void *arg, char *err, size_t errlen)
-{
-    const CUresult r = cu.cuStreamQuery(((rt_ctx *)arg)->stream);
-    if (r == CUDA_SUCCESS) return 0;
-    if (r != CUDA_ERROR_NOT_READY) CU_FAIL("queued work failed: cuStreamQuery", r, (void)0);
-    return 1;
-}
-
-static int cu_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
-{
-    if (make_current(c, err, errlen) != 0) return RT_ERR;
-    CUresult r;
-    if (timeout_s <= 0) {
-        r = cu.cuStreamSynchronize(c->stream);
-        if (r != CUDA_SUCCESS) CU_FAIL("queued work failed: cuStreamSynchronize", r, (void)0);
-        return 0;
-    }
-    return rt_poll(stream_done, c, timeout_s, err, errlen);
-}
-
-static int cu_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms)
-{
-    if (c && cu.cuCtxSetCurrent(c->ctx) != CUDA_SUCCESS) return RT_ERR;
-    if (cu.cuEventSynchronize(last->stop) != CUDA_SUCCESS) return RT_ERR;
-    float f = 0;
-    CUresult r = cu.cuEventElapsedTime_v2 ? cu.cuEventElapsedTime_v2(&f, first->start, last->stop)
-                                          : cu.cuEventElapsedTime(&f, first->start, last->stop);
-    if (r != CUDA_SUCCESS) return RT_ERR;
-    *ms = f;
-    return 0;
-}
-
-static void cu_event_free(rt_event *ev)
-{
-    if (!ev) return;
-    cu.cuEventDestroy(ev->start);
-    if (ev->stop != ev->start) cu.cuEventDestroy(ev->stop); /* a mark is one event */
-    free(ev);
-}
+static rt_drv cu_drv = {
+    .api = "CUDA", .lib = "libcuda.so.1", .sticky_msg = STICKY_MSG, .shared_mem = "shared",
+    .not_ready = CUDA_ERROR_NOT_READY, .out_of_resources = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+    .invalid_value = CUDA_ERROR_INVALID_VALUE,
+    .describe = cu_describe, .sticky = cu_sticky, .select = cu_select, .build = cu_build, .devs = &cu.devs,
+    .name = {.device_count = "cuDeviceGetCount", .select = "cuCtxSetCurrent", .stream_sync = "cuStreamSynchronize",
+             .stream_query = "cuStreamQuery", .mem_alloc = "cuMemAlloc", .htod = "cuMemcpyHtoD",
+             .dtoh = "cuMemcpyDtoH", .memset32 = "cuMemsetD32Async", .module_load = "cuModuleLoadData",
+             .get_function = "cuModuleGetFunction", .launch = "cuLaunchKernel", .event_create = "cuEventCreate"},
+};
 
 const rt_runtime rt_cuda = {
     .name = "cuda",
@@ -1164,21 +854,9 @@ const rt_runtime rt_cuda = {
     .device_info = cu_device_info,
     .open = cu_open,
     .close = cu_close,
-    .compile = cu_compile,
+    RT_DRV_ENTRIES,
     .get_kernel = cu_get_kernel,
-    .kernel_free = cu_kernel_free,
-    .binary = cu_binary,
-    .module_free = cu_module_free,
-    .load_binary = cu_load_binary,
-    .alloc = cu_alloc,
-    .buf_free = cu_buf_free,
-    .upload = cu_upload,
-    .fill = cu_fill,
-    .download = cu_download,
     .launch = cu_launch,
-    .finish = cu_finish,
-    .elapsed_ms = cu_elapsed_ms,
-    .event_free = cu_event_free,
     .compile_offline = cu_compile_offline,
     .offline_compiler = cu_offline_compiler,
     .tensor_map = cu_tensor_map,
@@ -1192,3 +870,6 @@ const rt_runtime rt_cuda = {
     .graph_launch = cu_graph_launch,
     .graph_free = cu_graph_free,
 };
+
+/* the layouts rt_shared.c relies on, for the rt_drv_* entries above */
+RT_DRV_LAYOUT_CHECK;

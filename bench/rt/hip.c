@@ -27,12 +27,13 @@
  * and hiprtc.h; the same in ROCm 5 and 6) ---- */
 
 typedef int hipError_t;
-typedef struct ihipModule_t *hipModule_t;
-typedef struct ihipModuleSymbol_t *hipFunction_t;
-typedef struct ihipStream_t *hipStream_t;
-typedef struct ihipEvent_t *hipEvent_t;
+/* the handles the shared routines pass (rt_shared.h) as void pointers */
+typedef void *hipModule_t;
+typedef void *hipFunction_t;
+typedef void *hipStream_t;
+typedef void *hipEvent_t;
 typedef int hiprtcResult;
-typedef struct _hiprtcProgram *hiprtcProgram;
+typedef void *hiprtcProgram;
 
 #define hipSuccess 0
 #define hipErrorInvalidValue 1
@@ -109,77 +110,54 @@ typedef struct _hiprtcProgram *hiprtcProgram;
     X(hiprtcVersion, "hiprtcVersion", hiprtcResult, (int *, int *), 0)                         \
     X(hiprtcGetErrorString, "hiprtcGetErrorString", const char *, (hiprtcResult), 1)           \
     X(hiprtcCreateProgram, "hiprtcCreateProgram", hiprtcResult, (hiprtcProgram *, const char *, \
-        const char *, int, const char **, const char **), 1)                                   \
+        const char *, int, const char *const *, const char *const *), 1)                       \
     X(hiprtcDestroyProgram, "hiprtcDestroyProgram", hiprtcResult, (hiprtcProgram *), 1)        \
-    X(hiprtcCompileProgram, "hiprtcCompileProgram", hiprtcResult, (hiprtcProgram, int, const char **), 1) \
+    X(hiprtcCompileProgram, "hiprtcCompileProgram", hiprtcResult, (hiprtcProgram, int, const char *const *), 1) \
     X(hiprtcGetProgramLogSize, "hiprtcGetProgramLogSize", hiprtcResult, (hiprtcProgram, size_t *), 1) \
     X(hiprtcGetProgramLog, "hiprtcGetProgramLog", hiprtcResult, (hiprtcProgram, char *), 1)    \
     X(hiprtcGetCodeSize, "hiprtcGetCodeSize", hiprtcResult, (hiprtcProgram, size_t *), 1)      \
     X(hiprtcGetCode, "hiprtcGetCode", hiprtcResult, (hiprtcProgram, char *), 1)
 
-#define X_TYPEDEF(member, sym, ret, params, req) typedef ret (*member##_fn) params;
-HIP_API(X_TYPEDEF)
-HIPRTC_API(X_TYPEDEF)
-#undef X_TYPEDEF
+HIP_API(RT_API_TYPEDEF)
+HIPRTC_API(RT_API_TYPEDEF)
 typedef int (*comgr_count_fn)(size_t *);
 typedef int (*comgr_name_fn)(size_t, const char **);
 
-#define MAX_DEVICES 32
-
 /* The runtime's state: filled once by hip_init, read-only afterwards. */
 static struct {
-    int inited, init_rc;
-    char init_err[512];
+    rt_drv_devices devs;
     void *lib;
-#define X_MEMBER(member, sym, ret, params, req) member##_fn member;
-    HIP_API(X_MEMBER)
-#undef X_MEMBER
-    int ndev;
-    rt_device_info info[MAX_DEVICES];
+    HIP_API(RT_API_MEMBER)
 } hp;
+
+static int rtc_code(const char *arch, void *prog, void **bin, size_t *len, char *err, size_t errlen);
 
 /* HIPRTC's state: loaded once (by init or by the first offline compile), read-only after. */
 static struct {
-    pthread_once_t once;
-    int ok;
-    char why[448];
-    char path[128];
-    int major, minor;
-    void *lib;
-#define X_MEMBER(member, sym, ret, params, req) member##_fn member;
-    HIPRTC_API(X_MEMBER)
-#undef X_MEMBER
+    rt_rtc lib;
+    HIPRTC_API(RT_API_MEMBER)
     comgr_count_fn isa_count; /* the code-object manager HIPRTC compiles with: which targets it knows */
     comgr_name_fn isa_name;
-} rtc = {.once = PTHREAD_ONCE_INIT};
+} rtc = {.lib = {.name = "HIPRTC", .prefix = "hiprtc", .file = "attn_fwd.hip",
+                 .compilation = HIPRTC_ERROR_COMPILATION, .invalid_option = HIPRTC_ERROR_INVALID_OPTION,
+                 .no_diagnostic = "error: HIPRTC failed without a diagnostic", .get_code = rtc_code,
+                 .once = PTHREAD_ONCE_INIT}};
 
 struct rt_ctx {
-    int dev;
-    hipStream_t stream;
+    rt_drv_ctx h;    /* at.dev: the device */
     size_t shared_limit;
-    char arch[64];
 };
-struct rt_buf { void *ptr; int dev; };
-struct rt_module {
-    rt_ctx *c;
-    hipModule_t mod;
-    void *bin;     /* the code object that was loaded */
-    size_t binlen;
-    char *log;
-};
+struct rt_buf { rt_drv_buf h; };
 struct rt_kernel { hipFunction_t f; long max_threads; long static_shared; };
-struct rt_event { hipEvent_t start, stop; };
 
-#define FAIL(fmt, ...) do { snprintf(err, errlen, fmt, __VA_ARGS__); return RT_ERR; } while (0)
+static rt_drv hip_drv; /* the runtime for the shared routines, defined with rt_hip below */
 
+/* "hipErrorX (description)", the description left out where it only repeats the name */
 static const char *hip_describe(hipError_t r, char *buf, size_t len)
 {
     const char *name = hp.hipGetErrorName ? hp.hipGetErrorName(r) : NULL;
     const char *str = hp.hipGetErrorString ? hp.hipGetErrorString(r) : NULL;
-    if (name && str && strcmp(name, str)) snprintf(buf, len, "%s (%s)", name, str);
-    else if (name) snprintf(buf, len, "%s", name);
-    else snprintf(buf, len, "HIP error %d", r);
-    return buf;
+    return rt_describe("HIP", r, name, name && str && strcmp(name, str) ? str : NULL, buf, len);
 }
 
 /* Errors after which the device cannot run anything more in this process: a kernel fault.
@@ -191,46 +169,43 @@ static int hip_sticky(hipError_t r)
 
 #define STICKY_MSG "; a kernel fault left HIP unusable in this process: " RT_UNUSABLE
 
-#define HIP_FAIL(call, r, ...) do {                                                        \
-        char d_[256];                                                                     \
-        snprintf(err, errlen, "%s: %s%s", call, hip_describe(r, d_, sizeof d_),           \
-                 hip_sticky(r) ? STICKY_MSG : "");                                        \
-        __VA_ARGS__;                                                                      \
-        return RT_ERR;                                                                    \
-    } while (0)
+#define HIP_FAIL(call, r, ...) RT_DRV_FAIL(&hip_drv, call, r, __VA_ARGS__)
 
-static int set_device(int dev, char *err, size_t errlen)
+static int hip_select(const rt_drv_where *at) { return hp.hipSetDevice(at->dev); }
+
+/* HIP's memory calls take device addresses as pointers, the shared routines pass rt_devptr */
+static int hip_malloc(rt_devptr *ptr, size_t bytes)
 {
-    hipError_t r = hp.hipSetDevice(dev);
-    if (r != hipSuccess) HIP_FAIL("hipSetDevice", r, (void)0);
-    return 0;
+    void *p = NULL;
+    const hipError_t r = hp.hipMalloc(&p, bytes);
+    *ptr = (rt_devptr)(uintptr_t)p;
+    return r;
+}
+static int hip_free(rt_devptr ptr) { return hp.hipFree((void *)(uintptr_t)ptr); }
+static int hip_htod(rt_devptr dst, const void *src, size_t bytes, void *stream)
+{
+    return hp.hipMemcpyHtoDAsync((void *)(uintptr_t)dst, src, bytes, stream);
+}
+static int hip_dtoh(void *dst, rt_devptr src, size_t bytes, void *stream)
+{
+    return hp.hipMemcpyDtoHAsync(dst, (void *)(uintptr_t)src, bytes, stream);
+}
+static int hip_memset32(rt_devptr dst, unsigned value, size_t count, void *stream)
+{
+    return hp.hipMemsetD32Async((void *)(uintptr_t)dst, (int)value, count, stream);
 }
 
 /* ---- HIPRTC loading ---- */
 
-static int rtc_try(const char *path, int flags, char *dlerr, size_t dlerrlen)
+/* rt_rtc_try's take: HIPRTC's calls from the library h found at path */
+static int rtc_take(void *h, const char *path)
 {
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | flags);
-    if (!h) {
-        if (!dlerr[0] && !flags) snprintf(dlerr, dlerrlen, "%s", dlerror());
-        else (void)dlerror();
-        return 0;
-    }
-    if (!dlsym(h, "hiprtcCompileProgram")) { /* ROCm 6's libamdhip64: HIPRTC is a library of its own */
-        dlclose(h);
-        return 0;
-    }
-#define X_LOAD(member, sym, ret, params, req)                                          \
-    rtc.member = (member##_fn)dlsym(h, sym);                                           \
-    if (!rtc.member && req) {                                                          \
-        snprintf(rtc.why, sizeof rtc.why, "%s lacks the required symbol %s", path, sym); \
-        dlclose(h);                                                                    \
-        return 0;                                                                      \
-    }
+    if (!dlsym(h, "hiprtcCompileProgram")) return 0; /* ROCm 6's libamdhip64: HIPRTC is a library of its own */
+#define X_LOAD(member, sym, ret, params, req)                                                             \
+    RT_API_LOAD(rtc, h, member, sym, req,                                                                 \
+                snprintf(rtc.lib.why, sizeof rtc.lib.why, "%s lacks the required symbol %s", path, sym); return 0)
     HIPRTC_API(X_LOAD)
 #undef X_LOAD
-    rtc.lib = h;
-    snprintf(rtc.path, sizeof rtc.path, "%s", path);
     return 1;
 }
 
@@ -243,24 +218,27 @@ static void rtc_load_once(void)
     char dlerr[192] = "";
     const size_t nn = sizeof names / sizeof names[0];
     for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; i < nn && !rtc.lib; i++) rtc_try(names[i], pass == 0 ? RTLD_NOLOAD : 0, dlerr, sizeof dlerr);
-    for (int d = 0; d < 2 && !rtc.lib; d++) {
+        for (size_t i = 0; i < nn && !rtc.lib.handle; i++)
+            rt_rtc_try(&rtc.lib, names[i], pass == 0 ? RTLD_NOLOAD : 0, rtc_take, dlerr, sizeof dlerr);
+    for (int d = 0; d < 2 && !rtc.lib.handle; d++) {
         const char *dir = d == 0 ? rocm : "/opt/rocm";
         if (!dir || !dir[0]) continue;
-        for (size_t i = 0; i < nn && !rtc.lib; i++) {
-            char path[256];
-            snprintf(path, sizeof path, "%s/lib/%s", dir, names[i]);
-            rtc_try(path, 0, dlerr, sizeof dlerr);
-        }
+        char lib[512];
+        snprintf(lib, sizeof lib, "%s/lib", dir);
+        rt_rtc_try_in(&rtc.lib, lib, names, nn, rtc_take, dlerr, sizeof dlerr);
     }
-    if (!rtc.lib) {
-        if (!rtc.why[0])
-            snprintf(rtc.why, sizeof rtc.why,
+    if (!rtc.lib.handle) {
+        if (!rtc.lib.why[0])
+            snprintf(rtc.lib.why, sizeof rtc.lib.why,
                      "HIPRTC not found (%s; also looked in $ROCM_PATH/lib and /opt/rocm/lib): install ROCm's "
                      "HIPRTC (Debian: libamdhip64-dev) or set ROCM_PATH", dlerr);
         return;
     }
-    if (!rtc.hiprtcVersion || rtc.hiprtcVersion(&rtc.major, &rtc.minor) != HIPRTC_SUCCESS) rtc.major = rtc.minor = 0;
+    rtc.lib.call = (rt_rtc_calls){.create = rtc.hiprtcCreateProgram, .destroy = rtc.hiprtcDestroyProgram,
+                                  .compile = rtc.hiprtcCompileProgram, .log_size = rtc.hiprtcGetProgramLogSize,
+                                  .log = rtc.hiprtcGetProgramLog, .error_string = rtc.hiprtcGetErrorString};
+    if (!rtc.hiprtcVersion || rtc.hiprtcVersion(&rtc.lib.major, &rtc.lib.minor) != HIPRTC_SUCCESS)
+        rtc.lib.major = rtc.lib.minor = 0;
     /* the code-object manager (comgr) HIPRTC compiles with, to ask it which targets it
      * knows: an older one can crash on a target it does not (ROCm 5.2 on gfx940) */
     static const char *const comgr[] = {"libamd_comgr.so.3", "libamd_comgr.so.2", "libamd_comgr.so"};
@@ -272,14 +250,7 @@ static void rtc_load_once(void)
         rtc.isa_name = (comgr_name_fn)dlsym(cg, "amd_comgr_get_isa_name");
     }
     (void)dlerror();
-    rtc.ok = 1;
-}
-
-static int rtc_load(char *err, size_t errlen)
-{
-    pthread_once(&rtc.once, rtc_load_once);
-    if (!rtc.ok) FAIL("%s", rtc.why);
-    return 0;
+    rtc.lib.ok = 1;
 }
 
 /* Whether HIPRTC's code-object manager lists arch (bare: "gfx90a"); 1 where it cannot say. */
@@ -308,94 +279,28 @@ static int valid_gfx(const char *arch)
     return strlen(arch) < 48;
 }
 
-static char *rtc_log(hiprtcProgram p)
-{
-    size_t n = 0;
-    if (rtc.hiprtcGetProgramLogSize(p, &n) != HIPRTC_SUCCESS) n = 0;
-    char *log = malloc(n + 1);
-    if (!log) return NULL;
-    if (n && rtc.hiprtcGetProgramLog(p, log) != HIPRTC_SUCCESS) n = 0;
-    log[n] = 0;
-    return log;
-}
-
-/* Options shared by both compilers; defs[i] holds "-D<define>" (malloc'd). */
-static int make_defines(const char *const *defines, int ndefines, char ***defs, char *err, size_t errlen)
-{
-    *defs = calloc((size_t)ndefines + 1, sizeof **defs);
-    if (!*defs) FAIL("%s", "out of memory");
-    for (int i = 0; i < ndefines; i++) {
-        size_t l = strlen(defines[i]) + 3;
-        (*defs)[i] = malloc(l);
-        if (!(*defs)[i]) FAIL("%s", "out of memory");
-        snprintf((*defs)[i], l, "-D%s", defines[i]);
-    }
-    return 0;
-}
-
-static void free_defines(char **defs, int ndefines)
-{
-    if (!defs) return;
-    for (int i = 0; i < ndefines; i++) free(defs[i]);
-    free(defs);
-}
-
 static int rtc_build(const char *arch, const char *source, const char *const *defines, int ndefines, void **bin,
                      size_t *len, char **log, char *err, size_t errlen)
 {
-    char **defs = NULL, archopt[96];
-    const char **opts = calloc((size_t)ndefines + 4, sizeof *opts);
-    int no = 0, rc = 0;
-    if (!opts || make_defines(defines, ndefines, &defs, err, errlen) != 0) {
-        free(opts);
-        free_defines(defs, ndefines);
-        FAIL("%s", "out of memory");
-    }
+    char archopt[96];
     snprintf(archopt, sizeof archopt, "--offload-arch=%s", arch);
-    opts[no++] = archopt;
-    opts[no++] = "-O3";
-    opts[no++] = "-std=c++17";
-    for (int i = 0; i < ndefines; i++) opts[no++] = defs[i];
+    const char *const fixed[] = {archopt, "-O3", "-std=c++17"};
+    return rt_rtc_build(&rtc.lib, arch, source, fixed, 3, defines, ndefines, bin, len, log, err, errlen);
+}
 
-    hiprtcProgram p = NULL;
-    hiprtcResult r = rtc.hiprtcCreateProgram(&p, source, "attn_fwd.hip", 0, NULL, NULL);
-    if (r != HIPRTC_SUCCESS) {
-        rc = RT_ERR;
-        snprintf(err, errlen, "hiprtcCreateProgram: %s", rtc.hiprtcGetErrorString(r));
-        goto out;
+/* rt_rtc's get_code: the code object of prog */
+static int rtc_code(const char *arch, void *prog, void **bin, size_t *len, char *err, size_t errlen)
+{
+    size_t n = 0;
+    const hiprtcResult r = rtc.hiprtcGetCodeSize(prog, &n);
+    char *b = r == HIPRTC_SUCCESS && n ? malloc(n) : NULL;
+    if (!b || rtc.hiprtcGetCode(prog, b) != HIPRTC_SUCCESS) {
+        free(b);
+        FAIL("hiprtcGetCode: %s", r != HIPRTC_SUCCESS ? rtc.hiprtcGetErrorString(r) : n ? "failed" : "empty");
     }
-    r = rtc.hiprtcCompileProgram(p, no, opts);
-    char *lg = rtc_log(p);
-    if (r != HIPRTC_SUCCESS) {
-        char line[1024];
-        int o = snprintf(line, sizeof line, "hiprtcCompileProgram (HIPRTC %d.%d, %s): %s; options:", rtc.major, rtc.minor,
-                         arch, rtc.hiprtcGetErrorString(r));
-        for (int i = 0; i < no && o > 0 && (size_t)o < sizeof line; i++)
-            o += snprintf(line + o, sizeof line - (size_t)o, " %s", opts[i]);
-        lg = rt_log_append(lg, line);
-        if (!strstr(lg, "error")) lg = rt_log_append(lg, "error: HIPRTC failed without a diagnostic");
-        snprintf(err, errlen, "%s", line);
-        rc = r == HIPRTC_ERROR_COMPILATION || r == HIPRTC_ERROR_INVALID_OPTION ? RT_ECOMPILE : RT_ERR;
-    } else {
-        size_t n = 0;
-        r = rtc.hiprtcGetCodeSize(p, &n);
-        char *b = r == HIPRTC_SUCCESS && n ? malloc(n) : NULL;
-        if (!b || rtc.hiprtcGetCode(p, b) != HIPRTC_SUCCESS) {
-            free(b);
-            rc = RT_ERR;
-            snprintf(err, errlen, "hiprtcGetCode: %s", r != HIPRTC_SUCCESS ? rtc.hiprtcGetErrorString(r) : n ? "failed" : "empty");
-        } else {
-            *bin = b;
-            *len = n;
-        }
-    }
-    rtc.hiprtcDestroyProgram(&p);
-    if (log) *log = lg;
-    else free(lg);
-out:
-    free_defines(defs, ndefines);
-    free(opts);
-    return rc;
+    *bin = b;
+    *len = n;
+    return 0;
 }
 
 /* hipcc (the ROCm clang driver) for the device code alone: hipcc on PATH, in $ROCM_PATH/bin
@@ -452,7 +357,7 @@ static int hipcc_build(const char *arch, const char *source, const char *const *
     char hipcc[512];
     if (find_hipcc(hipcc, sizeof hipcc) != 0)
         FAIL("HIPRTC (%s) does not know %s and no hipcc was found (PATH, $ROCM_PATH/bin, /opt/rocm/bin)",
-             rtc.path[0] ? rtc.path : "HIPRTC", arch);
+             rtc.lib.path[0] ? rtc.lib.path : "HIPRTC", arch);
     const char *tmp = getenv("TMPDIR");
     char dir[512], src[600], obj[600], lgp[600];
     snprintf(dir, sizeof dir, "%s/fabench-hipcc-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -470,7 +375,7 @@ static int hipcc_build(const char *arch, const char *source, const char *const *
         goto out;
     }
     if (fclose(f) != 0) { snprintf(err, errlen, "cannot write %s", src); goto out; }
-    if (make_defines(defines, ndefines, &defs, err, errlen) != 0) goto out;
+    if (rt_defines(defines, ndefines, &defs, err, errlen) != 0) goto out;
     char archopt[96];
     snprintf(archopt, sizeof archopt, "--offload-arch=%s", arch);
     int na = 0;
@@ -499,9 +404,9 @@ static int hipcc_build(const char *arch, const char *source, const char *const *
     char *lg = NULL, *b = NULL;
     size_t ll = 0, bl = 0;
     if (read_whole(lgp, &lg, &ll) != 0) lg = NULL;
-    char note[768];
-    snprintf(note, sizeof note, "note: HIPRTC (%s) does not know %s; built with %s", rtc.path[0] ? rtc.path : "absent",
-             arch, hipcc);
+    char note[1024];
+    snprintf(note, sizeof note, "note: HIPRTC (%s) does not know %s; built with %s",
+             rtc.lib.path[0] ? rtc.lib.path : "absent", arch, hipcc);
     lg = rt_log_append(lg, note);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -519,7 +424,7 @@ static int hipcc_build(const char *arch, const char *source, const char *const *
     if (log) *log = lg;
     else free(lg);
 out:
-    free_defines(defs, ndefines);
+    rt_defines_free(defs, ndefines);
     free(argv);
     unlink(src);
     unlink(obj);
@@ -536,7 +441,7 @@ static int hip_build(const char *arch, const char *source, const char *const *de
     *bin = NULL;
     *len = 0;
     if (log) *log = NULL;
-    int have_rtc = rtc_load(err, errlen) == 0;
+    int have_rtc = rt_rtc_load(&rtc.lib, rtc_load_once, err, errlen) == 0;
     if (have_rtc && rtc_knows(arch)) return rtc_build(arch, source, defines, ndefines, bin, len, log, err, errlen);
     char hipcc[512];
     if (!have_rtc && find_hipcc(hipcc, sizeof hipcc) != 0) return RT_ERR; /* err: HIPRTC's absence */
@@ -622,7 +527,7 @@ static void version_str(int v, const char *what, char *out, size_t len)
 
 static void fill_info(int i)
 {
-    rt_device_info *o = &hp.info[i];
+    rt_device_info *o = &hp.devs.info[i];
     memset(o, 0, sizeof *o);
     int v = 0;
     char arch[sizeof o->arch];
@@ -636,8 +541,8 @@ static void fill_info(int i)
     if (hp.hipDriverGetVersion(&v) == hipSuccess) version_str(v, "HIP driver", o->driver, sizeof o->driver);
     if (hp.hipRuntimeGetVersion && hp.hipRuntimeGetVersion(&v) == hipSuccess)
         version_str(v, "HIP runtime", o->runtime_version, sizeof o->runtime_version);
-    const char *lib = strrchr(rtc.path, '/') ? strrchr(rtc.path, '/') + 1 : rtc.path;
-    snprintf(o->compiler, sizeof o->compiler, "HIPRTC %d.%d (%.80s)", rtc.major, rtc.minor, lib);
+    const char *lib = strrchr(rtc.lib.path, '/') ? strrchr(rtc.lib.path, '/') + 1 : rtc.lib.path;
+    snprintf(o->compiler, sizeof o->compiler, "HIPRTC %d.%d (%.80s)", rtc.lib.major, rtc.lib.minor, lib);
     o->is_gpu = 1;
     if (hp.hipDeviceGetAttribute(&v, hipDeviceAttributeMultiprocessorCount, i) == hipSuccess) o->compute_units = v;
     o->warp_size = hp.hipDeviceGetAttribute(&v, hipDeviceAttributeWarpSize, i) == hipSuccess && v > 0 ? v : 64;
@@ -674,11 +579,20 @@ static int hip_init_once(char *err, size_t errlen)
         hp.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     }
     if (!hp.lib) FAIL("libamdhip64.so not found (no ROCm HIP runtime): %s", dlerr);
-#define X_LOAD(member, sym, ret, params, req)                                             \
-    hp.member = (member##_fn)dlsym(hp.lib, sym);                                          \
-    if (!hp.member && req) FAIL("libamdhip64 lacks the required symbol %s (HIP older than 5.0?)", sym);
+#define X_LOAD(member, sym, ret, params, req)                                                             \
+    RT_API_LOAD(hp, hp.lib, member, sym, req, FAIL("libamdhip64 lacks the required symbol %s (HIP older than 5.0?)", sym))
     HIP_API(X_LOAD)
 #undef X_LOAD
+    hip_drv.call = (rt_drv_calls){
+        .device_count = hp.hipGetDeviceCount, .stream_sync = hp.hipStreamSynchronize, .stream_query = hp.hipStreamQuery,
+        .mem_alloc = hip_malloc, .mem_free = hip_free, .htod = hip_htod, .dtoh = hip_dtoh,
+        .memset32 = hp.hipMemsetD32Async ? hip_memset32 : NULL,
+        .module_load = hp.hipModuleLoadData, .module_unload = hp.hipModuleUnload,
+        .get_function = hp.hipModuleGetFunction, .launch = hp.hipModuleLaunchKernel,
+        .event_create = hp.hipEventCreateWithFlags, .event_record = hp.hipEventRecord,
+        .event_sync = hp.hipEventSynchronize, .event_destroy = hp.hipEventDestroy,
+        .event_elapsed = hp.hipEventElapsedTime,
+    };
     char d[256];
     hipError_t r = hp.hipInit(0);
     if (r != hipSuccess)
@@ -686,48 +600,29 @@ static int hip_init_once(char *err, size_t errlen)
              r == hipErrorNoDevice || r == hipErrorInvalidDevice
                  ? "; no usable AMD GPU (check rocminfo, /dev/kfd access and HIP_VISIBLE_DEVICES)" : "");
     int n = 0;
-    r = hp.hipGetDeviceCount(&n);
-    if (r != hipSuccess) FAIL("hipGetDeviceCount: %s", hip_describe(r, d, sizeof d));
-    if (n <= 0) FAIL("%s", "the HIP runtime reports no AMD GPUs (check rocminfo and HIP_VISIBLE_DEVICES)");
-    if (rtc_load(err, errlen) != 0) return RT_ERR;
-    if (n > MAX_DEVICES) n = MAX_DEVICES;
+    if (rt_drv_device_count(&hip_drv, &n, "the HIP runtime reports no AMD GPUs (check rocminfo and "
+                            "HIP_VISIBLE_DEVICES)", err, errlen) != 0 ||
+        rt_rtc_load(&rtc.lib, rtc_load_once, err, errlen) != 0)
+        return RT_ERR;
     for (int i = 0; i < n; i++) fill_info(i);
-    hp.ndev = n;
+    hp.devs.ndev = n;
     return 0;
 }
 
-static int hip_init(char *err, size_t errlen)
-{
-    if (!hp.inited) {
-        hp.inited = 1;
-        hp.init_rc = hip_init_once(hp.init_err, sizeof hp.init_err);
-        if (hp.init_rc != 0) hp.ndev = 0;
-    }
-    if (hp.init_rc != 0) snprintf(err, errlen, "%s", hp.init_err);
-    return hp.init_rc;
-}
-
-static int hip_device_count(void) { return hp.ndev; }
-
-static int hip_device_info(int index, rt_device_info *out)
-{
-    if (index < 0 || index >= hp.ndev) return RT_ERR;
-    *out = hp.info[index];
-    return 0;
-}
+static int hip_init(char *err, size_t errlen) { return rt_drv_init(&hp.devs, hip_init_once, err, errlen); }
+static int hip_device_count(void) { return hp.devs.ndev; }
+static int hip_device_info(int index, rt_device_info *out) { return rt_drv_device_info(&hp.devs, index, out); }
 
 /* ---- contexts: the device and one stream ---- */
 
 static int hip_open(int index, rt_ctx **out, char *err, size_t errlen)
 {
-    if (index < 0 || index >= hp.ndev) FAIL("no HIP device %d", index);
-    rt_ctx *c = calloc(1, sizeof *c);
-    if (!c) FAIL("%s", "out of memory");
-    c->dev = index;
-    c->shared_limit = hp.info[index].shared_bytes;
-    snprintf(c->arch, sizeof c->arch, "%s", hp.info[index].arch);
-    if (set_device(index, err, errlen) != 0) { free(c); return RT_ERR; }
-    hipError_t r = hp.hipStreamCreateWithFlags(&c->stream, hipStreamNonBlocking);
+    rt_ctx *c = rt_drv_ctx_new(&hip_drv, index, sizeof *c, err, errlen);
+    if (!c) return RT_ERR;
+    c->h.at.dev = index;
+    c->shared_limit = hp.devs.info[index].shared_bytes;
+    if (rt_drv_bind(c, err, errlen) != 0) { free(c); return RT_ERR; }
+    hipError_t r = hp.hipStreamCreateWithFlags(&c->h.stream, hipStreamNonBlocking);
     if (r != hipSuccess) HIP_FAIL("hipStreamCreateWithFlags", r, free(c));
     *out = c;
     return 0;
@@ -736,86 +631,21 @@ static int hip_open(int index, rt_ctx **out, char *err, size_t errlen)
 static void hip_close(rt_ctx *c)
 {
     if (!c) return;
-    if (hp.hipSetDevice(c->dev) == hipSuccess) {
-        hp.hipStreamSynchronize(c->stream);
-        hp.hipStreamDestroy(c->stream);
+    if (hp.hipSetDevice(c->h.at.dev) == hipSuccess) {
+        hp.hipStreamSynchronize(c->h.stream);
+        hp.hipStreamDestroy(c->h.stream);
     }
     free(c);
 }
 
 /* ---- modules and kernels ---- */
 
-static int load_module(rt_ctx *c, rt_module *m, char *err, size_t errlen)
-{
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
-    hipError_t r = hp.hipModuleLoadData(&m->mod, m->bin);
-    if (r != hipSuccess) HIP_FAIL("hipModuleLoadData", r, (void)0);
-    return 0;
-}
-
-static int hip_compile(rt_ctx *c, const char *source, const char *const *defines, int ndefines, rt_module **out,
-                       char **log, char *err, size_t errlen)
-{
-    void *bin = NULL;
-    size_t len = 0;
-    char *lg = NULL;
-    if (log) *log = NULL;
-    int rc = hip_build(c->arch, source, defines, ndefines, &bin, &len, &lg, err, errlen);
-    if (rc != 0) {
-        if (log) *log = lg;
-        else free(lg);
-        return rc;
-    }
-    rt_module *m = calloc(1, sizeof *m);
-    if (!m) { free(bin); free(lg); FAIL("%s", "out of memory"); }
-    m->c = c;
-    m->bin = bin;
-    m->binlen = len;
-    if (lg) {
-        m->log = strdup(lg);
-        if (log) *log = lg;
-        else free(lg);
-    }
-    if (load_module(c, m, err, errlen) != 0) {
-        free(m->bin); free(m->log); free(m);
-        return RT_ERR;
-    }
-    *out = m;
-    return 0;
-}
-
-static int hip_load_binary(rt_ctx *c, const void *bin, size_t len, const char *log, rt_module **out, char *err,
-                           size_t errlen)
-{
-    rt_module *m = calloc(1, sizeof *m);
-    if (!m) FAIL("%s", "out of memory");
-    m->c = c;
-    m->bin = malloc(len ? len : 1);
-    if (!m->bin) { free(m); FAIL("%s", "out of memory"); }
-    memcpy(m->bin, bin, len);
-    m->binlen = len;
-    m->log = log ? strdup(log) : NULL;
-    if (load_module(c, m, err, errlen) != 0) {
-        free(m->bin); free(m->log); free(m);
-        return RT_ERR;
-    }
-    *out = m;
-    return 0;
-}
-
 static int hip_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_kernel_attrs *attrs, char *err,
                           size_t errlen)
 {
-    if (set_device(m->c->dev, err, errlen) != 0) return RT_ERR;
-    hipFunction_t f;
-    hipError_t r = hp.hipModuleGetFunction(&f, m->mod, name);
-    if (r != hipSuccess) {
-        char d[256];
-        FAIL("hipModuleGetFunction(%s): %s (is it declared extern \"C\" __global__?)", name, hip_describe(r, d, sizeof d));
-    }
-    rt_kernel *k = calloc(1, sizeof *k);
-    if (!k) FAIL("%s", "out of memory");
-    k->f = f;
+    rt_kernel *k = rt_drv_kernel_new(m, name, sizeof *k, err, errlen);
+    if (!k) return RT_ERR;
+    const hipFunction_t f = k->f;
     rt_kernel_attrs a;
     meta_attrs(m->bin, m->binlen, name, &a);
     int v = 0;
@@ -837,91 +667,15 @@ static int hip_get_kernel(rt_module *m, const char *name, rt_kernel **out, rt_ke
     return 0;
 }
 
-static void hip_kernel_free(rt_kernel *k) { free(k); }
+/* ---- launches (waiting and timing: rt_drv_finish, rt_drv_elapsed_ms) ---- */
 
-static int hip_binary(rt_module *m, void **data, size_t *len)
-{
-    void *b = malloc(m->binlen ? m->binlen : 1);
-    if (!b) return RT_ERR;
-    memcpy(b, m->bin, m->binlen);
-    *data = b;
-    *len = m->binlen;
-    return 0;
-}
-
-static void hip_module_free(rt_module *m)
-{
-    if (!m) return;
-    if (hp.hipSetDevice(m->c->dev) == hipSuccess) hp.hipModuleUnload(m->mod);
-    free(m->bin);
-    free(m->log);
-    free(m);
-}
-
-/* ---- memory ---- */
-
-static int hip_alloc(rt_ctx *c, size_t bytes, rt_buf **out, char *err, size_t errlen)
-{
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
-    rt_buf *b = calloc(1, sizeof *b);
-    if (!b) FAIL("%s", "out of memory");
-    b->dev = c->dev;
-    hipError_t r = hp.hipMalloc(&b->ptr, bytes ? bytes : 4);
-    if (r != hipSuccess) {
-        char d[256];
-        free(b);
-        FAIL("hipMalloc(%zu bytes): %s", bytes, hip_describe(r, d, sizeof d));
-    }
-    *out = b;
-    return 0;
-}
-
-static void hip_buf_free(rt_buf *b)
-{
-    if (!b) return;
-    if (hp.hipSetDevice(b->dev) == hipSuccess) hp.hipFree(b->ptr);
-    free(b);
-}
-
-/* Copies run on the context's stream, ordered with its launches, and return once complete. */
-static int hip_upload(rt_ctx *c, rt_buf *dst, const void *src, size_t bytes, char *err, size_t errlen)
-{
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
-    hipError_t r = hp.hipMemcpyHtoDAsync(dst->ptr, src, bytes, c->stream);
-    if (r != hipSuccess) HIP_FAIL("hipMemcpyHtoDAsync", r, (void)0);
-    r = hp.hipStreamSynchronize(c->stream);
-    if (r != hipSuccess) HIP_FAIL("hipStreamSynchronize after hipMemcpyHtoDAsync", r, (void)0);
-    return 0;
-}
-
-static int hip_fill(rt_ctx *c, rt_buf *buf, size_t bytes, uint32_t value, char *err, size_t errlen)
-{
-    if (!hp.hipMemsetD32Async) FAIL("%s", "libamdhip64 lacks hipMemsetD32Async");
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
-    hipError_t r = hp.hipMemsetD32Async(buf->ptr, (int)value, bytes / 4, c->stream);
-    if (r != hipSuccess) HIP_FAIL("hipMemsetD32Async", r, (void)0);
-    return 0;
-}
-
-static int hip_download(rt_ctx *c, void *dst, rt_buf *src, size_t bytes, char *err, size_t errlen)
-{
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
-    hipError_t r = hp.hipMemcpyDtoHAsync(dst, src->ptr, bytes, c->stream);
-    if (r != hipSuccess) HIP_FAIL("hipMemcpyDtoHAsync", r, (void)0);
-    r = hp.hipStreamSynchronize(c->stream);
-    if (r != hipSuccess) HIP_FAIL("hipStreamSynchronize after hipMemcpyDtoHAsync", r, (void)0);
-    return 0;
-}
-
-/* ---- launches, waiting, timing ---- */
-
-static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->p = (void *)b->ptr; }
+static void put_buf(const rt_buf *b, rt_param_slot *slot) { slot->p = (void *)(uintptr_t)b->h.ptr; }
 
 static int hip_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_t block[3], size_t dyn_shared,
                       const rt_arg *args, int nargs, rt_event **ev, char *err, size_t errlen)
 {
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
-    const int chk = rt_check_launch("HIP", grid, block, hp.info[c->dev].max_grid, k->max_threads, err, errlen);
+    const size_t *max_grid = hp.devs.info[c->h.at.dev].max_grid;
+    const int chk = rt_drv_launch_check(c, grid, block, max_grid, k->max_threads, err, errlen);
     if (chk != 0) return chk;
     /* HIP's own limit: grid times block at most 2^32 - 1 threads along each dimension */
     for (int i = 0; i < 3; i++)
@@ -935,86 +689,20 @@ static int hip_launch(rt_ctx *c, rt_kernel *k, const size_t grid[3], const size_
                  dyn_shared, k->static_shared, c->shared_limit);
         return RT_ERESOURCE;
     }
-    rt_params pp;
-    if (rt_params_pack(&pp, args, nargs, put_buf, err, errlen) != 0) return RT_ERR;
-    rt_event *re = NULL;
-    hipError_t r;
-    if (ev) {
-        re = calloc(1, sizeof *re);
-        if (!re) { rt_params_free(&pp); FAIL("%s", "out of memory"); }
-        r = hp.hipEventCreateWithFlags(&re->start, hipEventDefault);
-        if (r == hipSuccess) {
-            r = hp.hipEventCreateWithFlags(&re->stop, hipEventDefault);
-            if (r != hipSuccess) hp.hipEventDestroy(re->start);
-        }
-        if (r != hipSuccess) HIP_FAIL("hipEventCreateWithFlags", r, free(re), rt_params_free(&pp));
-        r = hp.hipEventRecord(re->start, c->stream);
-        if (r != hipSuccess) goto fail;
-    }
-    r = hp.hipModuleLaunchKernel(k->f, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)block[0],
-                                 (unsigned)block[1], (unsigned)block[2], (unsigned)dyn_shared, c->stream, pp.params, NULL);
-    if (r != hipSuccess) goto fail;
-    if (re) {
-        r = hp.hipEventRecord(re->stop, c->stream);
-        if (r != hipSuccess) goto fail;
-        *ev = re;
-    }
-    rt_params_free(&pp);
-    return 0;
-fail: {
-        char d[256];
-        hip_describe(r, d, sizeof d);
-        int res = r == hipErrorLaunchOutOfResources || r == hipErrorInvalidValue;
-        snprintf(err, errlen, "hipModuleLaunchKernel (grid %zux%zux%zu, block %zux%zux%zu, %zu bytes dynamic LDS): %s%s",
-                 grid[0], grid[1], grid[2], block[0], block[1], block[2], dyn_shared, d, hip_sticky(r) ? STICKY_MSG : "");
-        if (re) {
-            hp.hipEventDestroy(re->start);
-            hp.hipEventDestroy(re->stop);
-            free(re);
-        }
-        rt_params_free(&pp);
-        return res ? RT_ERESOURCE : RT_ERR;
-    }
+    return rt_drv_enqueue(c, k->f, grid, block, dyn_shared, args, nargs, put_buf, ev, err, errlen);
 }
 
-/* rt_poll's query: 0 once the stream is idle, 1 while not */
-static int stream_done(void *arg, char *err, size_t errlen)
-{
-    const hipError_t r = hp.hipStreamQuery(((rt_ctx *)arg)->stream);
-    if (r == hipSuccess) return 0;
-    if (r != hipErrorNotReady) HIP_FAIL("queued work failed: hipStreamQuery", r, (void)0);
-    return 1;
-}
-
-static int hip_finish(rt_ctx *c, double timeout_s, char *err, size_t errlen)
-{
-    if (set_device(c->dev, err, errlen) != 0) return RT_ERR;
-    hipError_t r;
-    if (timeout_s <= 0) {
-        r = hp.hipStreamSynchronize(c->stream);
-        if (r != hipSuccess) HIP_FAIL("queued work failed: hipStreamSynchronize", r, (void)0);
-        return 0;
-    }
-    return rt_poll(stream_done, c, timeout_s, err, errlen);
-}
-
-static int hip_elapsed_ms(rt_ctx *c, rt_event *first, rt_event *last, double *ms)
-{
-    if (c && hp.hipSetDevice(c->dev) != hipSuccess) return RT_ERR;
-    if (hp.hipEventSynchronize(last->stop) != hipSuccess) return RT_ERR;
-    float f = 0;
-    if (hp.hipEventElapsedTime(&f, first->start, last->stop) != hipSuccess) return RT_ERR;
-    *ms = f;
-    return 0;
-}
-
-static void hip_event_free(rt_event *ev)
-{
-    if (!ev) return;
-    hp.hipEventDestroy(ev->start);
-    hp.hipEventDestroy(ev->stop);
-    free(ev);
-}
+static rt_drv hip_drv = {
+    .api = "HIP", .lib = "libamdhip64", .sticky_msg = STICKY_MSG, .shared_mem = "LDS",
+    .not_ready = hipErrorNotReady, .out_of_resources = hipErrorLaunchOutOfResources,
+    .invalid_value = hipErrorInvalidValue,
+    .describe = hip_describe, .sticky = hip_sticky, .select = hip_select, .build = hip_build, .devs = &hp.devs,
+    .name = {.device_count = "hipGetDeviceCount", .select = "hipSetDevice", .stream_sync = "hipStreamSynchronize",
+             .stream_query = "hipStreamQuery", .mem_alloc = "hipMalloc", .htod = "hipMemcpyHtoDAsync",
+             .dtoh = "hipMemcpyDtoHAsync", .memset32 = "hipMemsetD32Async", .module_load = "hipModuleLoadData",
+             .get_function = "hipModuleGetFunction", .launch = "hipModuleLaunchKernel",
+             .event_create = "hipEventCreateWithFlags"},
+};
 
 const rt_runtime rt_hip = {
     .name = "hip",
@@ -1023,20 +711,11 @@ const rt_runtime rt_hip = {
     .device_info = hip_device_info,
     .open = hip_open,
     .close = hip_close,
-    .compile = hip_compile,
+    RT_DRV_ENTRIES,
     .get_kernel = hip_get_kernel,
-    .kernel_free = hip_kernel_free,
-    .binary = hip_binary,
-    .module_free = hip_module_free,
-    .load_binary = hip_load_binary,
-    .alloc = hip_alloc,
-    .buf_free = hip_buf_free,
-    .upload = hip_upload,
-    .fill = hip_fill,
-    .download = hip_download,
     .launch = hip_launch,
-    .finish = hip_finish,
-    .elapsed_ms = hip_elapsed_ms,
-    .event_free = hip_event_free,
     .compile_offline = hip_compile_offline,
 };
+
+/* the layouts rt_shared.c relies on, for the rt_drv_* entries above */
+RT_DRV_LAYOUT_CHECK;
