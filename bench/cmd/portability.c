@@ -113,7 +113,18 @@ static int note_manifest(const char *path, const rt_device *dev, int argc, char 
     return rc;
 }
 
-int cmd_portability(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct {
+    const char *device, *suite, *shapes_file, *own_path, *out; /* own_path, out: NULL for the defaults */
+    from_table *from; /* the --from tables: MAX_FROM, calloc'd */
+    int nfrom, quiet, have_dtype;
+    dtype_t dtype;    /* --dtype: over the shapes' own */
+    attn_opts ao;     /* the timing: --budget, --warmup, --seed */
+} port_opts;
+
+/* getopt's loop: each option into *o, checked as it comes. Returns -1 when all are read,
+ * else the exit status (the message or the usage printed). */
+static int read_options(int argc, char **argv, port_opts *o)
 {
     enum { O_DEVICE = 1, O_SUITE, O_SHAPES, O_FROM, O_TUNING, O_OUT, O_DTYPE, O_BUDGET, O_WARMUP, O_SEED, O_QUIET, O_HELP };
     static const struct option opts[] = {
@@ -123,214 +134,325 @@ int cmd_portability(int argc, char **argv)
         {"dtype", required_argument, 0, O_DTYPE}, {"budget", required_argument, 0, O_BUDGET},
         {"warmup", required_argument, 0, O_WARMUP}, {"seed", required_argument, 0, O_SEED},
         {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
-    const char *device = NULL, *suite = NULL, *shapes_file = NULL, *own_path = NULL, *out = NULL;
-    from_table *from = calloc(MAX_FROM, sizeof *from);
-    int nfrom = 0, quiet = 0, have_dtype = 0;
-    dtype_t dtype = DT_BF16;
-    attn_opts ao;
-    attn_opts_defaults(&ao);
-    ao.timing.budget_s = 0.3;
-    ao.timing.warmup_s = 0.05;
-    char err[FB_ERRLEN], *end;
-    if (!from) { fprintf(stderr, "fabench portability: out of memory\n"); return 1; }
+    char *end;
     optind = 1;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         double x;
         switch (c) {
-        case O_DEVICE: device = optarg; break;
-        case O_SUITE: suite = optarg; break;
-        case O_SHAPES: shapes_file = optarg; break;
-        case O_TUNING: own_path = optarg; break;
-        case O_OUT: out = optarg; break;
-        case O_QUIET: quiet = 1; break;
+        case O_DEVICE: o->device = optarg; break;
+        case O_SUITE: o->suite = optarg; break;
+        case O_SHAPES: o->shapes_file = optarg; break;
+        case O_TUNING: o->own_path = optarg; break;
+        case O_OUT: o->out = optarg; break;
+        case O_QUIET: o->quiet = 1; break;
         case O_FROM:
-            if (nfrom == MAX_FROM) { fprintf(stderr, "fabench portability: at most %d --from tables\n", MAX_FROM); free(from); return FB_EXIT_BADINPUT; }
-            from[nfrom++].path = optarg;
+            if (o->nfrom == MAX_FROM) { fprintf(stderr, "fabench portability: at most %d --from tables\n", MAX_FROM); return FB_EXIT_BADINPUT; }
+            o->from[o->nfrom++].path = optarg;
             break;
         case O_DTYPE:
-            if (dtype_parse(optarg, &dtype) != 0) {
+            if (dtype_parse(optarg, &o->dtype) != 0) {
                 fprintf(stderr, "fabench portability: --dtype: unknown '%s' (known: fp32, fp16, bf16)\n", optarg);
-                free(from);
                 return FB_EXIT_BADINPUT;
             }
-            have_dtype = 1;
+            o->have_dtype = 1;
             break;
         case O_BUDGET:
         case O_WARMUP:
             x = strtod(optarg, &end);
             if (*end || end == optarg || !(x >= 0) || x > 1e6) {
                 fprintf(stderr, "fabench portability: %s: bad seconds '%s'\n", argv[optind - 1], optarg);
-                free(from);
                 return FB_EXIT_BADINPUT;
             }
-            if (c == O_BUDGET) ao.timing.budget_s = x; else ao.timing.warmup_s = x;
+            if (c == O_BUDGET) o->ao.timing.budget_s = x; else o->ao.timing.warmup_s = x;
             break;
         case O_SEED:
-            ao.seed = strtoull(optarg, &end, 10);
+            o->ao.seed = strtoull(optarg, &end, 10);
             if (*end || end == optarg || optarg[0] == '-') {
                 fprintf(stderr, "fabench portability: --seed: bad number '%s'\n", optarg);
-                free(from);
                 return FB_EXIT_BADINPUT;
             }
             break;
         case 'h':
-        case O_HELP: usage(stdout); free(from); return 0;
-        case ':': fprintf(stderr, "fabench portability: %s needs a value\n", argv[optind - 1]); free(from); return FB_EXIT_BADINPUT;
+        case O_HELP: usage(stdout); return 0;
+        case ':': fprintf(stderr, "fabench portability: %s needs a value\n", argv[optind - 1]); return FB_EXIT_BADINPUT;
         default:
             fprintf(stderr, "fabench portability: unknown option '%s' (fabench portability --help)\n", argv[optind - 1]);
-            free(from);
             return FB_EXIT_BADINPUT;
         }
     }
-    if (optind < argc || !device || !nfrom || (!suite == !shapes_file)) {
+    return -1;
+}
+
+/* The options into *o, with the timing's defaults (a short budget: many runs, each only
+ * compared with this device's own), and what must be there. Returns -1 to go on, else the
+ * exit status (the message or the usage printed; o->from freed). */
+static int parse_options(int argc, char **argv, port_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->dtype = DT_BF16;
+    o->from = calloc(MAX_FROM, sizeof *o->from);
+    attn_opts_defaults(&o->ao);
+    o->ao.timing.budget_s = 0.3;
+    o->ao.timing.warmup_s = 0.05;
+    if (!o->from) { fprintf(stderr, "fabench portability: out of memory\n"); return 1; }
+    int rc = read_options(argc, argv, o);
+    if (rc < 0 && (optind < argc || !o->device || !o->nfrom || (!o->suite == !o->shapes_file))) {
         if (optind < argc) fprintf(stderr, "fabench portability: unexpected argument '%s'\n", argv[optind]);
         else fprintf(stderr, "fabench portability: needs --device, at least one --from and one of --suite or --shapes\n\n");
         usage(stderr);
-        free(from);
-        return FB_EXIT_BADINPUT;
+        rc = FB_EXIT_BADINPUT;
     }
-    for (int i = 0; i < nfrom; i++)
-        if (load_from(&from[i], err, sizeof err) != 0) {
+    if (rc >= 0) {
+        free(o->from);
+        o->from = NULL;
+    }
+    return rc;
+}
+
+/* The --from tables, the shapes and the device, read before any work: 0, or 2 with the
+ * message printed (the shapes freed). */
+static int open_inputs(port_opts *o, shape_list_t *shapes, rt_device *dev)
+{
+    char err[FB_ERRLEN];
+    for (int i = 0; i < o->nfrom; i++)
+        if (load_from(&o->from[i], err, sizeof err) != 0) {
             fprintf(stderr, "fabench portability: %s\n", err);
-            free(from);
             return FB_EXIT_BADINPUT;
         }
-    shape_list_t shapes = {0};
-    int rc = shapes_file ? shapes_load(shapes_file, &shapes, err, sizeof err) : shapes_load_suite(suite, &shapes, err, sizeof err);
-    if (rc != 0) { fprintf(stderr, "fabench portability: %s\n", err); free(from); return FB_EXIT_BADINPUT; }
-    rt_device dev;
-    if (rt_select(device, &dev, err, sizeof err) != 0) {
+    int rc = o->shapes_file ? shapes_load(o->shapes_file, shapes, err, sizeof err)
+                            : shapes_load_suite(o->suite, shapes, err, sizeof err);
+    if (rc != 0) { fprintf(stderr, "fabench portability: %s\n", err); return FB_EXIT_BADINPUT; }
+    if (rt_select(o->device, dev, err, sizeof err) != 0) {
         fprintf(stderr, "fabench portability: %s\n", err);
-        shapes_free(&shapes);
-        free(from);
+        shapes_free(shapes);
         return FB_EXIT_BADINPUT;
     }
-    char slug[256], own_default[1200], out_default[1200], man[1300];
-    fb_slug(dev.info.name, slug, sizeof slug);
-    snprintf(own_default, sizeof own_default, "results/%s/tuning.csv", slug);
-    snprintf(out_default, sizeof out_default, "results/%s/portability.csv", slug);
-    if (!out) out = out_default;
-    {
-        const char *sl = strrchr(out, '/');
-        snprintf(man, sizeof man, "%.*smanifest.csv", sl ? (int)(sl - out + 1) : 0, out);
-        snprintf(own_default, sizeof own_default, "%.*stuning.csv", sl ? (int)(sl - out + 1) : 0, out);
-    }
-    if (!own_path) own_path = own_default;
-    csv_table *table = NULL;
+    return 0;
+}
+
+/* The files beside --out: the defaults that o->out and o->own_path may point into. */
+typedef struct {
+    char own_default[1200], out_default[1200], man[1300];
+} port_paths;
+
+/* --out (default results/<gpu-slug>/portability.csv); the folder's manifest and this
+ * device's own tuning table (unless --tuning) are beside it, where tune wrote them. */
+static void resolve_paths(port_opts *o, const rt_device *dev, port_paths *p)
+{
+    char slug[256];
+    fb_slug(dev->info.name, slug, sizeof slug);
+    snprintf(p->out_default, sizeof p->out_default, "results/%s/portability.csv", slug);
+    if (!o->out) o->out = p->out_default;
+    const char *sl = strrchr(o->out, '/');
+    const int dirlen = sl ? (int)(sl - o->out + 1) : 0;
+    snprintf(p->man, sizeof p->man, "%.*smanifest.csv", dirlen, o->out);
+    snprintf(p->own_default, sizeof p->own_default, "%.*stuning.csv", dirlen, o->out);
+    if (!o->own_path) o->own_path = p->own_default;
+}
+
+/* Before any work: this device's own table must exist, portability.csv is read (its rows
+ * kept) and written back, so that one that cannot be written fails now, and the manifest
+ * notes the command. 0, or 2 with the message printed; *table: the rows to add to. */
+static int open_outputs(const port_opts *o, const port_paths *p, const rt_device *dev, int argc, char **argv,
+                        csv_table **table)
+{
+    char err[FB_ERRLEN];
     struct stat st;
-    if (stat(own_path, &st) != 0) {
-        fprintf(stderr, "fabench portability: %s: no such tuning table (this device's own; tune first, or --tuning)\n", own_path);
+    int rc = 0;
+    if (stat(o->own_path, &st) != 0) {
+        fprintf(stderr, "fabench portability: %s: no such tuning table (this device's own; tune first, or --tuning)\n", o->own_path);
         rc = FB_EXIT_BADINPUT;
-    } else if ((rc = csvt_open_append(out, port_header, PORT_NCOLS, &table, err, sizeof err)) != 0 ||
-               (rc = csvt_write_atomic(table, out, err, sizeof err)) != 0 ||
-               (rc = note_manifest(man, &dev, argc + 1, argv - 1, err, sizeof err)) != 0) {
+    } else if ((rc = csvt_open_append(o->out, port_header, PORT_NCOLS, table, err, sizeof err)) != 0 ||
+               (rc = csvt_write_atomic(*table, o->out, err, sizeof err)) != 0 ||
+               (rc = note_manifest(p->man, dev, argc + 1, argv - 1, err, sizeof err)) != 0) {
         fprintf(stderr, "fabench portability: %s\n", err);
         rc = FB_EXIT_BADINPUT;
     }
-    /* the tables are read whole before any work: a malformed one is bad input now */
-    for (int i = 0; rc == 0 && i <= nfrom; i++) {
+    return rc;
+}
+
+/* The tables are read whole before any work, through the lookup the run makes: a
+ * malformed one is bad input now, not after an hour of runs. 0, or 2 with the message printed. */
+static int check_tables(const port_opts *o, const shape_list_t *shapes, const rt_device *dev)
+{
+    char err[FB_ERRLEN];
+    for (int i = 0; i <= o->nfrom; i++) {
         kconfig probe;
         char src[300];
-        const char *p = i < nfrom ? from[i].path : own_path;
-        if (shapes.n && tune_lookup(p, &dev, &shapes.v[0], DT_BF16, &probe, src, sizeof src, err, sizeof err) == 2) {
+        const char *p = i < o->nfrom ? o->from[i].path : o->own_path;
+        if (shapes->n && tune_lookup(p, dev, &shapes->v[0], DT_BF16, &probe, src, sizeof src, err, sizeof err) == 2) {
             fprintf(stderr, "fabench portability: %s\n", err);
-            rc = FB_EXIT_BADINPUT;
+            return FB_EXIT_BADINPUT;
         }
     }
-    attn_runner *runner = NULL;
-    if (rc == 0 && attn_open(&dev, &runner, err, sizeof err) != 0) {
-        fprintf(stderr, "fabench portability: %s\n", err);
-        rc = 1;
-    }
-    if (rc != 0) {
-        csvt_free(table);
-        shapes_free(&shapes);
-        free(from);
-        return rc;
-    }
-    signal(SIGINT, on_sigint);
-    /* one shape per class: the one with the most work */
-    size_t *rep = calloc(shapes.n + 1, sizeof *rep);
-    char (*keys)[96] = calloc(shapes.n + 1, sizeof *keys);
+    return 0;
+}
+
+/* The shape's dtype: --dtype, else its own, else bf16. */
+static dtype_t shape_dtype(const port_opts *o, const shape_t *s)
+{
+    return o->have_dtype ? o->dtype : s->has_dtype ? s->dtype : DT_BF16;
+}
+
+/* One shape per class, the one with the most work (the tuner's representative too):
+ * keys[i] the class, rep[i] its shape. Returns the count; 0 when rep or keys is NULL. */
+static size_t pick_classes(const port_opts *o, const shape_list_t *shapes, size_t *rep, char (*keys)[96])
+{
     size_t nclass = 0;
-    for (size_t i = 0; rep && keys && i < shapes.n; i++) {
-        dtype_t dt = have_dtype ? dtype : shapes.v[i].has_dtype ? shapes.v[i].dtype : DT_BF16;
+    for (size_t i = 0; rep && keys && i < shapes->n; i++) {
         char key[96];
-        tune_class_key(&shapes.v[i], dt, key, sizeof key);
+        tune_class_key(&shapes->v[i], shape_dtype(o, &shapes->v[i]), key, sizeof key);
         size_t k = 0;
         while (k < nclass && strcmp(keys[k], key)) k++;
         if (k == nclass) { snprintf(keys[nclass], sizeof keys[0], "%s", key); rep[nclass++] = i; }
-        else if (shape_flops(&shapes.v[i]) > shape_flops(&shapes.v[rep[k]])) rep[k] = i;
+        else if (shape_flops(&shapes->v[i]) > shape_flops(&shapes->v[rep[k]])) rep[k] = i;
     }
-    long rows = 0, fatal = 0;
-    for (size_t ci = 0; ci < nclass && !interrupted && !fatal; ci++) {
-        const shape_t *s = &shapes.v[rep[ci]];
-        dtype_t dt = have_dtype ? dtype : s->has_dtype ? s->dtype : DT_BF16;
-        kconfig own;
-        char src[300];
-        int lr = tune_lookup(own_path, &dev, s, dt, &own, src, sizeof src, err, sizeof err);
-        if (lr != 1 || strncmp(src, "tuned ", 6)) {
-            if (!quiet) fprintf(stderr, "portability: %s: no tuned row of its own for this class in %s: skipped\n", keys[ci], own_path);
-            continue;
-        }
-        attn_result mine;
-        if (attn_run(runner, s, dt, &own, &ao, &mine, err, sizeof err) != 0) { fprintf(stderr, "fabench portability: %s\n", err); fatal = 1; break; }
-        char own_cs[KCONFIG_STR_MAX], own_us[32];
-        kconfig_str(&mine.config, own_cs, sizeof own_cs);
-        if (mine.status != ST_OK) {
-            fprintf(stderr, "portability: %s: this device's own winner %s did not pass here (%s: %s): skipped\n", keys[ci],
-                    own_cs, status_name(mine.status), mine.reason);
-            continue;
-        }
-        snprintf(own_us, sizeof own_us, "%.3f", mine.us.median);
-        for (int fi = 0; fi < nfrom && !interrupted && !fatal; fi++)
-            for (int k = 0; k < from[fi].n && !interrupted; k++) {
-                kconfig theirs;
-                if (tune_lookup_for(from[fi].path, from[fi].gpu[k], from[fi].backend[k], s, dt, &theirs, src, sizeof src, err,
-                                    sizeof err) != 1 ||
-                    strncmp(src, "tuned ", 6))
-                    continue;
-                attn_result res;
-                if (attn_run(runner, s, dt, &theirs, &ao, &res, err, sizeof err) != 0) {
-                    fprintf(stderr, "fabench portability: %s\n", err);
-                    fatal = 1;
-                    break;
-                }
-                char cs[KCONFIG_STR_MAX], us[32] = "", pct[32] = "", date[32];
-                kconfig_str(theirs.set ? &theirs : &res.config, cs, sizeof cs);
-                if (res.status == ST_OK) {
-                    kconfig_str(&res.config, cs, sizeof cs);
-                    snprintf(us, sizeof us, "%.3f", res.us.median);
-                    snprintf(pct, sizeof pct, "%.1f", 100.0 * mine.us.median / res.us.median);
-                }
-                time_t now = time(NULL);
-                struct tm tm;
-                gmtime_r(&now, &tm);
-                strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-                const char *row[PORT_NCOLS] = {from[fi].gpu[k], from[fi].backend[k], dev.info.name, dev.rt->name, keys[ci], pct,
-                                               s->name, cs, own_cs, us, own_us, status_name(res.status), res.reason, date};
-                if (put_row(table, row) != 0 || csvt_write_atomic(table, out, err, sizeof err) != 0) {
-                    fprintf(stderr, "fabench portability: %s\n", err);
-                    fatal = 1;
-                    break;
-                }
-                rows++;
-                if (!quiet)
-                    fprintf(stderr, "portability: %-30s %s/%s on %s/%s: %s%s%s\n", keys[ci], from[fi].gpu[k], from[fi].backend[k],
-                            dev.info.name, dev.rt->name, res.status == ST_OK ? pct : status_name(res.status),
-                            res.status == ST_OK ? "% of the own best" : ": ", res.status == ST_OK ? "" : res.reason);
-            }
+    return nclass;
+}
+
+/* The run: what every measurement shares, and what they gather. */
+typedef struct {
+    const port_opts *o;
+    const rt_device *dev;
+    attn_runner *runner;
+    csv_table *table;     /* portability.csv's rows, written after every one */
+    long rows;            /* rows written */
+    int fatal;            /* a run or a write failed: the run stops */
+    char err[FB_ERRLEN];  /* the lookups', runs' and writes' messages */
+} port_run;
+
+/* This device's own best for a class, which every other winner is measured against. */
+typedef struct {
+    double median_us;
+    char cs[KCONFIG_STR_MAX], us[32]; /* its configuration and median time as the rows write them */
+} own_best;
+
+/* Now in UTC, as the rows' date. */
+static void utc_now(char *out, size_t len)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Their winner (table ft's GPU and runtime k) for the class, timed on this device: a
+ * portability.csv row against the own best (pct where it passed here), written at once.
+ * Nothing when the table has no tuned row for the class. 0, or -1 when a run or the write
+ * failed (said; r->fatal set). */
+static int port_theirs(port_run *r, const shape_t *s, dtype_t dt, const char *key, const from_table *ft, int k,
+                       const own_best *own)
+{
+    kconfig theirs;
+    char src[300];
+    if (tune_lookup_for(ft->path, ft->gpu[k], ft->backend[k], s, dt, &theirs, src, sizeof src, r->err, sizeof r->err) != 1 ||
+        strncmp(src, "tuned ", 6))
+        return 0;
+    attn_result res;
+    if (attn_run(r->runner, s, dt, &theirs, &r->o->ao, &res, r->err, sizeof r->err) != 0) {
+        fprintf(stderr, "fabench portability: %s\n", r->err);
+        r->fatal = 1;
+        return -1;
     }
-    if (!quiet) fprintf(stderr, "fabench portability: %ld rows in %s\n", rows, out);
-    if (interrupted && !quiet) fprintf(stderr, "fabench portability: interrupted; finished rows kept\n");
-    attn_close(runner);
+    char cs[KCONFIG_STR_MAX], us[32] = "", pct[32] = "", date[32];
+    kconfig_str(theirs.set ? &theirs : &res.config, cs, sizeof cs);
+    if (res.status == ST_OK) {
+        kconfig_str(&res.config, cs, sizeof cs);
+        snprintf(us, sizeof us, "%.3f", res.us.median);
+        snprintf(pct, sizeof pct, "%.1f", 100.0 * own->median_us / res.us.median);
+    }
+    utc_now(date, sizeof date);
+    const char *row[PORT_NCOLS] = {ft->gpu[k], ft->backend[k], r->dev->info.name, r->dev->rt->name, key, pct,
+                                   s->name, cs, own->cs, us, own->us, status_name(res.status), res.reason, date};
+    if (put_row(r->table, row) != 0 || csvt_write_atomic(r->table, r->o->out, r->err, sizeof r->err) != 0) {
+        fprintf(stderr, "fabench portability: %s\n", r->err);
+        r->fatal = 1;
+        return -1;
+    }
+    r->rows++;
+    if (!r->o->quiet)
+        fprintf(stderr, "portability: %-30s %s/%s on %s/%s: %s%s%s\n", key, ft->gpu[k], ft->backend[k], r->dev->info.name,
+                r->dev->rt->name, res.status == ST_OK ? pct : status_name(res.status),
+                res.status == ST_OK ? "% of the own best" : ": ", res.status == ST_OK ? "" : res.reason);
+    return 0;
+}
+
+/* One class on its shape: this device's own tuned winner timed, then the winner of every
+ * GPU and runtime of each --from table. A class without a tuned row of its own, or whose
+ * own winner does not pass here, is skipped (said): there is nothing to compare with. */
+static void port_class(port_run *r, const shape_t *s, const char *key)
+{
+    const port_opts *o = r->o;
+    const dtype_t dt = shape_dtype(o, s);
+    kconfig cfg;
+    char src[300];
+    int lr = tune_lookup(o->own_path, r->dev, s, dt, &cfg, src, sizeof src, r->err, sizeof r->err);
+    if (lr != 1 || strncmp(src, "tuned ", 6)) {
+        if (!o->quiet) fprintf(stderr, "portability: %s: no tuned row of its own for this class in %s: skipped\n", key, o->own_path);
+        return;
+    }
+    attn_result mine;
+    if (attn_run(r->runner, s, dt, &cfg, &o->ao, &mine, r->err, sizeof r->err) != 0) {
+        fprintf(stderr, "fabench portability: %s\n", r->err);
+        r->fatal = 1;
+        return;
+    }
+    own_best own = {.median_us = mine.us.median};
+    kconfig_str(&mine.config, own.cs, sizeof own.cs);
+    if (mine.status != ST_OK) {
+        fprintf(stderr, "portability: %s: this device's own winner %s did not pass here (%s: %s): skipped\n", key, own.cs,
+                status_name(mine.status), mine.reason);
+        return;
+    }
+    snprintf(own.us, sizeof own.us, "%.3f", mine.us.median);
+    for (int fi = 0; fi < o->nfrom && !interrupted && !r->fatal; fi++)
+        for (int k = 0; k < o->from[fi].n && !interrupted; k++)
+            if (port_theirs(r, s, dt, key, &o->from[fi], k, &own) != 0) break;
+}
+
+/* Every class, on its shape with the most work, until done, interrupted or a failure. */
+static void port_classes(port_run *r, const shape_list_t *shapes)
+{
+    size_t *rep = calloc(shapes->n + 1, sizeof *rep);
+    char (*keys)[96] = calloc(shapes->n + 1, sizeof *keys);
+    const size_t nclass = pick_classes(r->o, shapes, rep, keys);
+    for (size_t ci = 0; ci < nclass && !interrupted && !r->fatal; ci++) port_class(r, &shapes->v[rep[ci]], keys[ci]);
     free(rep);
     free(keys);
-    csvt_free(table);
+}
+
+int cmd_portability(int argc, char **argv)
+{
+    port_opts o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0) return rc;
+    shape_list_t shapes = {0};
+    rt_device dev;
+    if ((rc = open_inputs(&o, &shapes, &dev)) != 0) {
+        free(o.from);
+        return rc;
+    }
+    port_paths paths;
+    resolve_paths(&o, &dev, &paths);
+    port_run r = {.o = &o, .dev = &dev};
+    rc = open_outputs(&o, &paths, &dev, argc, argv, &r.table);
+    if (rc == 0) rc = check_tables(&o, &shapes, &dev);
+    if (rc == 0 && attn_open(&dev, &r.runner, r.err, sizeof r.err) != 0) {
+        fprintf(stderr, "fabench portability: %s\n", r.err);
+        rc = 1;
+    }
+    if (rc == 0) {
+        signal(SIGINT, on_sigint); /* a run stopped with Ctrl-C keeps the rows written */
+        port_classes(&r, &shapes);
+        if (!o.quiet) fprintf(stderr, "fabench portability: %ld rows in %s\n", r.rows, o.out);
+        if (interrupted && !o.quiet) fprintf(stderr, "fabench portability: interrupted; finished rows kept\n");
+        rc = interrupted ? 130 : r.fatal || r.rows == 0 ? 1 : 0;
+        attn_close(r.runner);
+    }
+    csvt_free(r.table);
     shapes_free(&shapes);
-    free(from);
-    if (interrupted) return 130;
-    return fatal || rows == 0 ? 1 : 0;
+    free(o.from);
+    return rc;
 }
