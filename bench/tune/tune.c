@@ -1400,6 +1400,91 @@ static int time_candidate(tune_run *t, const shape_t *s, dtype_t dt, kconfig can
  * searcher in turn, each compiled, verified and timed, every one a row of explored.csv. The
  * outcome in *out; CLASS_DONE, or CLASS_FATAL, or CLASS_RESTART where the device is gone for
  * this process (a supervised child: the supervisor starts a fresh one) */
+/* --declared-only: keeps of the class's *n candidates those kernels/space.csv declares for it
+ * (into *decl, *ndecl, which the head-to-head takes later), says how many went, and counts
+ * *before as of what remains. -1 out of memory. */
+static int keep_declared(tune_run *t, const shape_t *s, dtype_t dt, const char *key, kconfig *cands, long *n, long *before,
+                         char ***decl, long *ndecl)
+{
+    *decl = declared_strings(t->declared, &t->dev.info, s, dt, ndecl);
+    if (!*decl) return -1;
+    long kept = 0;
+    for (long i = 0; i < *n; i++) {
+        char cs[KCONFIG_STR_MAX];
+        kconfig_str(&cands[i], cs, sizeof cs);
+        if (in_declared_list((const char *const *)*decl, *ndecl, cs)) cands[kept++] = cands[i];
+    }
+    if (!t->o.quiet && kept < *n)
+        fprintf(stderr, "fabench tune: %s: --declared-only: %ld of the %ld candidates are not in %s for this class; "
+                "%ld left\n", key, *n - kept, *n, t->declared->source, kept);
+    *before -= *n - kept; /* the summary's count is then of what remains */
+    *n = kept;
+    return 0;
+}
+
+/* The default configuration first; a local climb starts from its seeds (the class's
+ * tuning.csv row and its nearest neighbours'), else from the default */
+static void seed_search(tune_run *t, searcher *se, const shape_t *s, dtype_t dt, const char *key, const kconfig *cands, long n)
+{
+    kconfig dc = {0};
+    char ds[256];
+    int dist = 0;
+    kconfig_complete(&dc, &t->dev.info, s, dt);
+    kconfig_str(&dc, ds, sizeof ds);
+    long i = cand_nearest(cands, n, ds, &dist);
+    if (i >= 0 && dist == 0) searcher_first(se, i);
+    if (!strcmp(t->o.strategy, "local")) local_seeds(se, t->tuning, &t->dev, key, cands, n);
+}
+
+/* Compiles what the searcher may ask for on all cores (into the disk cache), in the
+ * background where the runtime allows, so timing starts at once; a model-guided search may
+ * ask for any of them. NULL when nothing could be started. */
+static attn_precompile_job *precompile_ahead(tune_run *t, searcher *se, const shape_t *s, dtype_t dt, const kconfig *cands,
+                                             long n, double t0)
+{
+    attn_precompile_job *pjob = NULL;
+    long m = t->o.budget > 0 && t->o.budget < n ? (strcmp(t->o.strategy, "bo") ? t->o.budget : 4 * t->o.budget) : n;
+    if (m > n) m = n;
+    kconfig *pre = malloc(sizeof *pre * (size_t)(m ? m : 1));
+    long *ord = malloc(sizeof *ord * (size_t)(m ? m : 1));
+    if (pre && ord) {
+        searcher_preview(se, ord, m);
+        for (long i = 0; i < m; i++) pre[i] = cands[ord[i]];
+        pjob = attn_precompile_start(t->runner, s, dt, pre, m, t->ao.write_lse, t->o.time_limit > 0 ? t0 + t->o.time_limit : 0,
+                                     &stop_requested);
+    }
+    free(pre);
+    free(ord);
+    return pjob;
+}
+
+/* Halving's result: the survivor of the highest rung, by its longest timing, into *best,
+ * *best_us and best_cfg; new_cfg and *new_us keep it only where this run timed it (an
+ * earlier run's row: rung 0's fastest new one may have been eliminated since). Every
+ * survivor failed when timed again: nothing to trust, *best -1. */
+static void halving_survivor(tune_run *t, searcher *se, const char *key, const kconfig *cands, size_t first_row, long *best,
+                             double *best_us, char *best_cfg, double *new_us, char *new_cfg)
+{
+    double hus;
+    const long hb = searcher_best(se, &hus);
+    if (hb < 0) {
+        if (!t->o.quiet) fprintf(stderr, "fabench tune: %s: every survivor failed when timed again\n", key);
+        *best = -1;
+        new_cfg[0] = 0;
+        return;
+    }
+    *best = hb;
+    *best_us = hus;
+    kconfig_str(&cands[hb], best_cfg, KCONFIG_STR_MAX);
+    if (explored_find(t->explored, &t->dev, key, best_cfg) >= (long)first_row) {
+        *new_us = hus;
+        snprintf(new_cfg, KCONFIG_STR_MAX, "%s", best_cfg);
+    } else {
+        *new_us = INFINITY;
+        new_cfg[0] = 0;
+    }
+}
+
 static int search_class(tune_run *t, size_t ci, size_t nclass, const shape_t *s, dtype_t dt, const char *key,
                         class_search *out)
 {
@@ -1412,20 +1497,10 @@ static int search_class(tune_run *t, size_t ci, size_t nclass, const shape_t *s,
      * filters the candidates with them first, the head-to-head takes them after */
     long ndecl = 0;
     char **decl = NULL;
-    if (t->o.declared_only && t->declared) { /* keep what kernels/space.csv declares for this class */
-        decl = declared_strings(t->declared, &t->dev.info, s, dt, &ndecl);
-        if (!decl) { free(cands); fprintf(stderr, "fabench tune: out of memory\n"); return CLASS_FATAL; }
-        long kept = 0;
-        for (long i = 0; i < n; i++) {
-            char cs[KCONFIG_STR_MAX];
-            kconfig_str(&cands[i], cs, sizeof cs);
-            if (in_declared_list((const char *const *)decl, ndecl, cs)) cands[kept++] = cands[i];
-        }
-        if (!t->o.quiet && kept < n)
-            fprintf(stderr, "fabench tune: %s: --declared-only: %ld of the %ld candidates are not in %s for this class; "
-                    "%ld left\n", key, n - kept, n, t->declared->source, kept);
-        before -= n - kept; /* the summary's count is then of what remains */
-        n = kept;
+    if (t->o.declared_only && t->declared && keep_declared(t, s, dt, key, cands, &n, &before, &decl, &ndecl) != 0) {
+        free(cands);
+        fprintf(stderr, "fabench tune: out of memory\n");
+        return CLASS_FATAL;
     }
     double t0 = fb_now(), best_us = INFINITY;
     if (!t->o.quiet && !t->is_tty) /* a log shows where a long class is from its start */
@@ -1434,34 +1509,8 @@ static int search_class(tune_run *t, size_t ci, size_t nclass, const shape_t *s,
     searcher *se = searcher_new(t->o.strategy, cands, n, t->o.seed);
     if (!se) { free(cands); strings_free(decl, ndecl); return CLASS_FATAL; }
     searcher_budget(se, t->o.budget); /* halving: the size of its first rung */
-    {   /* the default configuration first; a local climb starts from its seeds (the
-         * class's tuning.csv row and its nearest neighbours'), else from the default */
-        kconfig dc = {0};
-        char ds[256];
-        int dist = 0;
-        kconfig_complete(&dc, &t->dev.info, s, dt);
-        kconfig_str(&dc, ds, sizeof ds);
-        long i = cand_nearest(cands, n, ds, &dist);
-        if (i >= 0 && dist == 0) searcher_first(se, i);
-        if (!strcmp(t->o.strategy, "local")) local_seeds(se, t->tuning, &t->dev, key, cands, n);
-    }
-    attn_precompile_job *pjob = NULL;
-    {   /* compile what the searcher may ask for on all cores (into the disk cache), in
-         * the background where the runtime allows, so timing starts at once; a
-         * model-guided search may ask for any of them */
-        long m = t->o.budget > 0 && t->o.budget < n ? (strcmp(t->o.strategy, "bo") ? t->o.budget : 4 * t->o.budget) : n;
-        if (m > n) m = n;
-        kconfig *pre = malloc(sizeof *pre * (size_t)(m ? m : 1));
-        long *ord = malloc(sizeof *ord * (size_t)(m ? m : 1));
-        if (pre && ord) {
-            searcher_preview(se, ord, m);
-            for (long i = 0; i < m; i++) pre[i] = cands[ord[i]];
-            pjob = attn_precompile_start(t->runner, s, dt, pre, m, t->ao.write_lse, t->o.time_limit > 0 ? t0 + t->o.time_limit : 0,
-                                         &stop_requested);
-        }
-        free(pre);
-        free(ord);
-    }
+    seed_search(t, se, s, dt, key, cands, n);
+    attn_precompile_job *pjob = precompile_ahead(t, se, s, dt, cands, n, t0);
     const size_t first_row = t->explored->nrows; /* rows from here on are this run's */
     long best = -1, explored_n = 0, late_tries = 0;
     char best_cfg[KCONFIG_STR_MAX] = "", new_cfg[KCONFIG_STR_MAX] = ""; /* new_cfg: the best of the candidates timed by this run */
@@ -1520,26 +1569,8 @@ static int search_class(tune_run *t, size_t ci, size_t nclass, const shape_t *s,
         }
     }
     attn_precompile_wait(pjob, 1);
-    if (t->o.halving && !fatal && searcher_rung(se) > 0) { /* the survivor of the highest rung, by its longest timing */
-        double hus;
-        const long hb = searcher_best(se, &hus);
-        if (hb < 0) { /* every survivor failed when timed again: nothing to trust */
-            if (!t->o.quiet) fprintf(stderr, "fabench tune: %s: every survivor failed when timed again\n", key);
-            best = -1;
-            new_cfg[0] = 0;
-        } else {
-            best = hb;
-            best_us = hus;
-            kconfig_str(&cands[hb], best_cfg, sizeof best_cfg);
-            if (explored_find(t->explored, &t->dev, key, best_cfg) >= (long)first_row) {
-                new_us = hus;
-                snprintf(new_cfg, sizeof new_cfg, "%s", best_cfg);
-            } else { /* an earlier run's row: rung 0's fastest new one may have been eliminated since */
-                new_us = INFINITY;
-                new_cfg[0] = 0;
-            }
-        }
-    }
+    if (t->o.halving && !fatal && searcher_rung(se) > 0)
+        halving_survivor(t, se, key, cands, first_row, &best, &best_us, best_cfg, &new_us, new_cfg);
     searcher_free(se);
     /* the head-to-head's admissible configurations: this run's candidates without
      * --merge (already enumerated), the declared space's with it (enumerated above
