@@ -9,12 +9,16 @@
 # A program that exits non-zero with no failed test counted (a crash) counts one failure.
 # A program running longer than FABENCH_TEST_TIMEOUT seconds (default 1200; the slowest,
 # test_nvrtc, takes about 3 minutes on 2 cores) is stopped and counted failed, so a hang
-# fails the run instead of holding it.
+# fails the run instead of holding it. FABENCH_TEST_JOBS programs (default: the CPU count)
+# run at a time, each into a file of its own; their outputs are printed whole, in the order
+# given, as each one's turn comes, so that a log reads as if they had run one by one.
 set -u
 limit=${FABENCH_TEST_TIMEOUT:-1200}
-out=$(mktemp "${TMPDIR:-/tmp}/fabench-tests.XXXXXX") || exit 1
-skips=$(mktemp "${TMPDIR:-/tmp}/fabench-skips.XXXXXX") || exit 1
-trap 'rm -f "$out" "$skips"' EXIT
+jobs=${FABENCH_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+work=$(mktemp -d "${TMPDIR:-/tmp}/fabench-tests.XXXXXX") || exit 1
+skips=$work/skips
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+: >"$skips"
 
 # tally NAME < OUTPUT: "P F S" on the first line, then "skip<TAB>NAME<TAB>WHY" per skipped test
 tally() {
@@ -39,19 +43,39 @@ tally() {
         END { printf "%d %d %d\n", p, f, s }'
 }
 
-pass=0; fail=0; skip=0; nprog=0; failed=()
-for t in "$@"; do
-    echo "=== $t"
+# run_one I T: program T into $work/I.out; its exit status and seconds into $work/I.rc
+run_one() {
+    local start rc
     start=$(date +%s)
-    case "$t" in
-        *.sh) timeout "$limit" bash "$t" 2>&1 | tee "$out"; rc=${PIPESTATUS[0]} ;;
-        *) timeout "$limit" "$t" 2>&1 | tee "$out"; rc=${PIPESTATUS[0]} ;;
+    case "$2" in
+        *.sh) timeout "$limit" bash "$2" >"$work/$1.out" 2>&1 ;;
+        *) timeout "$limit" "$2" >"$work/$1.out" 2>&1 ;;
     esac
+    rc=$?
+    echo "$rc $(( $(date +%s) - start ))" >"$work/$1.rc.tmp" && mv "$work/$1.rc.tmp" "$work/$1.rc"
+}
+progs=("$@")
+started=0
+start_more() { # keeps $jobs programs running while any is left
+    while [ $started -lt ${#progs[@]} ] && [ "$(jobs -rp | wc -l)" -lt "$jobs" ]; do
+        run_one $started "${progs[$started]}" &
+        started=$((started + 1))
+    done
+}
+
+pass=0; fail=0; skip=0; nprog=0; failed=()
+for i in "${!progs[@]}"; do
+    t=${progs[$i]}
+    start_more
+    while [ ! -f "$work/$i.rc" ]; do wait -n 2>/dev/null || sleep 0.2; start_more; done
+    echo "=== $t"
+    cat "$work/$i.out"
+    read -r rc secs <"$work/$i.rc"
     [ $rc -eq 124 ] && echo "=== $t: stopped after $limit s (FABENCH_TEST_TIMEOUT)"
-    read -r p f s < <(tally "${t##*/}" <"$out" 2>>"$skips")
+    read -r p f s < <(tally "${t##*/}" <"$work/$i.out" 2>>"$skips")
     # a program that failed with no failed test counted (a crash, a timeout) fails once
     [ $rc -eq 0 ] || [ "$f" -gt 0 ] || f=1
-    echo "=== $t: exit $rc after $(( $(date +%s) - start )) s: $p passed, $f failed, $s skipped"
+    echo "=== $t: exit $rc after $secs s: $p passed, $f failed, $s skipped"
     pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s)); nprog=$((nprog + 1))
     [ $rc -eq 0 ] && [ "$f" -eq 0 ] || failed+=("$t")
 done
