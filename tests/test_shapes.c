@@ -354,6 +354,41 @@ static void test_paper_suite(void **state)
     shapes_free(&l);
 }
 
+/* FlashAttention-3's benchmark grid: 16k tokens (batch x seqlen) and heads x head dim = 2048,
+ * seqlen 512..16k, head dims 64, 128, 256, causal and not, bf16 and fp16: each point once */
+static void test_fa3_suite(void **state)
+{
+    (void)state;
+    char root[PATH_MAX];
+    root_or_fail(root, sizeof root);
+    shape_list_t l = load_suite("fa3");
+    assert_int_equal(l.n, 2 * 3 * 2 * 6);
+    int seen[2][3][2][6] = {{{{0}}}};
+    for (size_t i = 0; i < l.n; i++) {
+        const shape_t *s = &l.v[i];
+        assert_int_equal(s->has_dtype, 1);
+        assert_true(s->dtype == DT_BF16 || s->dtype == DT_FP16);
+        assert_int_equal((long)s->batch * s->sq, 16384);
+        assert_int_equal(s->hq * s->d, 2048);
+        assert_int_equal(s->hkv, s->hq);
+        assert_int_equal(s->sq, s->skv);
+        const int di = s->d == 64 ? 0 : s->d == 128 ? 1 : s->d == 256 ? 2 : -1;
+        int si = -1;
+        for (int k = 0; k < 6; k++) si = s->sq == 512 << k ? k : si;
+        assert_true(di >= 0 && si >= 0);
+        seen[s->dtype == DT_FP16][di][s->causal][si]++;
+        char name[64];
+        snprintf(name, sizeof name, "fa3-%s-d%d-%s-s%d", s->dtype == DT_FP16 ? "fp16" : "bf16", s->d, s->causal ? "c" : "nc",
+                 s->sq);
+        assert_string_equal(s->name, name);
+    }
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 2; c++)
+                for (int k = 0; k < 6; k++) assert_int_equal(seen[a][b][c][k], 1);
+    shapes_free(&l);
+}
+
 static const shape_t *find(const shape_list_t *l, const char *name)
 {
     for (size_t i = 0; i < l->n; i++)
@@ -482,7 +517,7 @@ static void test_unknown_suite(void **state)
         char want[128];
         snprintf(want, sizeof want, "unknown suite '%s'", bad[i]);
         assert_non_null(strstr(err, want));
-        assert_non_null(strstr(err, "decode, llm, mixed, paged, paper, ragged, ref, smoke"));
+        assert_non_null(strstr(err, "decode, fa3, llm, mixed, paged, paper, ragged, ref, smoke"));
     }
 }
 
@@ -646,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_list_and_load_all_suites),
         cmocka_unit_test(test_smoke_suite),
         cmocka_unit_test(test_paper_suite),
+        cmocka_unit_test(test_fa3_suite),
         cmocka_unit_test(test_llm_suite),
         cmocka_unit_test(test_decode_suite),
         cmocka_unit_test(test_unknown_suite),
