@@ -94,12 +94,3 @@ int measure_opts_check(const measure_opts *m, const char *cmd, void (*usage)(FIL
     return 0;
 }
 
-dtype_t measure_dtype(const measure_opts *m, const shape_t *s)
-{
-    return m->have_dtype ? m->dtype : s->has_dtype ? s->dtype : DT_BF16;
-}
-
-int measure_load_shapes(const measure_opts *m, shape_list_t *out, char *err, size_t errlen)
-{
-    return m->shapes_file ? shapes_load(m->shapes_file, out, err, errlen) : shapes_load_suite(m->suite, out, err, errlen);
-}

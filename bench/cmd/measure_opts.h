@@ -48,12 +48,7 @@ int measure_number(const char *cmd, const char *opt, const char *v, double lo, d
  * (said on stderr, naming cmd: "fabench run") */
 int measure_opt(int code, const char *arg, measure_opts *m, const char *cmd);
 
-/* The dtype shape s is measured in: --dtype's, else the shape's own, else bf16 */
-dtype_t measure_dtype(const measure_opts *m, const shape_t *s);
 
-/* The shapes the options name: --shapes's file, else --suite's (shapes_load,
- * shapes_load_suite): 0, or their error with err */
-int measure_load_shapes(const measure_opts *m, shape_list_t *out, char *err, size_t errlen);
 
 /* After parsing: not both --update and --resume; --device, --out and one of --shapes or
  * --suite given. 0, or FB_EXIT_BADINPUT with the reason on stderr (usage, when not NULL,

@@ -221,8 +221,7 @@ static int open_inputs(port_opts *o, shape_list_t *shapes, rt_device *dev)
             fprintf(stderr, "fabench portability: %s\n", err);
             return FB_EXIT_BADINPUT;
         }
-    int rc = o->shapes_file ? shapes_load(o->shapes_file, shapes, err, sizeof err)
-                            : shapes_load_suite(o->suite, shapes, err, sizeof err);
+    int rc = shapes_load_file_or_suite(o->shapes_file, o->suite, shapes, err, sizeof err);
     if (rc != 0) { fprintf(stderr, "fabench portability: %s\n", err); return FB_EXIT_BADINPUT; }
     if (rt_select(o->device, dev, err, sizeof err) != 0) {
         fprintf(stderr, "fabench portability: %s\n", err);
@@ -290,11 +289,6 @@ static int check_tables(const port_opts *o, const shape_list_t *shapes, const rt
     return 0;
 }
 
-/* The shape's dtype: --dtype, else its own, else bf16. */
-static dtype_t shape_dtype(const port_opts *o, const shape_t *s)
-{
-    return o->have_dtype ? o->dtype : s->has_dtype ? s->dtype : DT_BF16;
-}
 
 /* One shape per class, the one with the most work (the tuner's representative too):
  * keys[i] the class, rep[i] its shape. Returns the count; 0 when rep or keys is NULL. */
@@ -303,7 +297,7 @@ static size_t pick_classes(const port_opts *o, const shape_list_t *shapes, size_
     size_t nclass = 0;
     for (size_t i = 0; rep && keys && i < shapes->n; i++) {
         char key[96];
-        tune_class_key(&shapes->v[i], shape_dtype(o, &shapes->v[i]), key, sizeof key);
+        tune_class_key(&shapes->v[i], shapes_dtype(&shapes->v[i], o->have_dtype, o->dtype), key, sizeof key);
         size_t k = 0;
         while (k < nclass && strcmp(keys[k], key)) k++;
         if (k == nclass) { snprintf(keys[nclass], sizeof keys[0], "%s", key); rep[nclass++] = i; }
@@ -385,7 +379,7 @@ static int port_theirs(port_run *r, const shape_t *s, dtype_t dt, const char *ke
 static void port_class(port_run *r, const shape_t *s, const char *key)
 {
     const port_opts *o = r->o;
-    const dtype_t dt = shape_dtype(o, s);
+    const dtype_t dt = shapes_dtype(s, o->have_dtype, o->dtype);
     kconfig cfg;
     char src[300];
     int lr = tune_lookup(o->own_path, r->dev, s, dt, &cfg, src, sizeof src, r->err, sizeof r->err);

@@ -158,7 +158,7 @@ static void precompile_run(attn_runner *runner, const shape_list_t *shapes, cons
     long n = 0;
     for (size_t i = 0; sv && dv && cv && i < shapes->n; i++) {
         const shape_t *s = &shapes->v[i];
-        dtype_t dt = measure_dtype(mo, s);
+        dtype_t dt = shapes_dtype(s, mo->have_dtype, mo->dtype);
         char source[300], err[FB_ERRLEN];
         if (tm && tune_missing_lacks(tm, dev, s, dt)) continue; /* its configuration comes from the tune */
         if (shape_config(tuned, tuning_path, dev, user, s, dt, &cv[n], source, sizeof source, err, sizeof err) != 0)
@@ -283,7 +283,7 @@ static int parse_run_args(int argc, char **argv, run_ctx *x)
 static int open_run_inputs(run_ctx *x)
 {
     const measure_opts *mo = &x->mo;
-    if (measure_load_shapes(mo, &x->shapes, x->err, sizeof x->err) != 0) return run_bad(x->err);
+    if (shapes_load_file_or_suite(mo->shapes_file, mo->suite, &x->shapes, x->err, sizeof x->err) != 0) return run_bad(x->err);
     /* claimed before it is read: another writer's rows cannot be lost between the two */
     if (fb_check_writable(mo->out, x->err, sizeof x->err) != 0 || fb_claim_output(mo->out, x->err, sizeof x->err) != 0)
         return run_bad(x->err);
@@ -430,7 +430,7 @@ static int write_run_row(run_ctx *x, size_t i, dtype_t dt, const attn_result *re
 static int run_shape(run_ctx *x, size_t i)
 {
     const shape_t *s = &x->shapes.v[i];
-    const dtype_t dt = measure_dtype(&x->mo, s);
+    const dtype_t dt = shapes_dtype(s, x->mo.have_dtype, x->mo.dtype);
     if (x->mo.resume && perf_has(x->table, x->dev.info.name, x->dev.rt->name, "portable", s->name, dt))
         return ROW_RESUMED;
     kconfig shape_cfg;

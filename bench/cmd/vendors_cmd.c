@@ -245,7 +245,7 @@ static int parse_vendors_args(int argc, char **argv, vendors_ctx *x)
 static int load_vendor_shapes(vendors_ctx *x)
 {
     const measure_opts *mo = &x->mo;
-    if (measure_load_shapes(mo, &x->shapes, x->err, sizeof x->err) != 0) return vendors_bad("", x->err);
+    if (shapes_load_file_or_suite(mo->shapes_file, mo->suite, &x->shapes, x->err, sizeof x->err) != 0) return vendors_bad("", x->err);
     /* two of the files named, each written or read whole, must not be one file */
     const char *const files[] = {mo->out, x->configs_out, mo->manifest, mo->shapes_file};
     const char *const names[] = {"--out", "--configs-out", "--manifest", "--shapes"};
@@ -446,7 +446,7 @@ static void measure_vendors(vendors_ctx *x, size_t i, dtype_t dt, vendor_inputs 
 static int measure_shape(vendors_ctx *x, size_t i, int *failures, int *fatal)
 {
     const shape_t *s = &x->shapes.v[i];
-    const dtype_t dt = measure_dtype(&x->mo, s);
+    const dtype_t dt = shapes_dtype(s, x->mo.have_dtype, x->mo.dtype);
     if (x->mo.resume && !shape_todo(x, s, dt)) return 1;
     shape_bufs b;
     if (shape_bufs_alloc(s, dt, &b) != 0) {

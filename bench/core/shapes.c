@@ -363,3 +363,13 @@ void shapes_free(shape_list_t *l)
     l->v = NULL;
     l->n = 0;
 }
+
+int shapes_load_file_or_suite(const char *file, const char *suite, shape_list_t *out, char *err, size_t errlen)
+{
+    return file ? shapes_load(file, out, err, errlen) : shapes_load_suite(suite, out, err, errlen);
+}
+
+dtype_t shapes_dtype(const shape_t *s, int have_override, dtype_t override)
+{
+    return have_override ? override : s->has_dtype ? s->dtype : DT_BF16;
+}

@@ -20,6 +20,14 @@ int shapes_load(const char *path, shape_list_t *out, char *err, size_t errlen);
  * error listing the suites that exist. Returns as shapes_load. */
 int shapes_load_suite(const char *name, shape_list_t *out, char *err, size_t errlen);
 
+/* The dtype a shape runs in: a command's --dtype (have_override), else the shape's own, else
+ * bf16 */
+dtype_t shapes_dtype(const shape_t *s, int have_override, dtype_t override);
+
+/* The shapes a command's --shapes FILE or --suite NAME names: the file where one is given,
+ * else the suite. Returns as shapes_load. */
+int shapes_load_file_or_suite(const char *file, const char *suite, shape_list_t *out, char *err, size_t errlen);
+
 /* Writes the names of the available suites, comma separated, into out. */
 void shapes_list_suites(char *out, size_t outlen);
 

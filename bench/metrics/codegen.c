@@ -251,8 +251,7 @@ static int load_inputs(const compile_opts *o, shape_list_t *shapes, space_t *spa
 {
     char err[FB_ERRLEN];
     *tuned = NULL;
-    int rc = o->shapes_file ? shapes_load(o->shapes_file, shapes, err, sizeof err)
-                            : shapes_load_suite(o->suite, shapes, err, sizeof err);
+    int rc = shapes_load_file_or_suite(o->shapes_file, o->suite, shapes, err, sizeof err);
     if (rc != 0) { fprintf(stderr, "fabench compile: %s\n", err); return FB_EXIT_BADINPUT; }
     if (o->use_space && space_load_default(space, err, sizeof err) != 0) {
         fprintf(stderr, "fabench compile: %s\n", err);
@@ -521,7 +520,7 @@ static void compile_classes(compile_run *r, const shape_list_t *shapes, const sp
     int nclass = 0;
     for (size_t i = 0; i < shapes->n; i++) {
         const shape_t *s = &shapes->v[i];
-        dtype_t dt = r->o->have_dtype ? r->o->dtype : s->has_dtype ? s->dtype : DT_BF16;
+        dtype_t dt = shapes_dtype(s, r->o->have_dtype, r->o->dtype);
         char key[96];
         tune_class_key(s, dt, key, sizeof key);
         int seen = 0;

@@ -945,7 +945,7 @@ static int class_has_shape(const shape_list_t *shapes, int have_dtype, dtype_t d
 {
     for (size_t i = 0; i < shapes->n; i++) {
         char k[96];
-        tune_class_key(&shapes->v[i], have_dtype ? dtype : shapes->v[i].has_dtype ? shapes->v[i].dtype : DT_BF16, k, sizeof k);
+        tune_class_key(&shapes->v[i], shapes_dtype(&shapes->v[i], have_dtype, dtype), k, sizeof k);
         if (!strcmp(k, key)) return 1;
     }
     return 0;
@@ -982,7 +982,7 @@ static void class_reps(const shape_list_t *shapes, int have_dtype, dtype_t dtype
 {
     size_t nc = 0;
     for (size_t i = 0; i < shapes->n; i++) {
-        dtype_t dt = have_dtype ? dtype : shapes->v[i].has_dtype ? shapes->v[i].dtype : DT_BF16;
+        dtype_t dt = shapes_dtype(&shapes->v[i], have_dtype, dtype);
         char key[96];
         tune_class_key(&shapes->v[i], dt, key, sizeof key);
         if (only && !class_listed(only, key)) continue;
@@ -1253,7 +1253,7 @@ static int tune_open(tune_run *t, int argc, char **argv)
         }
         if (!t->declared) fprintf(stderr, "fabench tune: note: %s; earlier rows are not checked against it\n", e2);
     }
-    rc = t->o.shapes_file ? shapes_load(t->o.shapes_file, &t->shapes, err, sizeof err) : shapes_load_suite(t->o.suite, &t->shapes, err, sizeof err);
+    rc = shapes_load_file_or_suite(t->o.shapes_file, t->o.suite, &t->shapes, err, sizeof err);
     if (rc == 0 && t->o.only && class_list_check(t->o.only, &t->shapes, t->o.have_dtype, t->o.dtype, err, sizeof err) != 0) rc = FB_EXIT_BADINPUT;
     if (rc != 0) { fprintf(stderr, "fabench tune: %s\n", err); shapes_free(&t->shapes); return FB_EXIT_BADINPUT; }
     if (rt_select(t->o.device, &t->dev, err, sizeof err) != 0) {
@@ -1777,7 +1777,7 @@ int cmd_tune(int argc, char **argv)
     size_t nfinished = 0; /* classes this process finished (fewer than nclass when stopped) */
     for (size_t ci = 0; ci < nclass && !stop_requested && !fatal && !restart; ci++) {
         const shape_t *s = &t.shapes.v[rep[ci]];
-        dtype_t dt = t.o.have_dtype ? t.o.dtype : s->has_dtype ? s->dtype : DT_BF16;
+        dtype_t dt = shapes_dtype(s, t.o.have_dtype, t.o.dtype);
         if (t.o.claims) { /* a worker: only the classes no other worker took */
             const int mine = tune_claim(t.o.claims, (int)t.o.worker_id, t.dev.info.name, t.dev.rt->name, keys[ci]);
             if (mine < 0) { fprintf(stderr, "fabench tune: %s: cannot claim a class: %s\n", t.o.claims, strerror(errno)); fatal = 1; break; }
