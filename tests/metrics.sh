@@ -176,6 +176,41 @@ if grep -q "flex" "$T/out"; then bad "versus: a failed vendor row does not count
 if grep -q "fastest" "$T/out"; then bad "versus: no 'fastest' count (wins need the spreads apart)"; else ok "versus: no 'fastest' count (wins need the spreads apart)"; fi
 if [ -f "$T/vs/vs.csv" ] && grep -q "^opencl,fx-prefill,.*,cudnn,.*,2.0000,cudnn=2.000;torch-flash=4.000,,,,,faster,run-A$" "$T/vs/vs.csv"; then
     ok "versus --csv writes the per-shape table, its verdict and run"; else bad "versus --csv writes the per-shape table, its verdict and run" "$(cat "$T/vs/vs.csv" 2>/dev/null)"; fi
+# --bandwidth: the decode shapes held against the best ok copy rate of the same GPU; a failed
+# row and another GPU's rows do not count. fx-decode made a large decode (B=16, Skv=4096):
+# ours 2700 GB/s, cudnn's 2900, against a copy rate of 3000 (90% and 97%)
+mkdir -p "$T/vb"
+rewrite_perf "$GOOD/perf.csv" "$T/vb/perf.csv" <<'PY'
+for r in rows:
+    r = dict(r, run_id="run-A")
+    if r["name"] == "fx-decode":
+        r = dict(r, batch="16", skv="4096", gbps="2700.0")
+    emit(r)
+    emit(dict(scaled(r, 0.9), impl="cudnn", config="", gbps="2900.0" if r["name"] == "fx-decode" else r["gbps"]))
+PY
+gpu=$(awk -F, 'NR==2{print $1}' "$GOOD/perf.csv")
+cat >"$T/vb/bandwidth.csv" <<CSV
+gpu,backend,kernel,gbps,status,run_id
+$gpu,opencl,copy,2500.0,ok,bw-1
+$gpu,opencl,copy,3000.0,ok,bw-2
+$gpu,opencl,copy,3500.0,wrong_result,bw-2
+$gpu,opencl,read,3200.0,ok,bw-2
+another GPU,opencl,copy,5000.0,ok,bw-3
+CSV
+run versus "$T/vb" --bandwidth "$T/vb/bandwidth.csv"
+expect "versus --bandwidth: decode shapes as a share of the best ok copy rate of the GPU" 0 \
+    "share of the copy bandwidth 3000.0 GB/s (read: 3200.0 GB/s;" "run bw-2)" \
+    "fx-decode no        2700.0    90%  cudnn              2900.0    97%" \
+    "decodes with B >= 16 and Skv >= 4096: ours at 90.0% of the copy bandwidth (geomean), lowest 90.0%; 1 of 1 at 90% or more"
+if grep -q "^fx-prefill" <<<"$(sed -n '/memory-bound/,$p' "$T/out")"; then bad "versus --bandwidth: a prefill is not memory-bound"
+else ok "versus --bandwidth: a prefill is not listed as memory-bound"; fi
+printf 'gpu,backend,kernel,gbps,status,run_id\n%s,opencl,copy,fast,ok,bw-1\n' "$gpu" >"$T/vb/bad-bw.csv"
+run versus "$T/vb" --bandwidth "$T/vb/bad-bw.csv"
+expect "versus --bandwidth: an ok row whose gbps is not a rate exits 2 naming file, line and field" 2 "bad-bw.csv:2: gbps: 'fast'"
+run versus "$T/vb" --bandwidth "$T/vb/perf.csv"
+expect "versus --bandwidth: a file without bandwidth.csv's columns exits 2" 2 "perf.csv:1: kernel: required column missing"
+run versus --markdown "$T/vb" --bandwidth "$T/vb/bandwidth.csv"
+expect "versus --markdown with --bandwidth exits 2" 2 "without --any-run, --csv and --bandwidth"
 # a tie: the best vendor's median 5% above ours, the spreads overlapping: 'faster' needs ours'
 # p80 below the vendor's p20 (the old count called speedup >= 1 the fastest)
 mkdir -p "$T/vt"
