@@ -33,6 +33,16 @@ else bad "gbps and bytes_moved consistent" "$(head -3 "$T/bw.csv")"; fi
 if grep -q '^gpu,' "$T/manifest.csv" && grep -q 'bandwidth' "$T/manifest.csv"; then ok "the manifest records the device and the command"
 else bad "the manifest records the command" "$(cat "$T/manifest.csv")"; fi
 
+mkdir -p "$T/res" && cp "$T/bw.csv" "$T/res/bandwidth.csv" && cp "$T/manifest.csv" "$T/res/"
+if "$FB" check-results "$T/res" >"$T/ck" 2>&1 && grep -q '2 files in 1 results folder: 0 problems, 0 notes' "$T/ck"; then
+    ok "check-results: bandwidth.csv and its manifest are clean"
+else bad "check-results on the folder it wrote" "$(tail -3 "$T/ck")"; fi
+awk -F, -v OFS=, 'NR==2{for(i=1;i<=NF;i++) if(h[i]=="gbps") $i=$i*3} NR==1{for(i=1;i<=NF;i++) h[i]=$i} 1' "$T/bw.csv" >"$T/x" && mkdir -p "$T/bad" &&
+    mv "$T/x" "$T/bad/bandwidth.csv" && cp "$T/manifest.csv" "$T/bad/"
+"$FB" check-results "$T/bad" >"$T/ck" 2>&1
+if [ $? -ne 0 ] && grep -q 'bandwidth.csv:2: gbps: .*but bytes_moved / median_us is' "$T/ck"; then ok "check-results: a rate that is not bytes_moved / median_us is a problem"
+else bad "check-results catches a wrong rate" "$(tail -3 "$T/ck")"; fi
+
 before=$total
 FABENCH_RUN_ID=bw-2 "$FB" bandwidth "${quick[@]}" --out "$T/bw.csv" --append >/dev/null 2>&1
 if [ "$(rows run_id=bw-1)" -eq "$before" ] && [ "$(rows run_id=bw-2)" -eq "$before" ]; then ok "--append keeps the rows of the run before"
