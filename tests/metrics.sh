@@ -513,6 +513,27 @@ PY
         grep -q "skip perf_prefill" "$T/render5.log"; then
         ok "render.sh draws paper-* rows as perf_paper, not in perf_prefill"
     else bad "render.sh draws perf_paper" "$(cat "$T/render5.log")"; fi
+    # the fa3 suite's rows: a panel per head dim and mask, the batch not splitting a series
+    mkdir -p "$T/fa3"; cp "$GOOD/manifest.csv" "$T/fa3/"
+    python3 - "$GOOD/perf.csv" "$T/fa3/perf.csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1], newline="")) if r["sq"] == r["skv"] and int(r["sq"]) > 16]
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+    w.writeheader()
+    for s, b in ((512, 32), (1024, 16), (2048, 8)):
+        for c in ("0", "1"):
+            for r in rows:
+                w.writerow(dict(r, name="fa3-bf16-d64-%s-s%d" % ("c" if c == "1" else "nc", s), sq=s, skv=s, batch=b, causal=c))
+PY
+    mkdir -p "$T/fa3-prep"
+    python3 plots/prep.py "$T/fa3/perf.csv" "$T/fa3/manifest.csv" "$T/fa3/plots" "$T/fa3-prep" >/dev/null
+    fv="$T/fa3-prep/perf_fa3/vars.gp"
+    if bash plots/render.sh "$T/fa3" >"$T/render6.log" 2>&1 && [ -s "$T/fa3/plots/perf_fa3.png" ] &&
+        grep -q "skip perf_prefill" "$T/render6.log" && grep -q 'd=64 non-causal' "$fv" && grep -q 'd=64 causal' "$fv" &&
+        grep -qx 'npanels = 2' "$fv" && grep -qx 'nseries = 2' "$fv"; then
+        ok "render.sh draws fa3-* rows as perf_fa3 (a panel per mask, one series across batches), not in perf_prefill"
+    else bad "render.sh draws perf_fa3" "$(cat "$T/render6.log")" "$(grep -E 'npanels|nseries|P_title' "$fv")"; fi
     if grep -q "skip batches.{png,svg}: no ragged, mixed or paged rows" "$T/render.log"; then
         ok "render.sh skips batches without ragged rows"
     else bad "render.sh skips batches without ragged rows" "$(cat "$T/render.log")"; fi
