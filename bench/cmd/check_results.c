@@ -541,7 +541,8 @@ static const col_spec explored_cols[] = {
     {"compile_ms", V_NUM, REQ | EMPTY, 0}, {"median_us", V_NUM, REQ | EMPTY, 0}, {"tflops", V_NUM, EMPTY, 0},
     {"registers", V_INT, REQ, -1}, {"spill_bytes", V_INT, REQ, -1}, {"shared_bytes", V_INT, REQ, -1},
     {"private_bytes", V_INT, 0, -1}, {"binary_bytes", V_INT, REQ, -1}, {"max_abs_err", V_NUM, EMPTY, 0},
-    {"strategy", V_STRATEGY, 0, 0}, {"step", V_INT, 0, 1}, {"reps", V_INT, EMPTY, 1}, {"sm_mhz", V_NUM, EMPTY, 1}};
+    {"strategy", V_STRATEGY, 0, 0}, {"step", V_INT, 0, 1}, {"reps", V_INT, EMPTY, 1}, {"sm_mhz", V_NUM, EMPTY, 1},
+    {"utc", V_TEXT, 0, 0}};
 
 static const col_spec tuning_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"shape_class", V_CLASS, REQ, 0},
@@ -636,6 +637,11 @@ static const col_spec loo_summary_cols[] = {
     {"classes", V_INT, REQ, 1}, {"timed", V_INT, REQ, 0}, {"within_10pct", V_INT, REQ, 0}, {"untimed", V_INT, REQ, 0},
     {"share_of_timed", V_NUM, REQ | EMPTY, 0}, {"share_of_all", V_NUM, REQ, 0}, {"geomean_of_timed", V_NUM, REQ | EMPTY, 1}};
 
+/* tune's pruned.csv: the space's combinations dropped before compiling, with the rule */
+static const col_spec pruned_cols[] = {
+    {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"shape_class", V_CLASS, REQ, 0}, {"shape", V_TEXT, 0, 0},
+    {"rule", V_NAME, REQ, 0}, {"configs", V_INT, REQ, 1}, {"example", V_CONFIG, REQ, 0}, {"utc", V_TEXT, 0, 0}};
+
 /* fabench bandwidth's variants (copy, read) */
 static const col_spec bandwidth_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"kernel", V_NAME, REQ, 0}, {"buffer_bytes", V_INT, REQ, 16},
@@ -672,6 +678,7 @@ static const file_spec specs[] = {
     {"codegen_distance.csv", distance_cols, N(distance_cols), rule_distance,
      {"source", "set", "a_gpu", "a_backend", "a_class", "a_config", "b_gpu", "b_backend", "b_class", "b_config", NULL}},
     {"fallback.csv", fallback_cols, N(fallback_cols), rule_fallback, {"gpu", "backend", "rule", NULL}},
+    {"pruned.csv", pruned_cols, N(pruned_cols), NULL, {"gpu", "backend", "shape_class", "rule", NULL}},
     {"bandwidth.csv", bandwidth_cols, N(bandwidth_cols), rule_bandwidth,
      {"gpu", "backend", "kernel", "groups", "block", "unroll", "buffer_bytes", "run_id", NULL}},
     {"fallback_loo.csv", loo_cols, N(loo_cols), NULL, {"gpu", "backend", "shape_class", NULL}},
