@@ -45,7 +45,7 @@ $(BUILD)/tests/test_telemetry: | $(BUILD)/tests/libfake_nvml.so
 # of them run, so one failure hides no other; the last line counts their tests: passed,
 # failed and skipped (each skip listed above it with its reason).
 test: $(BUILD)/fabench $(TESTS)
-	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/timing.sh tests/adapter.sh tests/tools.sh tests/faults.sh tests/cudnn.sh tests/metrics.sh tests/slurm.sh tests/tune_multi.sh
+	@bash tests/run-all.sh $(TESTS) tests/cli.sh tests/timing.sh tests/bandwidth.sh tests/adapter.sh tests/tools.sh tests/faults.sh tests/cudnn.sh tests/metrics.sh tests/slurm.sh tests/tune_multi.sh
 
 # What `make test` leaves out for time: every wgmma compile case of test_nvrtc (the quick
 # run compiles every fourth), the sanitizer build, valgrind and the fuzzers

@@ -4,7 +4,7 @@ files and the variables the gnuplot scripts in plots/ draw from.
 
     prep.py PERF_CSV MANIFEST_CSV OUT_PLOTS_DIR TMP_DIR
 
-For every figure (perf_prefill, perf_paper, perf_decode, ref, batches, perf_other, speedup) it writes TMP_DIR/<figure>/vars.gp
+For every figure (perf_prefill, perf_paper, perf_fa3, perf_decode, ref, batches, perf_other, speedup) it writes TMP_DIR/<figure>/vars.gp
 (gnuplot commands: titles, output paths, ranges, ticks and one array entry per series or
 bar) and whitespace-separated .dat files next to it, then prints one line per figure on
 stdout: "<figure> <script>" when it has data, "skip <figure> <why>" when it has none.
@@ -68,6 +68,14 @@ def family(name):
     if m and m.group(1):
         return m.group(1)
     return name
+
+
+def fa3_panel(row):
+    """FlashAttention-3's figures: a panel per head dim and mask (fa3-bf16-d128-c-s4096 ->
+    'd=128 causal'); dtype tells the series of one panel apart, batch does not (it falls as
+    the sequence grows, 16k tokens in all)."""
+    causal = row["causal"] in ("1", "true", "yes")
+    return "d=%s %s" % (row["d"], "causal" if causal else "non-causal")
 
 
 def impl_key(row):
@@ -246,9 +254,12 @@ def legend_arrays(v, impls, color_of, variants_seen, variant_names, kind):
     v.set("nlegend", len(titles))
 
 
-def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode, what=None):
-    """perf_prefill / perf_decode: one panel per model family, x = sequence length (sq) or
-    KV length (skv), y = TFLOP/s or GB/s with p20/p80 error bars."""
+def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode, what=None,
+                 panel_of=None, same_series=()):
+    """perf_prefill / perf_decode: one panel per model family (panel_of: per what it says),
+    x = sequence length (sq) or KV length (skv), y = TFLOP/s or GB/s with p20/p80 error bars;
+    the fields in same_series do not split a panel's rows into series."""
+    panel_of = panel_of or (lambda r: family(r["name"]))
     if not rows:
         return "no %s rows with status ok" % ("decode (sq <= 16)" if decode
                                               else "prefill (sq == skv > 16)")
@@ -256,11 +267,11 @@ def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode, what
     ycol = "gbps" if decode else "tflops"
     fams = {}
     for r in rows:
-        fams.setdefault(family(r["name"]), []).append(r)
+        fams.setdefault(panel_of(r), []).append(r)
     # panels in the order their families first appear in perf.csv
     order = []
     for r in rows:
-        f = family(r["name"])
+        f = panel_of(r)
         if f not in order:
             order.append(f)
 
@@ -272,11 +283,12 @@ def lines_figure(fig, rows, all_impls, color_of, date, outdir, tmp, decode, what
     for f in order:
         fr = fams[f]
         for fld, _ in VARIANT_FIELDS:
-            if fld == "sq" and not decode:
+            if (fld == "sq" and not decode) or fld in same_series:
                 continue
             if len({r[fld] for r in fr}) > 1:
                 varying.add(fld)
-    varying.add("batch")
+    if "batch" not in same_series:
+        varying.add("batch")
     variant_style = {}
     series = []  # (panel index, impl key, variant key, points)
     p_first, p_last, p_title = [], [], []
@@ -813,11 +825,14 @@ def main(argv):
     # the paper suite's sweep (down to 16 tokens, up to B=128) gets its own figure: on the
     # model families' axes it would stretch their y range over four decades
     paper = [r for r in prefill if r["name"].startswith("paper-")]
-    prefill = [r for r in prefill if not r["name"].startswith("paper-")]
+    # FlashAttention-3's grid (the fa3 suite) in the style of its paper: a panel per head dim
+    # and mask, TFLOP/s against sequence length
+    fa3 = [r for r in prefill if r["name"].startswith("fa3-")]
+    prefill = [r for r in prefill if not r["name"].startswith(("paper-", "fa3-"))]
     decode = [r for r in perf_rows if sq(r) is not None and sq(r) <= DECODE_MAX_SQ]
     ref = [r for r in rows if r["name"].startswith("ref-") and not is_batch(r)]
     # every measured shape is in some figure: the rest (prefill with Sq != Skv, say) as bars
-    drawn = {id(r) for r in prefill + paper + decode + ref + batches}
+    drawn = {id(r) for r in prefill + paper + fa3 + decode + ref + batches}
     other = [r for r in rows if id(r) not in drawn]
 
     for fig, why in (
@@ -825,6 +840,9 @@ def main(argv):
                                           outdir, tmp, False)),
             ("perf_paper", lines_figure("perf_paper", paper, impls, color_of, date,
                                         outdir, tmp, False, "Paper-suite prefill")),
+            ("perf_fa3", lines_figure("perf_fa3", fa3, impls, color_of, date, outdir, tmp, False,
+                                      "FA3-grid prefill",
+                                      fa3_panel, ("batch", "hq", "hkv"))),
             ("perf_decode", lines_figure("perf_decode", decode, impls, color_of, date,
                                          outdir, tmp, True)),
             ("ref", ref_figure(ref, impls, color_of, date, outdir, tmp)),

@@ -4,6 +4,8 @@
 # runs):
 #   perf_prefill  TFLOP/s against sequence length, one panel per model family   (perf.csv)
 #   perf_paper    the same for the paper suite's sweep (paper-* shapes)          (perf.csv)
+#   perf_fa3      TFLOP/s against sequence length for the fa3 suite (FlashAttention-3's
+#                 grid), one panel per head dim and mask                         (perf.csv)
 #   perf_decode   effective GB/s against KV length, one panel per model family  (perf.csv)
 #   ref           bars for the ref-* shapes (TFLOP/s prefill, GB/s decode)      (perf.csv)
 #   batches       bars for ragged, mixed and paged batches (lens, qlens, page)  (perf.csv)
@@ -122,7 +124,7 @@ for d in "${dirs[@]}"; do
             continue
         fi
     else
-        printf 'skip %s no perf.csv\n' perf_prefill perf_paper perf_decode ref batches perf_other speedup >"$work/figures"
+        printf 'skip %s no perf.csv\n' perf_prefill perf_paper perf_fa3 perf_decode ref batches perf_other speedup >"$work/figures"
     fi
     if ! python3 "$here/metrics.py" "$d" "$out" "$work" >>"$work/figures"; then
         echo "render.sh: $d: its CSV files could not be read" >&2

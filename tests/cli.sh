@@ -610,6 +610,35 @@ if cmp -s "$T/other.csv" "$T/other.orig"; then ok "--append to another header le
 else bad "--append to another header leaves the file unchanged" "$(head -3 "$T/other.csv")"; fi
 no_tmp "--append refusal leaves no *.tmp.* file" "$T"
 
+# ---------- tune's whole story: pruned.csv (rules and counts), explored rows' utc ----------
+printf 'name,batch,hq,hkv,sq,skv,d,causal\npr-dec,2,8,2,1,300,64,1\n' >"$T/pr.csv"
+run tune --device opencl:0 --shapes "$T/pr.csv" --results "$T/pr" --candidates 2 --quiet
+story=$(python3 - "$T/pr" <<'PY'
+import csv, sys
+d = sys.argv[1]
+pr = list(csv.DictReader(open(d + "/pruned.csv")))
+tu = list(csv.DictReader(open(d + "/tuning.csv")))
+ex = list(csv.DictReader(open(d + "/explored.csv")))
+space = int(tu[0]["configs_in_space"])
+dropped = sum(int(r["configs"]) for r in pr)
+fill = any(r["rule"].startswith("fill: ") for r in pr)
+keys = {(r["shape_class"], r["rule"]) for r in pr}
+utc = all(len(r["utc"]) == 20 and r["utc"].endswith("Z") for r in ex)
+print("ok" if 0 < dropped < space and fill and len(keys) == len(pr) and utc and
+      all(r["shape_class"] == tu[0]["shape_class"] for r in pr) else
+      "dropped %d of %d, fill %s, unique %s, utc %s" % (dropped, space, fill, len(keys) == len(pr), utc))
+PY
+)
+if [ "$RC" -eq 0 ] && [ "$story" = ok ]; then ok "tune: pruned.csv counts the combinations each rule dropped; explored rows carry utc"
+else bad "tune: pruned.csv and explored utc" "rc=$RC $story" "$ERR"; fi
+cp "$T/pr/pruned.csv" "$T/pr-first.csv"
+run tune --device opencl:0 --shapes "$T/pr.csv" --results "$T/pr" --candidates 2 --quiet
+if [ "$RC" -eq 0 ] && cmp -s <(cut -d, -f1-7 "$T/pr-first.csv") <(cut -d, -f1-7 "$T/pr/pruned.csv"); then
+    ok "tune again: the class's pruned rows replaced, not added twice"
+else bad "tune again: pruned rows not duplicated" "$(diff <(cut -d, -f1-7 "$T/pr-first.csv") <(cut -d, -f1-7 "$T/pr/pruned.csv") | head -5)"; fi
+run check-results "$T/pr"
+check "check-results: pruned.csv and explored.csv's utc are clean" 0 out " 0 problems"
+
 # ---------- fixtures kept in tests/data ----------
 if [ -d "$DATA" ]; then
     for f in "$DATA"/bad-*.csv; do

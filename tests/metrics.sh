@@ -176,6 +176,41 @@ if grep -q "flex" "$T/out"; then bad "versus: a failed vendor row does not count
 if grep -q "fastest" "$T/out"; then bad "versus: no 'fastest' count (wins need the spreads apart)"; else ok "versus: no 'fastest' count (wins need the spreads apart)"; fi
 if [ -f "$T/vs/vs.csv" ] && grep -q "^opencl,fx-prefill,.*,cudnn,.*,2.0000,cudnn=2.000;torch-flash=4.000,,,,,faster,run-A$" "$T/vs/vs.csv"; then
     ok "versus --csv writes the per-shape table, its verdict and run"; else bad "versus --csv writes the per-shape table, its verdict and run" "$(cat "$T/vs/vs.csv" 2>/dev/null)"; fi
+# --bandwidth: the decode shapes held against the best ok copy rate of the same GPU; a failed
+# row and another GPU's rows do not count. fx-decode made a large decode (B=16, Skv=4096):
+# ours 2700 GB/s, cudnn's 2900, against a copy rate of 3000 (90% and 97%)
+mkdir -p "$T/vb"
+rewrite_perf "$GOOD/perf.csv" "$T/vb/perf.csv" <<'PY'
+for r in rows:
+    r = dict(r, run_id="run-A")
+    if r["name"] == "fx-decode":
+        r = dict(r, batch="16", skv="4096", gbps="2700.0")
+    emit(r)
+    emit(dict(scaled(r, 0.9), impl="cudnn", config="", gbps="2900.0" if r["name"] == "fx-decode" else r["gbps"]))
+PY
+gpu=$(awk -F, 'NR==2{print $1}' "$GOOD/perf.csv")
+cat >"$T/vb/bandwidth.csv" <<CSV
+gpu,backend,kernel,gbps,status,run_id
+$gpu,opencl,copy,2500.0,ok,bw-1
+$gpu,opencl,copy,3000.0,ok,bw-2
+$gpu,opencl,copy,3500.0,wrong_result,bw-2
+$gpu,opencl,read,3200.0,ok,bw-2
+another GPU,opencl,copy,5000.0,ok,bw-3
+CSV
+run versus "$T/vb" --bandwidth "$T/vb/bandwidth.csv"
+expect "versus --bandwidth: decode shapes as a share of the best ok copy rate of the GPU" 0 \
+    "share of the copy bandwidth 3000.0 GB/s (read: 3200.0 GB/s;" "run bw-2)" \
+    "fx-decode no        2700.0    90%  cudnn              2900.0    97%" \
+    "decodes with B >= 16 and Skv >= 4096: ours at 90.0% of the copy bandwidth (geomean), lowest 90.0%; 1 of 1 at 90% or more"
+if grep -q "^fx-prefill" <<<"$(sed -n '/memory-bound/,$p' "$T/out")"; then bad "versus --bandwidth: a prefill is not memory-bound"
+else ok "versus --bandwidth: a prefill is not listed as memory-bound"; fi
+printf 'gpu,backend,kernel,gbps,status,run_id\n%s,opencl,copy,fast,ok,bw-1\n' "$gpu" >"$T/vb/bad-bw.csv"
+run versus "$T/vb" --bandwidth "$T/vb/bad-bw.csv"
+expect "versus --bandwidth: an ok row whose gbps is not a rate exits 2 naming file, line and field" 2 "bad-bw.csv:2: gbps: 'fast'"
+run versus "$T/vb" --bandwidth "$T/vb/perf.csv"
+expect "versus --bandwidth: a file without bandwidth.csv's columns exits 2" 2 "perf.csv:1: kernel: required column missing"
+run versus --markdown "$T/vb" --bandwidth "$T/vb/bandwidth.csv"
+expect "versus --markdown with --bandwidth exits 2" 2 "without --any-run, --csv and --bandwidth"
 # a tie: the best vendor's median 5% above ours, the spreads overlapping: 'faster' needs ours'
 # p80 below the vendor's p20 (the old count called speedup >= 1 the fastest)
 mkdir -p "$T/vt"
@@ -478,6 +513,27 @@ PY
         grep -q "skip perf_prefill" "$T/render5.log"; then
         ok "render.sh draws paper-* rows as perf_paper, not in perf_prefill"
     else bad "render.sh draws perf_paper" "$(cat "$T/render5.log")"; fi
+    # the fa3 suite's rows: a panel per head dim and mask, the batch not splitting a series
+    mkdir -p "$T/fa3"; cp "$GOOD/manifest.csv" "$T/fa3/"
+    python3 - "$GOOD/perf.csv" "$T/fa3/perf.csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1], newline="")) if r["sq"] == r["skv"] and int(r["sq"]) > 16]
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+    w.writeheader()
+    for s, b in ((512, 32), (1024, 16), (2048, 8)):
+        for c in ("0", "1"):
+            for r in rows:
+                w.writerow(dict(r, name="fa3-bf16-d64-%s-s%d" % ("c" if c == "1" else "nc", s), sq=s, skv=s, batch=b, causal=c))
+PY
+    mkdir -p "$T/fa3-prep"
+    python3 plots/prep.py "$T/fa3/perf.csv" "$T/fa3/manifest.csv" "$T/fa3/plots" "$T/fa3-prep" >/dev/null
+    fv="$T/fa3-prep/perf_fa3/vars.gp"
+    if bash plots/render.sh "$T/fa3" >"$T/render6.log" 2>&1 && [ -s "$T/fa3/plots/perf_fa3.png" ] &&
+        grep -q "skip perf_prefill" "$T/render6.log" && grep -q 'd=64 non-causal' "$fv" && grep -q 'd=64 causal' "$fv" &&
+        grep -qx 'npanels = 2' "$fv" && grep -qx 'nseries = 2' "$fv"; then
+        ok "render.sh draws fa3-* rows as perf_fa3 (a panel per mask, one series across batches), not in perf_prefill"
+    else bad "render.sh draws perf_fa3" "$(cat "$T/render6.log")" "$(grep -E 'npanels|nseries|P_title' "$fv")"; fi
     if grep -q "skip batches.{png,svg}: no ragged, mixed or paged rows" "$T/render.log"; then
         ok "render.sh skips batches without ragged rows"
     else bad "render.sh skips batches without ragged rows" "$(cat "$T/render.log")"; fi

@@ -186,6 +186,31 @@ static void test_ref_kernel(void **state)
     free(src);
 }
 
+/* The bandwidth probe (kernels/stream.k) builds for gfx90a at both unroll depths. */
+static void test_stream_kernel(void **state)
+{
+    (void)state;
+    need_compiler("gfx90a");
+    char *src = NULL, err[FB_ERRLEN] = "";
+    assert_int_equal(fb_kernel_source("hip", "stream.k", &src, err, sizeof err), 0);
+    const char *kern[] = {"stream_copy", "stream_read"};
+    for (int u = 1; u <= 4; u += 3)
+        for (int k = 0; k < 2; k++) {
+            char un[16];
+            snprintf(un, sizeof un, "UNROLL_N=%d", u);
+            const char *defs[] = {"NT=256", un};
+            void *bin = NULL;
+            size_t len = 0;
+            char *log = NULL;
+            const int rc = hip()->compile_offline("gfx90a", src, defs, 2, kern[k], &bin, &len, NULL, &log, err, sizeof err);
+            if (rc != 0) fprintf(stderr, "%s %s: rc %d: %s\n%s\n", un, kern[k], rc, err, log ? log : "(no log)");
+            assert_int_equal(rc, 0);
+            free(bin);
+            free(log);
+        }
+    free(src);
+}
+
 static void test_kernel_gfx90a(void **state) { (void)state; compile_kernel_for("gfx90a"); }
 static void test_kernel_gfx940(void **state) { (void)state; compile_kernel_for("gfx940"); }
 
@@ -402,6 +427,7 @@ int main(void)
         cmocka_unit_test(test_kernel_gfx90a),
         cmocka_unit_test(test_kernel_gfx940),
         cmocka_unit_test(test_ref_kernel),
+        cmocka_unit_test(test_stream_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

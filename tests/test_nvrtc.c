@@ -787,6 +787,36 @@ static void test_ref_kernel(void **state)
     free(src);
 }
 
+/* The bandwidth probe (kernels/stream.k) builds for sm_80 and sm_90 at both unroll depths,
+ * both kernels, with 128-bit loads and stores in the PTX (the 16-byte words stay whole). */
+static void test_stream_kernel(void **state)
+{
+    (void)state;
+    need_nvrtc();
+    const rt_runtime *rt = cuda();
+    char *src = NULL, err[FB_ERRLEN] = "";
+    assert_int_equal(fb_kernel_source("cuda", "stream.k", &src, err, sizeof err), 0);
+    const char *arch[] = {"sm_80", "sm_90", "compute_90"}, *kern[] = {"stream_copy", "stream_read"};
+    for (int a = 0; a < 3; a++)
+        for (int u = 1; u <= 4; u += 3)
+            for (int k = 0; k < 2; k++) {
+                char un[16];
+                snprintf(un, sizeof un, "UNROLL_N=%d", u);
+                const char *defs[] = {"NT=256", un};
+                void *bin = NULL;
+                size_t len = 0;
+                char *log = NULL;
+                const int rc = rt->compile_offline(arch[a], src, defs, 2, kern[k], &bin, &len, NULL, &log, err, sizeof err);
+                if (rc != 0) fprintf(stderr, "%s %s %s: rc %d: %s\n%s\n", arch[a], un, kern[k], rc, err, log ? log : "");
+                assert_int_equal(rc, 0);
+                if (a == 2) assert_non_null(strstr((const char *)bin, "ld.global.nc.v4.u32"));
+                if (a == 2 && k == 0) assert_non_null(strstr((const char *)bin, "st.global.v4.u32"));
+                free(bin);
+                free(log);
+            }
+    free(src);
+}
+
 static void test_sm80(void **state) { (void)state; compile_for("sm_80"); }
 static void test_sm90(void **state) { (void)state; compile_for("sm_90"); }
 
@@ -902,6 +932,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_kernel_sm80),
         cmocka_unit_test(test_kernel_sm90),
         cmocka_unit_test(test_ref_kernel),
+        cmocka_unit_test(test_stream_kernel),
         cmocka_unit_test(test_kernel_wgmma),
         cmocka_unit_test(test_wgmma_rejected),
         cmocka_unit_test(test_wgmma_skip_sass),

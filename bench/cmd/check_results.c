@@ -541,7 +541,8 @@ static const col_spec explored_cols[] = {
     {"compile_ms", V_NUM, REQ | EMPTY, 0}, {"median_us", V_NUM, REQ | EMPTY, 0}, {"tflops", V_NUM, EMPTY, 0},
     {"registers", V_INT, REQ, -1}, {"spill_bytes", V_INT, REQ, -1}, {"shared_bytes", V_INT, REQ, -1},
     {"private_bytes", V_INT, 0, -1}, {"binary_bytes", V_INT, REQ, -1}, {"max_abs_err", V_NUM, EMPTY, 0},
-    {"strategy", V_STRATEGY, 0, 0}, {"step", V_INT, 0, 1}, {"reps", V_INT, EMPTY, 1}, {"sm_mhz", V_NUM, EMPTY, 1}};
+    {"strategy", V_STRATEGY, 0, 0}, {"step", V_INT, 0, 1}, {"reps", V_INT, EMPTY, 1}, {"sm_mhz", V_NUM, EMPTY, 1},
+    {"utc", V_TEXT, 0, 0}};
 
 static const col_spec tuning_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"shape_class", V_CLASS, REQ, 0},
@@ -603,6 +604,22 @@ static const col_spec distance_cols[] = {
     {"differs", V_NAME, REQ, 0}, {"cosine", V_NUM, REQ, 0}, {"jensen_shannon", V_NUM, REQ, 0},
     {"shared_instructions", V_INT, REQ, 0}};
 
+/* bandwidth.csv: a known kernel; times and a rate on ok rows only, the rate bytes_moved over
+ * the median */
+static void rule_bandwidth(file_ctx *fc, size_t r)
+{
+    check_gpu(fc, r, "gpu");
+    const char *k = val(fc, r, "kernel");
+    if (strcmp(k, "copy") && strcmp(k, "read")) problem(fc, line_of(fc, r), "kernel", "'%s' is not copy or read", k);
+    const int ok = !strcmp(val(fc, r, "status"), "ok");
+    static const char *const times[] = {"median_us", "p20_us", "p80_us", "min_us", "gbps", NULL};
+    check_timings(fc, r, times, ok, 0);
+    if (!ok || !(num(fc, r, "median_us") > 0)) return;
+    const double want = num(fc, r, "bytes_moved") / num(fc, r, "median_us") / 1e3;
+    if (!close_enough(num(fc, r, "gbps"), want, 1))
+        problem(fc, line_of(fc, r), "gbps", "%s, but bytes_moved / median_us is %.1f GB/s", val(fc, r, "gbps"), want);
+}
+
 /* fit-fallback's rules and its leave-one-class-out check */
 static const col_spec fallback_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"rule", V_INT, REQ, 1}, {"regime", V_NAME, REQ, 0},
@@ -619,6 +636,20 @@ static const col_spec loo_summary_cols[] = {
     {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"regime", V_NAME, REQ, 0}, {"method", V_NAME, REQ, 0},
     {"classes", V_INT, REQ, 1}, {"timed", V_INT, REQ, 0}, {"within_10pct", V_INT, REQ, 0}, {"untimed", V_INT, REQ, 0},
     {"share_of_timed", V_NUM, REQ | EMPTY, 0}, {"share_of_all", V_NUM, REQ, 0}, {"geomean_of_timed", V_NUM, REQ | EMPTY, 1}};
+
+/* tune's pruned.csv: the space's combinations dropped before compiling, with the rule */
+static const col_spec pruned_cols[] = {
+    {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"shape_class", V_CLASS, REQ, 0}, {"shape", V_TEXT, 0, 0},
+    {"rule", V_NAME, REQ, 0}, {"configs", V_INT, REQ, 1}, {"example", V_CONFIG, REQ, 0}, {"utc", V_TEXT, 0, 0}};
+
+/* fabench bandwidth's variants (copy, read) */
+static const col_spec bandwidth_cols[] = {
+    {"gpu", V_NAME, REQ, 0}, {"backend", V_NAME, REQ, 0}, {"kernel", V_NAME, REQ, 0}, {"buffer_bytes", V_INT, REQ, 16},
+    {"bytes_moved", V_NUM, REQ, 16}, {"groups", V_INT, REQ, 1}, {"block", V_INT, REQ, 1}, {"unroll", V_INT, REQ, 1},
+    {"median_us", V_NUM, REQ | EMPTY, 0}, {"p20_us", V_NUM, REQ | EMPTY, 0}, {"p80_us", V_NUM, REQ | EMPTY, 0},
+    {"min_us", V_NUM, EMPTY, 0}, {"reps", V_INT, REQ, 0}, {"gbps", V_NUM, REQ | EMPTY, 0}, {"status", V_STATUS, REQ, 0},
+    {"reason", V_TEXT, 0, 0}, {"timer", V_TEXT, 0, 0}, {"sm_mhz", V_NUM, EMPTY, 1}, {"run_id", V_TEXT, 0, 0},
+    {"utc", V_TEXT, 0, 0}};
 
 /* tune-replay's best-so-far curves (the replayed searchers, per seed) */
 static const col_spec convergence_cols[] = {
@@ -647,6 +678,9 @@ static const file_spec specs[] = {
     {"codegen_distance.csv", distance_cols, N(distance_cols), rule_distance,
      {"source", "set", "a_gpu", "a_backend", "a_class", "a_config", "b_gpu", "b_backend", "b_class", "b_config", NULL}},
     {"fallback.csv", fallback_cols, N(fallback_cols), rule_fallback, {"gpu", "backend", "rule", NULL}},
+    {"pruned.csv", pruned_cols, N(pruned_cols), NULL, {"gpu", "backend", "shape_class", "rule", NULL}},
+    {"bandwidth.csv", bandwidth_cols, N(bandwidth_cols), rule_bandwidth,
+     {"gpu", "backend", "kernel", "groups", "block", "unroll", "buffer_bytes", "run_id", NULL}},
     {"fallback_loo.csv", loo_cols, N(loo_cols), NULL, {"gpu", "backend", "shape_class", NULL}},
     {"fallback_loo_summary.csv", loo_summary_cols, N(loo_summary_cols), NULL, {"gpu", "backend", "regime", "method", NULL}},
     /* tools/rounds.sh: perf.csv's rows once per round (each round a run of its own), and

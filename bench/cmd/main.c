@@ -30,6 +30,8 @@ static void usage_main(FILE *f)
             "  portability      other GPUs' tuned winners on this device, as %% of its own best\n"
             "  fit-fallback     fallback.csv: rules per regime for shapes without a tuned class, fitted to\n"
             "                   explored.csv; --loo checks them leaving one class out at a time\n"
+            "  bandwidth        the device's memory bandwidth as a streaming kernel sees it (copy, read):\n"
+            "                   the ceiling memory-bound attention is held against; bandwidth.csv\n"
             "  knobs            the kernel's tuned knobs and their values (--markdown: docs/kernel.md's table)\n"
             "  help      this text\n");
 }
@@ -99,6 +101,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "codegen-summary")) return cmd_codegen_summary(argc - 1, argv + 1);
     if (!strcmp(cmd, "portability")) return cmd_portability(argc - 1, argv + 1);
     if (!strcmp(cmd, "knobs")) return cmd_knobs(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bandwidth")) return cmd_bandwidth(argc - 1, argv + 1);
     if (!strcmp(cmd, "fit-fallback")) return cmd_fit_fallback(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage_main(stdout); return 0; }
     fprintf(stderr, "fabench: unknown command '%s'\n\n", cmd);

@@ -16,7 +16,8 @@
 static void versus_usage(FILE *f)
 {
     fprintf(f,
-            "usage: fabench versus [--shapes FILE] [--run ID] [--any-run] [--csv FILE | --markdown] RESULTS\n\n"
+            "usage: fabench versus [--shapes FILE] [--run ID] [--any-run] [--csv FILE] [--bandwidth FILE] RESULTS\n"
+            "       fabench versus [--shapes FILE] [--run ID] --markdown RESULTS\n\n"
             "RESULTS: a results folder (its perf.csv) or a perf.csv file. For every shape with an ok\n"
             "row of the portable kernel and at least one ok vendor row of the same backend, name,\n"
             "dimensions and run (run_id), the speedup of the portable kernel over each vendor (the\n"
@@ -34,6 +35,10 @@ static void versus_usage(FILE *f)
             "                 says how many shapes crossed runs\n"
             "  --csv FILE     also write the per-shape table as CSV (atomically), with each shape's\n"
             "                 verdict and run\n"
+            "  --bandwidth F  also hold the memory-bound shapes (decode: at most 16 query rows a\n"
+            "                 sequence) against the best copy rate F (a bandwidth.csv of `fabench\n"
+            "                 bandwidth`) holds for the GPU: ours' and the best vendor's bytes moved\n"
+            "                 over time as a share of it, and a summary over B >= 16, Skv >= 4096\n"
             "  --markdown     print only a Markdown summary of one run (--run ID, else the run\n"
             "                 with the most shapes paired): the run, GPU, dates and commit (from\n"
             "                 the manifest beside the file), then per suite of bench/suites/ (a\n"
@@ -318,7 +323,8 @@ static int check_run(const perf_side *s, const char *run, char *err, size_t errl
     return FB_EXIT_BADINPUT;
 }
 
-static int report(const perf_side *s, const vs_filter *f, const char *csv_out, char *err, size_t errlen)
+static int report(const perf_side *s, const vs_filter *f, const char *csv_out, const vs_ceiling *bw, char *err,
+                  size_t errlen)
 {
     vs_pairs ps;
     if (vs_collect(s, f, &ps) != 0) { snprintf(err, errlen, "out of memory"); return -1; }
@@ -346,6 +352,7 @@ static int report(const perf_side *s, const vs_filter *f, const char *csv_out, c
     int ret = 0;
     if (ps.n) {
         print_means(s, &ps, f->any_run, vt);
+        if (bw) vs_print_bandwidth(&ps, bw, stdout);
     } else {
         fprintf(stderr, "fabench versus: no shape with an ok portable row and an ok vendor row%s in %s\n",
                 f->any_run ? "" : " of the same run", s->path);
@@ -363,19 +370,23 @@ static int report(const perf_side *s, const vs_filter *f, const char *csv_out, c
 
 int cmd_versus(int argc, char **argv)
 {
-    const char *arg = NULL, *csv_out = NULL, *shapes_path = NULL;
+    const char *arg = NULL, *csv_out = NULL, *shapes_path = NULL, *bw_path = NULL;
     vs_filter f = {0};
     int markdown = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { versus_usage(stdout); return 0; }
         if (!strcmp(argv[i], "--any-run")) { f.any_run = 1; continue; }
         if (!strcmp(argv[i], "--markdown")) { markdown = 1; continue; }
-        if (!strcmp(argv[i], "--csv") || !strcmp(argv[i], "--shapes") || !strcmp(argv[i], "--run")) {
+        if (!strcmp(argv[i], "--csv") || !strcmp(argv[i], "--shapes") || !strcmp(argv[i], "--run") ||
+            !strcmp(argv[i], "--bandwidth")) {
             if (i + 1 >= argc || !argv[i + 1][0]) {
                 fprintf(stderr, "fabench versus: %s needs a value\n", argv[i]);
                 return FB_EXIT_BADINPUT;
             }
-            const char **dst = !strcmp(argv[i], "--csv") ? &csv_out : !strcmp(argv[i], "--shapes") ? &shapes_path : &f.run;
+            const char **dst = !strcmp(argv[i], "--csv")         ? &csv_out
+                               : !strcmp(argv[i], "--shapes")    ? &shapes_path
+                               : !strcmp(argv[i], "--bandwidth") ? &bw_path
+                                                                 : &f.run;
             *dst = argv[++i];
             continue;
         }
@@ -392,8 +403,8 @@ int cmd_versus(int argc, char **argv)
         versus_usage(stderr);
         return FB_EXIT_BADINPUT;
     }
-    if (markdown && (f.any_run || csv_out)) {
-        fprintf(stderr, "fabench versus: --markdown summarises one run: without --any-run and --csv\n");
+    if (markdown && (f.any_run || csv_out || bw_path)) {
+        fprintf(stderr, "fabench versus: --markdown summarises one run: without --any-run, --csv and --bandwidth\n");
         return FB_EXIT_BADINPUT;
     }
     perf_side s;
@@ -404,7 +415,11 @@ int cmd_versus(int argc, char **argv)
     if (rc == 0 && shapes_path && shape_names(shapes_path, &names, &f.ncol, err, sizeof err) != 0) rc = FB_EXIT_BADINPUT;
     f.names = names;
     if (rc == 0 && f.run) rc = check_run(&s, f.run, err, sizeof err);
-    if (rc == 0) rc = markdown ? vs_markdown(arg, &s, &f, stdout, err, sizeof err) : report(&s, &f, csv_out, err, sizeof err);
+    vs_ceiling *bw = NULL;
+    if (rc == 0 && bw_path) rc = vs_ceiling_load(bw_path, &bw, err, sizeof err);
+    if (rc == 0)
+        rc = markdown ? vs_markdown(arg, &s, &f, stdout, err, sizeof err) : report(&s, &f, csv_out, bw, err, sizeof err);
+    vs_ceiling_free(bw);
     if (rc != 0 && (markdown || rc != 1)) fprintf(stderr, "fabench versus: %s\n", err);
     perf_side_free(&s);
     csvt_free(names);

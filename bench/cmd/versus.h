@@ -44,4 +44,14 @@ void vs_pairs_free(vs_pairs *p);
  * or file as the user named it. 0; 1 with err when no run pairs ours with a vendor; -1. */
 int vs_markdown(const char *arg, const perf_side *s, const vs_filter *f, FILE *out, char *err, size_t errlen);
 
+/* A bandwidth.csv (`fabench bandwidth`) read for --bandwidth: 0, or FB_EXIT_BADINPUT with err
+ * "FILE:LINE: column: ..." (a required column missing, an ok row's gbps not a rate), or -1. */
+typedef struct vs_ceiling vs_ceiling;
+int vs_ceiling_load(const char *path, vs_ceiling **out, char *err, size_t errlen);
+void vs_ceiling_free(vs_ceiling *c);
+/* The memory-bound shapes among the pairs (decode), ours and the best vendor's bytes moved
+ * over time as a share of the best copy rate c holds for our rows' GPU; then the summary
+ * over the large decodes. */
+void vs_print_bandwidth(const vs_pairs *ps, const vs_ceiling *c, FILE *out);
+
 #endif

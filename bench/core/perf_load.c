@@ -74,7 +74,7 @@ int perf_load(const char *arg, perf_side *s, int flags, char *err, size_t errlen
     }
     int cname = csvt_col(s->t, "name"), cmhz = csvt_col(s->t, "sm_mhz"), cwatts = csvt_col(s->t, "power_w"),
         cflush = csvt_col(s->t, "l2_flush"), cgpu = csvt_col(s->t, "gpu"), crun = csvt_col(s->t, "run_id"),
-        cutc = csvt_col(s->t, "utc");
+        cutc = csvt_col(s->t, "utc"), cgbps = csvt_col(s->t, "gbps"), cpage = csvt_col(s->t, "page");
     s->has_run_id = crun >= 0;
     s->e = calloc(s->t->nrows ? s->t->nrows : 1, sizeof *s->e);
     if (!s->e) { snprintf(err, errlen, "out of memory"); return -1; }
@@ -100,6 +100,11 @@ int perf_load(const char *arg, perf_side *s, int flags, char *err, size_t errlen
             }
         }
         e->d = atoi(row[col[8]]);
+        e->batch = atol(row[col[3]]);
+        e->sq = atol(row[col[6]]);
+        e->skv = atol(row[col[7]]);
+        e->paged = *opt(row, cpage) && strcmp(opt(row, cpage), "0");
+        e->gbps = cgbps >= 0 && *row[cgbps] ? strtod(row[cgbps], NULL) : NAN;
         snprintf(e->shape, sizeof e->shape, "%s b%s h%s/%s q%s k%s d%s c%s", e->dtype, row[col[3]], row[col[4]],
                  row[col[5]], row[col[6]], row[col[7]], row[col[8]], row[col[9]]);
         e->ok = !strcmp(e->status, "ok") && *row[col[10]];

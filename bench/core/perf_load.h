@@ -13,7 +13,10 @@ typedef struct {
     const char *utc;    /* when it was measured; "" where not said */
     char shape[160];    /* dtype and the dimensions: what makes two rows the same problem */
     int ok, line, matched, d;
+    long batch, sq, skv;
+    int paged;         /* the keys and values are read through a page table (page column) */
     double med, p20, p80;
+    double gbps;       /* bytes moved over the median time (perf.csv's gbps); NAN: not said */
     double mhz, watts; /* the GPU's median SM clock and mean power while timed; NAN: not read */
     int flush;         /* 1: timed with the L2 flushed before every run; 0: warm; -1: not said */
     const char *status;

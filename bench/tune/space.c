@@ -264,10 +264,26 @@ typedef struct {
     kconfig built[SPACE_MAX_PARAMS + 1];
     placed *v;
     long n, cap, all;
+    space_pruned *pr; /* NULL: the dropped combinations are only counted */
+    long npr, prcap;
     int oom;
 } walk;
 
 #define NO_NEED (-2) /* need[p]: no value of p asked for yet */
+
+/* a whole combination dropped before compiling, and the rule that dropped it (w->pr only) */
+static void note_pruned(walk *w, const kconfig *c, const char *reason)
+{
+    if (!w->pr) return;
+    if (w->npr == w->prcap) {
+        space_pruned *nv = realloc(w->pr, sizeof *nv * (size_t)(w->prcap * 2));
+        if (!nv) { w->oom = 1; return; }
+        w->pr = nv;
+        w->prcap *= 2;
+    }
+    w->pr[w->npr].c = *c;
+    snprintf(w->pr[w->npr++].rule, sizeof w->pr[0].rule, "%s", reason);
+}
 
 /* Values a and b of parameter p are the same value: a value may be listed more than once,
  * under different conditions ("BLOCK_N,128,MMA=mma" and "BLOCK_N,128,MMA=wgmma"), and a
@@ -307,10 +323,15 @@ static void walk_from(walk *w, int d, const int need_in[SPACE_MAX_PARAMS])
         kconfig_complete(&c, w->dev, w->s, w->dt); /* parameters the space leaves out */
         /* "fill" on a BLOCK_M value: the work-group's rows fill more than half of such a
          * block (decode rows leave larger blocks idle; PACK_GQA decides how many rows) */
-        for (int k = 0; k < sp->nparams; k++)
-            if (w->fill[k][w->idx[k]] && 2 * kconfig_rows(&c, w->s) <= c.block_m) return;
-        char reason[256];
-        if (kconfig_check(&c, w->dev, w->s, w->dt, reason, sizeof reason) != ST_OK) return;
+        char reason[256] = "";
+        for (int k = 0; k < sp->nparams && !reason[0]; k++)
+            if (w->fill[k][w->idx[k]] && 2 * kconfig_rows(&c, w->s) <= c.block_m)
+                snprintf(reason, sizeof reason, "fill: the shape's %ld rows a work-group fill at most half of BLOCK_M=%d",
+                         kconfig_rows(&c, w->s), c.block_m);
+        if (reason[0] || kconfig_check(&c, w->dev, w->s, w->dt, reason, sizeof reason) != ST_OK) {
+            note_pruned(w, &c, reason);
+            return;
+        }
         if (w->n == w->cap) {
             placed *nv = realloc(w->v, sizeof *nv * (size_t)(w->cap * 2));
             if (!nv) { w->oom = 1; return; }
@@ -338,11 +359,18 @@ static void walk_from(walk *w, int d, const int need_in[SPACE_MAX_PARAMS])
 long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t *s, dtype_t dt,
                      kconfig **out, long *before)
 {
+    return space_enumerate_pruned(sp, dev, s, dt, out, before, NULL, NULL);
+}
+
+long space_enumerate_pruned(const space_t *sp, const rt_device_info *dev, const shape_t *s, dtype_t dt,
+                            kconfig **out, long *before, space_pruned **pruned, long *npruned)
+{
     walk *w = calloc(1, sizeof *w);
     if (!w) return -1;
-    *w = (walk){.sp = sp, .dev = dev, .s = s, .dt = dt, .cap = 256};
+    *w = (walk){.sp = sp, .dev = dev, .s = s, .dt = dt, .cap = 256, .prcap = 16};
     w->v = malloc(sizeof *w->v * (size_t)w->cap);
-    if (!w->v) { free(w); return -1; }
+    if (pruned) w->pr = malloc(sizeof *w->pr * (size_t)w->prcap);
+    if (!w->v || (pruned && !w->pr)) { free(w->v); free(w->pr); free(w); return -1; }
     int mma_param = -1;
     for (int k = 0; k < sp->nparams; k++) {
         if (!strcmp(sp->p[k].name, "MMA")) mma_param = k;
@@ -379,6 +407,8 @@ long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t
     placed *v = w->v;
     long n = w->n, all = w->all;
     const int oom = w->oom;
+    if (pruned && !oom) { *pruned = w->pr; *npruned = w->npr; }
+    else free(w->pr);
     free(w);
     if (oom) { free(v); return -1; }
     qsort(v, (size_t)n, sizeof *v, by_pos); /* the odometer's order over the whole product */

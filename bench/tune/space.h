@@ -37,4 +37,14 @@ int space_load_default(space_t *sp, char *err, size_t errlen);
 long space_enumerate(const space_t *sp, const rt_device_info *dev, const shape_t *s, dtype_t dt,
                      kconfig **out, long *before);
 
+/* space_enumerate that also lists the whole combinations it dropped before compiling (the
+ * device's and the shape's static constraints, kconfig_check, and the fill rule), each with
+ * the rule's message (tune's pruned.csv); *pruned is malloc'd, *npruned its count. */
+typedef struct {
+    kconfig c;
+    char rule[256];
+} space_pruned;
+long space_enumerate_pruned(const space_t *sp, const rt_device_info *dev, const shape_t *s, dtype_t dt,
+                            kconfig **out, long *before, space_pruned **pruned, long *npruned);
+
 #endif

@@ -26,9 +26,10 @@
 static const char *const explored_header[] = {
     "gpu", "backend", "kernel", "config", "shape_class", "shape", "status", "reason", "compile_ms",
     "median_us", "tflops", "registers", "spill_bytes", "shared_bytes", "private_bytes", "binary_bytes",
-    "max_abs_err", "strategy", "step", "reps", "sm_mhz"};
+    "max_abs_err", "strategy", "step", "reps", "sm_mhz", "utc"};
 /* explored.csv files written before sm_mhz (the GPU's median SM clock while the candidate
- * was timed) are read into this schema */
+ * was timed), or before utc (when the row was written: a class's rows of one run span its
+ * search), are read into this schema */
 #define EXPLORED_OLDEST_NCOLS 20
 #define TUNE_ABANDON 4.0
 /* --time spent before any candidate of a class verified: this many tries more */
@@ -43,6 +44,10 @@ static const char *const tuning_header[] = {
     "gpu", "backend", "shape_class", "config", "median_us", "tflops", "configs_explored", "configs_in_space",
     "shape", "strategy", "date"};
 #define TUNING_NCOLS (sizeof tuning_header / sizeof tuning_header[0])
+/* pruned.csv: the space's combinations for a class that were dropped before compiling: a
+ * row per (gpu, backend, class, rule), with how many it dropped and one of them */
+static const char *const pruned_header[] = {"gpu", "backend", "shape_class", "shape", "rule", "configs", "example", "utc"};
+#define PRUNED_NCOLS (sizeof pruned_header / sizeof pruned_header[0])
 
 static int pow2_ceil(int x)
 {
@@ -312,17 +317,18 @@ static int rematch_failed(csv_table *e, const char *path, const rt_device *dev, 
                           const char *strategy, const char *step, const char *cfg, const attn_result *res, char *err,
                           size_t errlen)
 {
-    char reason[FB_ERRLEN];
+    char reason[FB_ERRLEN], utc[32];
     snprintf(reason, sizeof reason, "timed again beside the other contenders: %.900s", res->reason);
+    fb_utc_now(utc, sizeof utc);
     const long r = explored_find(e, dev, cls, cfg);
     if (r < 0) {
         const char *row[EXPLORED_NCOLS] = {dev->info.name, dev->rt->name, "attn_fwd", cfg, cls, s->name,
                                            status_name(res->status), reason, "", "", "", "-1", "-1", "-1", "-1", "-1",
-                                           "", strategy, step, "", ""};
+                                           "", strategy, step, "", "", utc};
         if (csvt_add(e, row) != 0) { snprintf(err, errlen, "out of memory"); return -1; }
     } else {
-        const char *const col[] = {"status", "reason", "median_us", "tflops", "reps", "sm_mhz"};
-        const char *const val[] = {status_name(res->status), reason, "", "", "", ""};
+        const char *const col[] = {"status", "reason", "median_us", "tflops", "reps", "sm_mhz", "utc"};
+        const char *const val[] = {status_name(res->status), reason, "", "", "", "", utc};
         if (explored_set(e, (size_t)r, col, val, sizeof col / sizeof col[0], err, errlen) != 0) return -1;
     }
     return path ? csvt_write_atomic(e, path, err, errlen) : 0;
@@ -384,9 +390,11 @@ static int explored_add(csv_table *e, const rt_device *dev, const char *cls, con
     if (res->ver.rows_checked) snprintf(f[8], 48, "%.3g", res->ver.max_abs_err); else f[8][0] = 0;
     snprintf(f[9], 48, "%ld", step);
     fb_fmt_num(f[10], 48, ok && res->tel.samples > 0 ? res->tel.sm_mhz : NAN, "%.0f");
+    char utc[32];
+    fb_utc_now(utc, sizeof utc);
     const char *row[EXPLORED_NCOLS] = {dev->info.name, dev->rt->name, "attn_fwd", cfg, cls, s->name, status_name(res->status),
                                        reason, f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], strategy, f[9], f[11],
-                                       f[10]};
+                                       f[10], utc};
     return csvt_add(e, row);
 }
 
@@ -789,8 +797,10 @@ static int retime_row(attn_runner *runner, const shape_t *s, dtype_t dt, const k
         fb_fmt_num(mhz, sizeof mhz, res.tel.samples > 0 ? res.tel.sm_mhz : NAN, "%.0f");
     }
     if (res.ver.rows_checked) snprintf(mae, sizeof mae, "%.3g", res.ver.max_abs_err);
-    const char *const col[] = {"status", "reason", "median_us", "tflops", "reps", "max_abs_err", "sm_mhz"};
-    const char *const val[] = {status_name(res.status), res.reason, us, tf, reps, mae, mhz};
+    char utc[32];
+    fb_utc_now(utc, sizeof utc);
+    const char *const col[] = {"status", "reason", "median_us", "tflops", "reps", "max_abs_err", "sm_mhz", "utc"};
+    const char *const val[] = {status_name(res.status), res.reason, us, tf, reps, mae, mhz, utc};
     if (explored_set(e, r, col, val, sizeof col / sizeof col[0], err, errlen) != 0) return -1;
     return csvt_write_atomic(e, path, err, errlen);
 }
@@ -897,13 +907,16 @@ static int supervise(int argc, char **argv)
                         if (!strcmp(t->rows[r][0], f[1]) && !strcmp(t->rows[r][1], f[2]) && !strcmp(t->rows[r][3], f[3]) &&
                             !strcmp(t->rows[r][4], f[4]))
                             have = (long)r;
+                    char utc[32];
+                    fb_utc_now(utc, sizeof utc);
                     const char *row[EXPLORED_NCOLS] = {f[1], f[2], "attn_fwd", f[3], f[4], f[5], "launch_error", reason, "",
-                                                       "", "", "-1", "-1", "-1", "-1", "-1", "", f[6], f[7], "", ""};
+                                                       "", "", "-1", "-1", "-1", "-1", "-1", "", f[6], f[7], "", "", utc};
                     int werr = 0;
                     if (have < 0) werr = csvt_add(t, row) != 0;
                     else if (retime) { /* halving timing a survivor again: the crash replaces its earlier
                                         * result (its compile time stays: that part still holds) */
-                        static const char *const redo[] = {"status", "reason", "median_us", "tflops", "reps", "sm_mhz"};
+                        static const char *const redo[] = {"status", "reason", "median_us", "tflops", "reps", "sm_mhz",
+                                                           "utc"};
                         for (size_t k = 0; k < sizeof redo / sizeof redo[0] && !werr; k++) {
                             const int c = csvt_col(t, redo[k]);
                             werr = c < 0 || csvt_set(t, (size_t)have, (size_t)c, row[c]) != 0;
@@ -1485,14 +1498,54 @@ static void halving_survivor(tune_run *t, searcher *se, const char *key, const k
     }
 }
 
+/* The class's pruned combinations into pruned.csv beside explored.csv: a row per rule that
+ * dropped some, with how many and one of them (a resumed or repeated tune replaces the
+ * class's rows: the count is of today's space). 0, or -1 said on stderr. */
+static int record_pruned(const tune_run *t, const char *key, const shape_t *s, const space_pruned *pr, long n)
+{
+    char path[1100], err[FB_ERRLEN] = "out of memory", cfg[KCONFIG_STR_MAX], utc[32], count[24];
+    snprintf(path, sizeof path, "%s/pruned.csv", t->dir);
+    if (n <= 0 && access(path, F_OK) != 0) return 0;
+    csv_table *p;
+    if (csvt_open_append(path, pruned_header, PRUNED_NCOLS, &p, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench tune: %s\n", err);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t r = p->nrows; r-- > 0 && rc == 0;) /* the class's earlier rows */
+        if (!strcmp(p->rows[r][0], t->dev.info.name) && !strcmp(p->rows[r][1], t->dev.rt->name) && !strcmp(p->rows[r][2], key))
+            rc = csvt_remove(p, r);
+    fb_utc_now(utc, sizeof utc);
+    for (long i = 0; i < n && rc == 0; i++) {
+        long same = 0, first = -1;
+        for (long j = 0; j < n; j++)
+            if (!strcmp(pr[j].rule, pr[i].rule)) { same++; if (first < 0) first = j; }
+        if (first != i) continue; /* counted with the rule's first combination */
+        kconfig_str(&pr[i].c, cfg, sizeof cfg);
+        snprintf(count, sizeof count, "%ld", same);
+        const char *row[] = {t->dev.info.name, t->dev.rt->name, key, s->name, pr[i].rule, count, cfg, utc};
+        rc = csvt_add(p, row);
+    }
+    if (rc != 0 || csvt_write_atomic(p, path, err, sizeof err) != 0) {
+        fprintf(stderr, "fabench tune: %s\n", err);
+        rc = -1;
+    }
+    csvt_free(p);
+    return rc;
+}
+
 static int search_class(tune_run *t, size_t ci, size_t nclass, const shape_t *s, dtype_t dt, const char *key,
                         class_search *out)
 {
     int fatal = 0, restart = 0;
     kconfig *cands;
-    long before;
-    long n = space_enumerate(&t->space, &t->dev.info, s, dt, &cands, &before);
+    long before, npruned = 0;
+    space_pruned *pruned = NULL;
+    long n = space_enumerate_pruned(&t->space, &t->dev.info, s, dt, &cands, &before, &pruned, &npruned);
     if (n < 0) { fprintf(stderr, "fabench tune: out of memory\n"); return CLASS_FATAL; }
+    const int pruned_rc = record_pruned(t, key, s, pruned, npruned);
+    free(pruned);
+    if (pruned_rc != 0) { free(cands); return CLASS_FATAL; }
     /* the declared space's configurations for this class (--merge): --declared-only
      * filters the candidates with them first, the head-to-head takes them after */
     long ndecl = 0;

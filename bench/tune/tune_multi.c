@@ -196,7 +196,8 @@ static int merge_workers(const char *dir, const char *workers, char *err, size_t
     if (claims_read(claims, &cl) != 0) { snprintf(err, errlen, "%.900s: cannot read it", claims); return -1; }
     int rc = 0;
     if (merge_table(dir, workers, n, &cl, "explored.csv", err, errlen) != 0 ||
-        merge_table(dir, workers, n, &cl, "tuning.csv", err, errlen) != 0)
+        merge_table(dir, workers, n, &cl, "tuning.csv", err, errlen) != 0 ||
+        merge_table(dir, workers, n, &cl, "pruned.csv", err, errlen) != 0)
         rc = -1;
     if (rc == 0) {
         int per[MAX_WORKERS] = {0};
@@ -282,7 +283,7 @@ static pid_t start_worker(const char *self, int argc, char **argv, const char *s
 /* DIR's tables copied into a worker's folder (a missing one stays missing); 0 or -1 */
 static int seed_worker(const char *dir, const char *wdir)
 {
-    static const char *const files[] = {"explored.csv", "tuning.csv", "manifest.csv", "fallback.csv"};
+    static const char *const files[] = {"explored.csv", "tuning.csv", "pruned.csv", "manifest.csv", "fallback.csv"};
     char a[4200], b[4200];
     if (mkdir(wdir, 0755) != 0) return -1;
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
