@@ -8,7 +8,8 @@
 #      ref suite with --tuned, and cuDNN beside it, into a scratch folder, with versus;
 #   3. every test_e2e case, each in its own process, eight at a time, cut at the deadline;
 #   4. short-prefill.sh 12 (issue 45), if two minutes remain.
-# Run from the repo root on the device with .deps carried; $OUT gets gpu-first.tgz.
+# Run from the repo root on the device with .deps carried; $OUT gets gpu-first.tgz, packed
+# again after each step (a call cut short keeps what was done).
 set -u
 budget=${1:-300}
 source .deps/unpack-debs.sh
@@ -26,14 +27,14 @@ G=results/$slug; mkdir -p "$G"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,memory.total --format=csv >"$L/nvidia-smi.txt" 2>&1
 timeout 120 build/fabench bandwidth --device cuda:0 --out "$G/bandwidth.csv" --append --manifest "$G/manifest.csv" \
     >"$L/bandwidth.log" 2>&1
-echo "bandwidth rc=$? t=$SECONDS"; grep -E '^(copy|read):' "$L/bandwidth.log"
+echo "bandwidth rc=$? t=$SECONDS"; pack; grep -E '^(copy|read):' "$L/bandwidth.log"
 S=$L/scratch; mkdir -p "$S"
 timeout 90 build/fabench run --device cuda:0 --suite ref --tuned --out "$S/perf.csv" --manifest "$S/manifest.csv" \
     >"$L/ref-run.log" 2>&1
 echo "ref run rc=$? t=$SECONDS"
 timeout 90 build/fabench vendors --device cuda:0 --suite ref --impl cudnn --out "$S/perf.csv" --append \
     --manifest "$S/manifest.csv" >"$L/ref-vendors.log" 2>&1
-echo "ref cudnn rc=$? t=$SECONDS"
+echo "ref cudnn rc=$? t=$SECONDS"; pack
 build/fabench versus "$S" >"$L/ref-versus.txt" 2>&1; grep -E "^geomean|ref-" "$L/ref-versus.txt" | head -n 12
 one() {     # CASE: one test_e2e case in its own process; its status on one line
     FABENCH_TEST_DEVICE=cuda:0 FABENCH_TEST_FILTER="$1" timeout "${CASE_TIMEOUT:-200}" build/tests/test_e2e >"$L/e2e-$1.log" 2>&1
