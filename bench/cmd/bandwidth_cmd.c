@@ -100,8 +100,6 @@ static int open_inputs(bw_ctx *x)
     return 0;
 }
 
-static void fmt(char *out, size_t len, double v, const char *f) { fb_fmt_num(out, len, v, f); }
-
 /* the result as bandwidth.csv's row, added to the table */
 static int add_row(bw_ctx *x, const bw_result *r)
 {
@@ -112,13 +110,13 @@ static int add_row(bw_ctx *x, const bw_result *r)
     snprintf(buf[2], 48, "%ld", r->groups);
     snprintf(buf[3], 48, "%d", r->block);
     snprintf(buf[4], 48, "%d", r->unroll);
-    fmt(buf[5], 48, ok ? r->us.median : NAN, "%.3f");
-    fmt(buf[6], 48, ok ? r->us.p20 : NAN, "%.3f");
-    fmt(buf[7], 48, ok ? r->us.p80 : NAN, "%.3f");
-    fmt(buf[8], 48, ok ? r->us.min : NAN, "%.3f");
+    fb_fmt_num(buf[5], 48, ok ? r->us.median : NAN, "%.3f");
+    fb_fmt_num(buf[6], 48, ok ? r->us.p20 : NAN, "%.3f");
+    fb_fmt_num(buf[7], 48, ok ? r->us.p80 : NAN, "%.3f");
+    fb_fmt_num(buf[8], 48, ok ? r->us.min : NAN, "%.3f");
     snprintf(buf[9], 48, "%zu", ok ? r->us.n : 0);
-    fmt(buf[10], 48, ok ? r->bytes_moved / r->us.median / 1e3 : NAN, "%.1f");
-    fmt(buf[11], 48, r->tel.samples > 0 ? r->tel.sm_mhz : NAN, "%.0f");
+    fb_fmt_num(buf[10], 48, ok ? r->bytes_moved / r->us.median / 1e3 : NAN, "%.1f");
+    fb_fmt_num(buf[11], 48, r->tel.samples > 0 ? r->tel.sm_mhz : NAN, "%.0f");
     fb_utc_now(utc, sizeof utc);
     const char *row[] = {x->dev.info.name, x->dev.rt->name, bw_kind_name(r->kind), buf[0], buf[1], buf[2], buf[3], buf[4],
                          buf[5], buf[6], buf[7], buf[8], buf[9], buf[10], status_name(r->status), r->reason,

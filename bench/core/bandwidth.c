@@ -199,13 +199,21 @@ static void set_status(bw_result *r, status_t st, const char *why)
     snprintf(r->reason, sizeof r->reason, "%s", why ? why : "");
 }
 
+/* the variant's output overwritten with BW_POISON (a launch that wrote nothing then fails
+ * its check): 0, or -1 with err */
+static int poison_output(const bw_launch *l, bw_kind kind, size_t out_words, char *err, size_t errlen)
+{
+    const rt_runtime *rt = l->p->dev.rt;
+    const size_t bytes = kind == BW_COPY ? l->p->bytes : out_words * 4;
+    return rt->fill && rt->fill(l->p->ctx, l->to, bytes, BW_POISON, err, errlen) != 0 ? -1 : 0;
+}
+
 /* poison the variant's output, launch once, wait: 0, or the status it failed with */
 static status_t launch_checked(bw_launch *l, bw_kind kind, size_t out_words, const timing_opts *t, char *err,
                                size_t errlen)
 {
     const rt_runtime *rt = l->p->dev.rt;
-    const size_t obytes = kind == BW_COPY ? l->p->bytes : out_words * 4;
-    if (rt->fill && rt->fill(l->p->ctx, l->to, obytes, BW_POISON, err, errlen) != 0) return ST_LAUNCH_ERROR;
+    if (poison_output(l, kind, out_words, err, errlen) != 0) return ST_LAUNCH_ERROR;
     int rc = enqueue_stream(l, NULL, NULL, err, errlen);
     if (rc == 0) rc = rt->finish(l->p->ctx, t->timeout_s, err, errlen);
     if (rc != 0) return rc == RT_ETIMEOUT ? ST_TIMEOUT : rc == RT_ERESOURCE ? ST_RESOURCE_LIMIT : ST_LAUNCH_ERROR;
@@ -217,7 +225,6 @@ int bw_measure(bw_probe *p, bw_kind kind, long groups, int unroll, const timing_
 {
     int u = 0;
     while (u < BW_NUNROLL && unrolls[u] != unroll) u++;
-    memset(res, 0, sizeof *res);
     *res = (bw_result){.kind = kind, .groups = groups, .block = p->block, .unroll = unroll, .buffer_bytes = p->bytes,
                        .bytes_moved = (kind == BW_COPY ? 2.0 : 1.0) * (double)p->bytes};
     telemetry_none(&res->tel);
@@ -233,8 +240,7 @@ int bw_measure(bw_probe *p, bw_kind kind, long groups, int unroll, const timing_
     status_t st = launch_checked(&l, kind, out_words, t, why, sizeof why);
     if (st != ST_OK) { set_status(res, st, why); return st == ST_LAUNCH_ERROR || st == ST_TIMEOUT ? -1 : 0; }
     /* poisoned again: timed runs that wrote nothing would leave it, and the check below fails */
-    const size_t obytes = kind == BW_COPY ? p->bytes : out_words * 4;
-    if (p->dev.rt->fill && p->dev.rt->fill(p->ctx, l.to, obytes, BW_POISON, why, sizeof why) != 0) {
+    if (poison_output(&l, kind, out_words, why, sizeof why) != 0) {
         set_status(res, ST_LAUNCH_ERROR, why);
         snprintf(err, errlen, "%s", why);
         return -1;

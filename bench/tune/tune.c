@@ -1516,14 +1516,17 @@ static int record_pruned(const tune_run *t, const char *key, const shape_t *s, c
         if (!strcmp(p->rows[r][0], t->dev.info.name) && !strcmp(p->rows[r][1], t->dev.rt->name) && !strcmp(p->rows[r][2], key))
             rc = csvt_remove(p, r);
     fb_utc_now(utc, sizeof utc);
+    const size_t first_row = p->nrows; /* the class's rows from here: one per rule, counting */
     for (long i = 0; i < n && rc == 0; i++) {
-        long same = 0, first = -1;
-        for (long j = 0; j < n; j++)
-            if (!strcmp(pr[j].rule, pr[i].rule)) { same++; if (first < 0) first = j; }
-        if (first != i) continue; /* counted with the rule's first combination */
+        size_t r = first_row;
+        while (r < p->nrows && strcmp(p->rows[r][4], pr[i].rule)) r++;
+        if (r < p->nrows) { /* the rule's row: one more combination */
+            snprintf(count, sizeof count, "%ld", atol(p->rows[r][5]) + 1);
+            rc = csvt_set(p, r, 5, count);
+            continue;
+        }
         kconfig_str(&pr[i].c, cfg, sizeof cfg);
-        snprintf(count, sizeof count, "%ld", same);
-        const char *row[] = {t->dev.info.name, t->dev.rt->name, key, s->name, pr[i].rule, count, cfg, utc};
+        const char *row[] = {t->dev.info.name, t->dev.rt->name, key, s->name, pr[i].rule, "1", cfg, utc};
         rc = csvt_add(p, row);
     }
     if (rc != 0 || csvt_write_atomic(p, path, err, sizeof err) != 0) {
