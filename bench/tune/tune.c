@@ -1047,9 +1047,11 @@ static void usage(FILE *f)
             "                      are left (the faster wins);\n"
             "                      for ranking configurations closer than one short timing tells\n"
             "                      apart), or staged (stage 1: the default, the tuning.csv rows of\n"
-            "                      the class and its two nearest classes, then one candidate of\n"
-            "                      each other tile form (MMA kind, BLOCK_M, BLOCK_N, NUM_WARPS),\n"
-            "                      tensor cores first, at most a third of --candidates; stage 2: a\n"
+            "                      the class and its two nearest classes, what run --tuned takes\n"
+            "                      without a row (fallback.csv's rule or the regime's default),\n"
+            "                      then one candidate of each other tile form (MMA kind, BLOCK_M,\n"
+            "                      BLOCK_N, NUM_WARPS), tensor cores first, at most a third of\n"
+            "                      --candidates; stage 2: a\n"
             "                      climb in the three fastest forms, one knob group at a time;\n"
             "                      stage 3: each of those forms' best in the head-to-head;\n"
             "                      docs/notes-staged-search.md)\n"
@@ -1450,7 +1452,9 @@ static int keep_declared(tune_run *t, const shape_t *s, dtype_t dt, const char *
 }
 
 /* The default configuration first; a local climb starts from its seeds (the class's
- * tuning.csv row and its nearest neighbours'), else from the default */
+ * tuning.csv row and its nearest neighbours'), else from the default; staged takes those
+ * and what `run --tuned` takes without a row (fallback.csv's rule, else the regime's
+ * default), so that a tune from an empty table still starts in the regime's known form */
 static void seed_search(tune_run *t, searcher *se, const shape_t *s, dtype_t dt, const char *key, const kconfig *cands, long n)
 {
     kconfig dc = {0};
@@ -1460,7 +1464,13 @@ static void seed_search(tune_run *t, searcher *se, const shape_t *s, dtype_t dt,
     kconfig_str(&dc, ds, sizeof ds);
     long i = cand_nearest(cands, n, ds, &dist);
     if (i >= 0 && dist == 0) searcher_first(se, i);
-    if (!strcmp(t->o.strategy, "local") || !strcmp(t->o.strategy, "staged")) local_seeds(se, t->tuning, &t->dev, key, cands, n);
+    const int staged = !strcmp(t->o.strategy, "staged");
+    if (!strcmp(t->o.strategy, "local") || staged) local_seeds(se, t->tuning, &t->dev, key, cands, n);
+    if (staged) {
+        fallbacks fb;
+        class_fallbacks(t->have_rules ? &t->rules : NULL, &t->dev, s, dt, &fb);
+        if ((i = cand_nearest(cands, n, fb.cfg[0], &dist)) >= 0) searcher_seed(se, i);
+    }
 }
 
 /* Compiles what the searcher may ask for on all cores (into the disk cache), in the
