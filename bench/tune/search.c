@@ -211,9 +211,8 @@ void searcher_preview(const searcher *se, long *out, long k)
         free(dist);
         return;
     }
-    if (se->staged) { /* stage 1, then the leading forms' nearest members to their first
-                       * candidates (the leaders are not known before stage 1 is timed: the
-                       * forms in plan order stand for them), then the rest in order */
+    if (se->staged) { /* stage 1, then the rest in order (the leaders are not known before
+                       * stage 1 is timed) */
         long m = 0;
         char *taken = calloc((size_t)se->n, 1);
         if (!taken) { for (long i = 0; i < k && i < se->n; i++) out[i] = se->order[i]; return; }
@@ -429,14 +428,13 @@ long searcher_best(const searcher *se, double *us)
     return se->best_idx;
 }
 
-/* staged: the features that make a candidate's tile form (MMA kind, BLOCK_M, BLOCK_N,
- * NUM_WARPS): what decides the work split and the instruction mix; the rest (stages, the
- * warpgroup switches, split-KV, packing, order) tunes the pipeline within a form */
+/* staged: whether candidates a and b share a tile form (the knobs of GROUP_FORM: MMA kind,
+ * BLOCK_M, BLOCK_N, NUM_WARPS), what decides the work split and the instruction mix; the
+ * other groups tune the pipeline within a form */
 static int same_form(const searcher *se, long a, long b)
 {
-    static const knob_id tile[] = {KNOB_MMA, KNOB_BLOCK_M, KNOB_BLOCK_N, KNOB_NUM_WARPS}; /* a feature per knob */
-    for (size_t i = 0; i < sizeof tile / sizeof tile[0]; i++)
-        if (se->feat[a][tile[i]] != se->feat[b][tile[i]]) return 0;
+    for (int f = 0; f < NFEAT; f++)
+        if (se->group_of[f] == GROUP_FORM && se->feat[a][f] != se->feat[b][f]) return 0;
     return 1;
 }
 
@@ -455,14 +453,13 @@ static int group_distance(const searcher *se, long a, long b)
     return ng * (NFEAT + 1) + d;
 }
 
-/* staged: how far form f's representative is from the first candidate's form (the tile
- * knobs' features, summed) */
+/* staged: how far form f's representative is from the first candidate's form (the
+ * GROUP_FORM features' differences, summed) */
 static double form_distance(const searcher *se, long f)
 {
-    static const knob_id tile[] = {KNOB_MMA, KNOB_BLOCK_M, KNOB_BLOCK_N, KNOB_NUM_WARPS};
     double d = 0;
-    for (size_t i = 0; i < sizeof tile / sizeof tile[0]; i++)
-        d += fabs(se->feat[se->form_rep[f]][tile[i]] - se->feat[se->order[0]][tile[i]]);
+    for (int k = 0; k < NFEAT; k++)
+        if (se->group_of[k] == GROUP_FORM) d += fabs(se->feat[se->form_rep[f]][k] - se->feat[se->order[0]][k]);
     return d;
 }
 
