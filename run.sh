@@ -20,8 +20,8 @@ cd "$(dirname "$0")"
 
 usage() {
     cat <<'USAGE'
-usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--tune-missing SECONDS] [--budget S]
-                [--results DIR] [--resume | --update]
+usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--tune-strategy S] [--tune-missing SECONDS]
+                [--budget S] [--results DIR] [--resume | --update]
        ./run.sh --slurm CONFIG [--dry-run] [--dir DIR] [--results DIR]   (tools/slurm/submit.sh --help)
 
   --device SEL   measure only this device (repeatable; see build/fabench devices)
@@ -31,6 +31,9 @@ usage: ./run.sh [--device SEL]... [--suite NAME] [--quick] [--tune [N]] [--tune-
                  then measure with the tuned configurations (several GPUs of one model and
                  runtime tune together, a worker each); without it, a tuning table
                  already in the results folder is used when there is one
+  --tune-strategy S
+                 the search --tune runs (fabench tune --strategy: bo, random, local, halving,
+                 staged, exhaustive; default bo on a GPU, random on a CPU)
   --tune-missing SECONDS
                  a shape whose class has no row in the folder's tuning.csv (made there
                  when there is none) gets one first: fabench run --tune-missing tunes the
@@ -57,7 +60,7 @@ nothing moved; 128 + N when fabench run was stopped by signal N (the rows so far
 USAGE
 }
 
-devices=(); suite=""; quick=0; results=results; tune=0; budget=0.5; resume=0; update=0; tune_missing=""
+devices=(); suite=""; quick=0; results=results; tune=0; budget=0.5; resume=0; update=0; tune_missing=""; tune_strategy=""
 # value OPTION VALUE...: OPTION's value, or exit 2 when there is none
 value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "run.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -69,6 +72,10 @@ while [ $# -gt 0 ]; do
         --update) update=1; shift ;;
         --tune) if [[ ${2:-} =~ ^[0-9]+$ ]]; then tune=$2; shift 2; else tune=60; shift; fi ;;
         --results) value "$@"; results=$2; shift 2 ;;
+        --tune-strategy) case ${2:-} in exhaustive|random|bo|local|halving|staged) tune_strategy=$2; shift 2 ;;
+                         *) echo "run.sh: --tune-strategy needs one of exhaustive, random, bo, local, halving, staged; got '${2:-}'" >&2
+                            exit 2 ;;
+                         esac ;;
         --tune-missing) [[ ${2:-} =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --tune-missing needs SECONDS, got '${2:-}'" >&2; exit 2; }
                         tune_missing=$2; shift 2 ;; # more than 0: fabench run checks it (--dry-run below)
         --budget) [[ ${2:-} =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --budget needs seconds, got '${2:-}'" >&2; exit 2; }
@@ -185,6 +192,7 @@ for i in "${!sels[@]}"; do
         # bo on a GPU (it beat random search in replays of H200 tunes); random on a CPU, where
         # bo's wider precompile (4x the budget) costs more than it saves
         strat=random; [ "$kind" = gpu ] && strat=bo
+        [ -z "$tune_strategy" ] || strat=$tune_strategy
         merge=(); [ $update -eq 0 ] || merge=(--merge)
         $fab tune --device "$group" --suite "$s" --results "$dir" --strategy $strat --candidates "$tune" "${merge[@]}" ||
             { echo "run.sh: $group: tuning stopped (exit $?); measuring with what it found" >&2; }

@@ -639,6 +639,22 @@ else bad "tune again: pruned rows not duplicated" "$(diff <(cut -d, -f1-7 "$T/pr
 run check-results "$T/pr"
 check "check-results: pruned.csv and explored.csv's utc are clean" 0 out " 0 problems"
 
+# ---------- tune --strategy staged: stage 1 by tile form, the leading forms' bests in the head-to-head ----------
+printf 'name,batch,hq,hkv,sq,skv,d,causal\nst-pre,1,1,1,64,64,32,1\n' >"$T/st.csv"
+run tune --device opencl:0 --shapes "$T/st.csv" --results "$T/st" --strategy staged --candidates 9 --rep-budget 0.01
+staged=$(python3 - "$T/st" <<'PY'
+import csv, sys
+ex = [r for r in csv.DictReader(open(sys.argv[1] + "/explored.csv")) if r["strategy"] == "staged"]
+form = lambda c: tuple(kv for kv in c.split(";") if kv.split("=")[0] in ("MMA", "BLOCK_M", "BLOCK_N", "NUM_WARPS"))
+first8 = [form(r["config"]) for r in ex[:8]]
+print("ok" if len(ex) >= 9 and len(set(first8)) == 8 else "rows %d, forms in the first 8: %d" % (len(ex), len(set(first8))))
+PY
+)
+finals=$(grep -c "timed again MMA=.*(this run's" "$T/stderr")
+if [ "$RC" -eq 0 ] && [ "$staged" = ok ] && [ "$finals" -ge 2 ] && [ -s "$T/st/tuning.csv" ]; then
+    ok "tune --strategy staged: eight tile forms first, the leading forms' bests timed again"
+else bad "tune --strategy staged" "rc=$RC $staged finalists=$finals" "$(tail -5 "$T/stderr")"; fi
+
 # ---------- fixtures kept in tests/data ----------
 if [ -d "$DATA" ]; then
     for f in "$DATA"/bad-*.csv; do

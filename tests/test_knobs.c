@@ -52,6 +52,10 @@ static void test_keys_unique_and_documented(void **state)
         assert_true(kn->lo <= kn->hi);
         assert_true(kn->allowed[0] && kn->values_doc[0] && kn->doc[0]);
         assert_true(kn->kinds != 0 && kn->kinds <= KINDS_ALL);
+        /* the tile form (staged's stage 1) is exactly the MMA kind, the tile and the warps */
+        assert_true(kn->group >= GROUP_FORM && kn->group < GROUP_COUNT);
+        assert_int_equal(kn->group == GROUP_FORM,
+                         k == KNOB_MMA || k == KNOB_BLOCK_M || k == KNOB_BLOCK_N || k == KNOB_NUM_WARPS);
         for (int j = 0; j < k; j++) assert_string_not_equal(kn->key, knob((knob_id)j)->key);
     }
 }

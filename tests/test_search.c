@@ -7,7 +7,9 @@
  * that flattered one candidate in the first rung does not make it the winner; staged times
  * one candidate of every tile form first (the first asked, then the one nearest it in each
  * other form), then only the three fastest forms until they are done, and reaches the
- * optimum there. */
+ * optimum there; with a budget and seeds, stage 1 is the first, the seeds, then the richest
+ * MMA kind's forms, a third of the budget in all; stage 2's every step changes as few knob
+ * groups as the form's unasked members allow; the finalists are the leading forms' bests. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -225,6 +227,133 @@ static void test_staged_stages(void **state)
     searcher_free(se);
 }
 
+/* How many knob groups (knobs.h) candidates a and b differ in, over the searcher's features */
+static int groups_apart(const kconfig *a, const kconfig *b)
+{
+    double fa[KNOB_COUNT], fb[KNOB_COUNT];
+    kconfig_features(a, fa);
+    kconfig_features(b, fb);
+    unsigned g = 0;
+    for (int k = 0; k < KNOB_COUNT; k++)
+        if (fa[k] != fb[k]) g |= 1u << knob((knob_id)k)->group;
+    int n = 0;
+    for (; g; g &= g - 1) n++;
+    return n;
+}
+
+static void test_staged_budget_seeds_groups(void **state)
+{
+    (void)state;
+    const long first = ncand / 3, budget = 30, coarse = budget / 3;
+    /* two seeds in forms other than the first's and each other's, from the end of the list */
+    long seeds[2], ns = 0;
+    for (long i = ncand - 1; i >= 0 && ns < 2; i--) {
+        int fresh = !same_tile(&cands[i], &cands[first]);
+        for (long u = 0; u < ns; u++) fresh &= !same_tile(&cands[i], &cands[seeds[u]]);
+        if (fresh) seeds[ns++] = i;
+    }
+    assert_int_equal(ns, 2);
+    searcher *se = searcher_new("staged", cands, ncand, 1);
+    assert_non_null(se);
+    searcher_first(se, first);
+    searcher_seed(se, seeds[0]);
+    searcher_seed(se, seeds[1]);
+    searcher_budget(se, budget);
+    long *asked = malloc(sizeof(long) * (size_t)ncand), n = 0, idx;
+    double *told = malloc(sizeof(double) * (size_t)ncand);
+    long steps = 0, minimal = 0;
+    while ((idx = searcher_ask(se)) >= 0) {
+        if (n >= coarse) { /* stage 2: no unasked member of the form is fewer groups from its best */
+            long best = -1;
+            for (long i = 0; i < n; i++)
+                if (same_tile(&cands[asked[i]], &cands[idx]) && !isnan(told[i]) && (best < 0 || told[i] < objective(&cands[best])))
+                    best = asked[i];
+            if (best >= 0) {
+                int fewest = KNOB_COUNT;
+                for (long c = 0; c < ncand; c++) {
+                    int done = 0;
+                    for (long i = 0; i < n && !done; i++) done = asked[i] == c;
+                    if (!done && same_tile(&cands[c], &cands[best]) && groups_apart(&cands[c], &cands[best]) < fewest)
+                        fewest = groups_apart(&cands[c], &cands[best]);
+                }
+                steps++;
+                minimal += groups_apart(&cands[idx], &cands[best]) == fewest;
+            }
+        }
+        told[n] = objective(&cands[idx]);
+        asked[n++] = idx;
+        searcher_tell(se, idx, told[n - 1]);
+        if (n == budget) break;
+    }
+    assert_int_equal(n, budget);
+    /* stage 1: the first, the seeds, then forms not seen yet, tensor cores before fma */
+    assert_int_equal(asked[0], first);
+    assert_int_equal(asked[1], seeds[0]);
+    assert_int_equal(asked[2], seeds[1]);
+    for (long i = 0; i < coarse; i++)
+        for (long j = 0; j < i; j++) assert_false(same_tile(&cands[asked[i]], &cands[asked[j]]));
+    for (long i = 4; i < coarse; i++) assert_true(cands[asked[i - 1]].mma >= cands[asked[i]].mma);
+    /* then stage 2, in a form stage 1 timed */
+    int seen = 0;
+    for (long j = 0; j < coarse; j++) seen |= same_tile(&cands[asked[coarse]], &cands[asked[j]]);
+    assert_true(seen);
+    assert_true(steps > 0);
+    assert_int_equal(minimal, steps);
+    print_message("staged, budget %ld: stage 1 of %ld forms; %ld stage-2 steps, each as few groups away as it could be\n",
+                  budget, coarse, steps);
+    /* the finalists: the leading forms' bests, fastest first, the first the best of all */
+    long fin[SEARCH_FINALISTS];
+    const long nf = searcher_finalists(se, fin, SEARCH_FINALISTS);
+    assert_int_equal(nf, SEARCH_FINALISTS);
+    double us;
+    assert_int_equal(fin[0], searcher_best(se, &us));
+    for (long k = 1; k < nf; k++) {
+        assert_true(objective(&cands[fin[k - 1]]) <= objective(&cands[fin[k]]));
+        for (long j = 0; j < k; j++) assert_false(same_tile(&cands[fin[k]], &cands[fin[j]]));
+    }
+    searcher *rnd = searcher_new("random", cands, ncand, 1); /* no finalists but staged's */
+    assert_int_equal(searcher_finalists(rnd, fin, SEARCH_FINALISTS), 0);
+    searcher_free(rnd);
+    free(asked);
+    free(told);
+    searcher_free(se);
+}
+
+/* Hand-made candidates: stage 1 takes the tensor-core forms before fma's, wherever the list
+ * has them; stage 2 takes a step of two knobs of one group before one of a knob in each of
+ * two groups, though the latter comes first in the list */
+static void test_staged_kinds_and_group_steps(void **state)
+{
+    (void)state;
+    static const char *const text[] = {
+        "MMA=mma;BLOCK_M=64;NUM_WARPS=4;BLOCK_N=64;STAGES=2",              /* 0: the first */
+        "MMA=fma;BLOCK_M=32;NUM_WARPS=4;BLOCK_N=32;STAGES=1",              /* 1, 2: fma forms */
+        "MMA=fma;BLOCK_M=64;NUM_WARPS=4;BLOCK_N=32;STAGES=1",
+        "MMA=mma;BLOCK_M=128;NUM_WARPS=8;BLOCK_N=64;STAGES=2",             /* 3, 4: mma forms */
+        "MMA=mma;BLOCK_M=64;NUM_WARPS=4;BLOCK_N=32;STAGES=2",
+        "MMA=mma;BLOCK_M=64;NUM_WARPS=4;BLOCK_N=64;STAGES=2;GRID_LPT=1;SPLIT_KV=2", /* 5: two groups */
+        "MMA=mma;BLOCK_M=64;NUM_WARPS=4;BLOCK_N=64;STAGES=3;KPAD=8",       /* 6: one group (pipe) */
+    };
+    const long n = sizeof text / sizeof text[0];
+    kconfig c[sizeof text / sizeof text[0]];
+    char err[FB_ERRLEN];
+    for (long i = 0; i < n; i++) {
+        c[i] = (kconfig){0};
+        assert_int_equal(kconfig_parse(text[i], &c[i], err, sizeof err), 0);
+    }
+    searcher *se = searcher_new("staged", c, n, 1);
+    assert_non_null(se);
+    long asked[8], m = 0, idx;
+    while ((idx = searcher_ask(se)) >= 0 && m < 8) {
+        asked[m++] = idx;
+        searcher_tell(se, idx, idx == 0 ? 10.0 : 20.0 + (double)idx); /* the first's form leads */
+    }
+    assert_int_equal(m, n);
+    static const long want[] = {0, 4, 3, 2, 1, 6, 5}; /* mma forms nearest the first first */
+    for (long i = 0; i < n; i++) assert_int_equal(asked[i], want[i]);
+    searcher_free(se);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -431,6 +560,8 @@ int main(void)
         cmocka_unit_test(test_halving_rungs),
         cmocka_unit_test(test_local_preview_whole_space),
         cmocka_unit_test(test_staged_stages),
+        cmocka_unit_test(test_staged_budget_seeds_groups),
+        cmocka_unit_test(test_staged_kinds_and_group_steps),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

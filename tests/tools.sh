@@ -143,6 +143,9 @@ SIG
 fi
 ./run.sh --resume --update >"$T/ru.log" 2>&1; rc=$?
 check "run.sh --resume --update exits 2 saying why" "[ $rc -eq 2 ] && grep -q 'one of them' '$T/ru.log'"
+./run.sh --tune-strategy fastest >"$T/rts.log" 2>&1; rc=$?
+check "run.sh --tune-strategy fastest exits 2 naming the strategies" \
+      "[ $rc -eq 2 ] && grep -q 'tune-strategy needs one of exhaustive, random, bo, local, halving, staged' '$T/rts.log'"
 # run.sh --tune-missing SECONDS: passed to fabench run, which refuses 0 in its --dry-run,
 # before any folder is made
 ./run.sh --tune-missing abc >"$T/rtm.log" 2>&1; rc=$?

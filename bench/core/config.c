@@ -22,8 +22,9 @@ static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 static int block_m_ok(int v) { return is_pow2(v) || v % 16 == 0; } /* or 16 * WARP_M * NUM_WARPS rows */
 static int block_n_ok(int v) { return is_pow2(v) || v == 176 || v == 192; } /* 176 and 192: wgmma only */
 
-#define FB_KNOB_ROW(KEY, field, type, lo, hi, ok, allowed, kinds, show, off, feat, fdiv, names, values_doc, takes_doc, doc) \
-    {#KEY, lo, hi, ok, allowed, kinds, show, off, feat, fdiv, names, values_doc, takes_doc, doc},
+#define FB_KNOB_ROW(KEY, field, type, lo, hi, ok, allowed, kinds, show, off, feat, fdiv, names, group, values_doc, takes_doc, \
+                    doc)                                                                                            \
+    {#KEY, lo, hi, ok, allowed, kinds, show, off, feat, fdiv, names, group, values_doc, takes_doc, doc},
 static const knob_info knob_table[KNOB_COUNT] = {FB_KNOBS(FB_KNOB_ROW)};
 #undef FB_KNOB_ROW
 

@@ -41,7 +41,9 @@ static void usage(FILE *f)
             "  --min-configs N    skip classes with fewer recorded configurations (default 16)\n"
             "  --first CONFIG     ask this configuration first in every class that has it, as\n"
             "                     `fabench tune` does with the runtime's default (K=V,...)\n"
-            "  --out FILE         convergence.csv (best so far after each step)\n\n"
+            "  --out FILE         convergence.csv (best so far after each step)\n"
+            "  --no-borrow        local and staged start without the nearest classes' winners, as a\n"
+            "                     tune from an empty tuning.csv does\n\n"
             "halving replays as random over its first rung: with one recorded time per configuration\n"
             "its later rungs, which time the survivors again for longer, cannot change the order.\n");
 }
@@ -113,6 +115,7 @@ static int cmp_long(const void *a, const void *b)
 typedef struct {
     const char *path, *out, *first; /* explored.csv; --out; --first as given */
     long seeds, min_configs;
+    int no_borrow;     /* --no-borrow: no searcher_seed from the neighbouring classes */
     double frac, tol;
     kconfig fk;        /* --first: the parameters it sets; a candidate matches when it has the same values */
     char slist[256];   /* --strategy's list, cut up: strat points into it */
@@ -142,12 +145,12 @@ static int split_strategies(replay_opts *o, const char *list)
  * else the exit status (usage or the message printed). */
 static int parse_options(int argc, char **argv, replay_opts *o)
 {
-    enum { O_STRAT = 1, O_SEEDS, O_FRAC, O_TOL, O_MIN, O_OUT, O_FIRST, O_HELP };
+    enum { O_STRAT = 1, O_SEEDS, O_FRAC, O_TOL, O_MIN, O_OUT, O_FIRST, O_NO_BORROW, O_HELP };
     static const struct option opts[] = {
         {"strategy", required_argument, 0, O_STRAT}, {"seeds", required_argument, 0, O_SEEDS},
         {"budget-frac", required_argument, 0, O_FRAC}, {"tolerance", required_argument, 0, O_TOL},
         {"min-configs", required_argument, 0, O_MIN}, {"out", required_argument, 0, O_OUT},
-        {"first", required_argument, 0, O_FIRST},
+        {"first", required_argument, 0, O_FIRST}, {"no-borrow", no_argument, 0, O_NO_BORROW},
         {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
     const char *strategies = "random,bo";
     memset(o, 0, sizeof *o);
@@ -179,6 +182,7 @@ static int parse_options(int argc, char **argv, replay_opts *o)
             break;
         case O_OUT: o->out = optarg; break;
         case O_FIRST: o->first = optarg; break;
+        case O_NO_BORROW: o->no_borrow = 1; break;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return FB_EXIT_BADINPUT;
         }
@@ -331,7 +335,7 @@ static int replay_run(const replay_state *st, const class_run *cr, int si, searc
     const rclass *c = &st->cls[cr->k];
     int fail = 0;
     if (cr->first_idx >= 0) searcher_first(se, cr->first_idx);
-    replay_seeds(se, st->cls, st->ncls, cr->k); /* local only; the others ignore seeds */
+    if (!st->o->no_borrow) replay_seeds(se, st->cls, st->ncls, cr->k); /* local and staged; the others ignore seeds */
     searcher_budget(se, cr->budget);             /* halving only: its first rung */
     double best = INFINITY;
     long step = 0, idx;

@@ -2,6 +2,7 @@
  * halving (halving) and staged (staged) searchers. */
 #include "search.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,9 @@
 #define BO_MAX_OBS 512
 #define BO_FIT_MAX 48      /* past this many observations the length scales are refitted only */
 #define BO_REFIT 16        /* every this many more (each fit factorises K ~160 times) */
-#define STAGED_LEADERS 3   /* staged: tile forms whose neighbourhoods are searched at once */
+#define STAGED_LEADERS SEARCH_FINALISTS /* staged: tile forms whose neighbourhoods are searched at once */
+#define STAGED_COARSE_PART 3 /* staged: with a budget, stage 1 takes at most this part of it, */
+#define STAGED_MIN_COARSE 8  /* but at least this many forms */
 
 struct searcher {
     int bo, local, halving, staged;
@@ -22,8 +25,12 @@ struct searcher {
     long *form_rep;      /* staged: the form's representative (stage 1) */
     long *form_best;     /* staged: the form's fastest candidate told (-1: none) */
     long *form_rank;     /* staged: the forms by their stage-1 time, fastest first */
-    long stage1;         /* staged: representatives asked so far (stage 1 is nform of them) */
+    long *coarse;        /* staged: stage 1's candidates, in the order asked */
+    long *form_plan;     /* staged: the forms in stage 1's order (form_before) */
+    long *seed_at;       /* staged: the first seed in each form (SEARCH_MAX_SEEDS: none) */
+    long ncoarse, stage1; /* staged: how many; how many asked so far (ncoarse + 1: ranked) */
     long rr;             /* staged: the round-robin turn among the leading forms */
+    int group_of[NFEAT]; /* staged: each feature's knob group (knobs.h) */
     long rung_n0;        /* halving: candidates in rung 0 (the budget; 0: all) */
     long n0_asked;       /* halving: how many rung 0 has asked */
     int rung;            /* halving: the rung of the last ask (0: first timing) */
@@ -90,9 +97,14 @@ searcher *searcher_new(const char *strategy, const kconfig *cands, long n, uint6
         se->form_rep = malloc(sizeof(long) * (size_t)(n ? n : 1));
         se->form_best = malloc(sizeof(long) * (size_t)(n ? n : 1));
         se->form_rank = malloc(sizeof(long) * (size_t)(n ? n : 1));
+        se->coarse = malloc(sizeof(long) * (size_t)(n ? n : 1));
+        se->form_plan = malloc(sizeof(long) * (size_t)(n ? n : 1));
+        se->seed_at = malloc(sizeof(long) * (size_t)(n ? n : 1));
+        for (int f = 0; f < NFEAT; f++) se->group_of[f] = (int)knob((knob_id)f)->group;
     }
     if (!se->order || !se->asked || !se->feat || !se->members || !se->last_us || !se->prev_us || !se->told_rung ||
-        (se->staged && (!se->form || !se->form_rep || !se->form_best || !se->form_rank))) {
+        (se->staged && (!se->form || !se->form_rep || !se->form_best || !se->form_rank || !se->coarse || !se->form_plan ||
+                        !se->seed_at))) {
         searcher_free(se);
         return NULL;
     }
@@ -128,10 +140,11 @@ void searcher_first(searcher *se, long idx)
 
 void searcher_seed(searcher *se, long idx)
 {
-    if (!se->local || idx < 0 || idx >= se->n || se->nseed == SEARCH_MAX_SEEDS) return;
+    if (!(se->local || se->staged) || idx < 0 || idx >= se->n || se->nseed == SEARCH_MAX_SEEDS) return;
     for (int i = 0; i < se->nseed; i++)
         if (se->seed[i] == idx) return;
     se->seed[se->nseed++] = idx;
+    if (se->staged) staged_plan(se); /* the seeds' forms come first */
 }
 
 /* How many features of candidates a and b differ. */
@@ -198,14 +211,15 @@ void searcher_preview(const searcher *se, long *out, long k)
         free(dist);
         return;
     }
-    if (se->staged) { /* the representatives, then the rest in order (the leaders are not
-                       * known before the representatives are timed) */
+    if (se->staged) { /* stage 1, then the rest in order (the leaders are not known before
+                       * stage 1 is timed) */
         long m = 0;
-        for (long f = 0; f < se->nform && m < k; f++) out[m++] = se->form_rep[f];
-        for (long p = 0; p < se->n && m < k; p++) {
-            const long c = se->order[p];
-            if (se->form_rep[se->form[c]] != c) out[m++] = c;
-        }
+        char *taken = calloc((size_t)se->n, 1);
+        if (!taken) { for (long i = 0; i < k && i < se->n; i++) out[i] = se->order[i]; return; }
+        for (long i = 0; i < se->ncoarse && m < k; i++) taken[out[m++] = se->coarse[i]] = 1;
+        for (long p = 0; p < se->n && m < k; p++)
+            if (!taken[se->order[p]]) out[m++] = se->order[p];
+        free(taken);
         return;
     }
     for (long i = 0; i < k && i < se->n; i++) out[i] = se->order[i];
@@ -333,6 +347,7 @@ out:
 void searcher_budget(searcher *se, long budget)
 {
     se->rung_n0 = budget > 0 ? budget : 0;
+    if (se->staged) staged_plan(se); /* stage 1 fits the budget */
 }
 
 int searcher_rung(const searcher *se)
@@ -413,21 +428,63 @@ long searcher_best(const searcher *se, double *us)
     return se->best_idx;
 }
 
-/* staged: the features that make a candidate's tile form (MMA kind, BLOCK_M, BLOCK_N,
- * NUM_WARPS): what decides the work split and the instruction mix; the rest (stages, the
- * warpgroup switches, split-KV, packing, order) tunes the pipeline within a form */
+/* staged: whether candidates a and b share a tile form (the knobs of GROUP_FORM: MMA kind,
+ * BLOCK_M, BLOCK_N, NUM_WARPS), what decides the work split and the instruction mix; the
+ * other groups tune the pipeline within a form */
 static int same_form(const searcher *se, long a, long b)
 {
-    static const knob_id tile[] = {KNOB_MMA, KNOB_BLOCK_M, KNOB_BLOCK_N, KNOB_NUM_WARPS}; /* a feature per knob */
-    for (size_t i = 0; i < sizeof tile / sizeof tile[0]; i++)
-        if (se->feat[a][tile[i]] != se->feat[b][tile[i]]) return 0;
+    for (int f = 0; f < NFEAT; f++)
+        if (se->group_of[f] == GROUP_FORM && se->feat[a][f] != se->feat[b][f]) return 0;
     return 1;
 }
 
-/* staged: the forms, in the order their first candidate comes (searcher_first's first), and
- * each form's representative: its member with the fewest features different from the
- * first candidate (the runtime's default), so a form is first timed with the default's
- * pipeline settings as far as it allows. Made by searcher_new, and again by searcher_first. */
+/* staged: how many knob groups (knobs.h) and how many features candidates a and b differ
+ * in, as one key: fewer groups first, then fewer features. A move inside one group is a
+ * step the kernel's rules allow (WG_DEFER with WG_PIPE, WG_PERSIST with WG_DYNAMIC), where
+ * the fewest features alone would as soon change two unrelated knobs. */
+static int group_distance(const searcher *se, long a, long b)
+{
+    unsigned groups = 0;
+    int d = 0;
+    for (int f = 0; f < NFEAT; f++)
+        if (se->feat[a][f] != se->feat[b][f]) { groups |= 1u << se->group_of[f]; d++; }
+    int ng = 0;
+    for (; groups; groups &= groups - 1) ng++;
+    return ng * (NFEAT + 1) + d;
+}
+
+/* staged: how far form f's representative is from the first candidate's form (the
+ * GROUP_FORM features' differences, summed) */
+static double form_distance(const searcher *se, long f)
+{
+    double d = 0;
+    for (int k = 0; k < NFEAT; k++)
+        if (se->group_of[k] == GROUP_FORM) d += fabs(se->feat[se->form_rep[f]][k] - se->feat[se->order[0]][k]);
+    return d;
+}
+
+/* staged: whether form f comes before form g in stage 1: a seed's form (in seed order), then
+ * the first candidate's, then the richest MMA kind (the device's tensor cores before fma),
+ * then the nearest the first candidate's tile, then plan order */
+static int form_before(const searcher *se, long f, long g)
+{
+    if (se->seed_at[f] != se->seed_at[g]) return se->seed_at[f] < se->seed_at[g];
+    const long f0 = se->form[se->order[0]];
+    if ((f == f0) != (g == f0)) return f == f0;
+    const double kf = se->feat[se->form_rep[f]][KNOB_MMA], kg = se->feat[se->form_rep[g]][KNOB_MMA];
+    if (kf != kg) return kf > kg;
+    const double df = form_distance(se, f), dg = form_distance(se, g);
+    return df != dg ? df < dg : f < g;
+}
+
+/* staged: the forms (candidates alike in the tile knobs, knobs.h's GROUP_FORM), each with
+ * its representative (the member with the fewest features different from the first
+ * candidate, the runtime's default, so that a form is first timed with the default's
+ * pipeline settings as far as it allows; a seed, the winner of this class or of a
+ * neighbouring one, stands for its own form), and stage 1's list: the first candidate, the
+ * seeds, then one representative of each other form by form_before, at most a
+ * STAGED_COARSE_PART of the budget (STAGED_MIN_COARSE at least) where one is set. Made again
+ * by whatever changes it (searcher_first, _seed, _budget). */
 static void staged_plan(searcher *se)
 {
     se->nform = 0;
@@ -442,10 +499,34 @@ static void staged_plan(searcher *se)
         } else if (feat_distance(se, se->order[0], c) < feat_distance(se, se->order[0], se->form_rep[f]))
             se->form_rep[f] = c;
     }
+    se->ncoarse = se->stage1 = 0;
+    if (se->n == 0) return;
+    for (long f = 0; f < se->nform; f++) se->seed_at[f] = SEARCH_MAX_SEEDS;
+    for (int i = se->nseed - 1; i >= 0; i--) {
+        se->seed_at[se->form[se->seed[i]]] = i;
+        se->form_rep[se->form[se->seed[i]]] = se->seed[i];
+    }
+    se->form_rep[se->form[se->order[0]]] = se->order[0];
+    long *plan = se->form_plan;
+    for (long i = 0; i < se->nform; i++) { /* insertion sort: the forms are few */
+        long j = i;
+        for (; j > 0 && form_before(se, i, plan[j - 1]); j--) plan[j] = plan[j - 1];
+        plan[j] = i;
+    }
+    long cap = se->nform;
+    if (se->rung_n0 > 0 && se->rung_n0 / STAGED_COARSE_PART < cap)
+        cap = se->rung_n0 / STAGED_COARSE_PART > STAGED_MIN_COARSE ? se->rung_n0 / STAGED_COARSE_PART : STAGED_MIN_COARSE;
+    se->coarse[se->ncoarse++] = se->order[0];
+    for (int i = 0; i < se->nseed; i++)
+        if (se->seed[i] != se->order[0]) se->coarse[se->ncoarse++] = se->seed[i];
+    for (long i = 0; i < se->nform && se->ncoarse < cap; i++) {
+        const long f = plan[i];
+        if (se->seed_at[f] == SEARCH_MAX_SEEDS && f != se->form[se->order[0]]) se->coarse[se->ncoarse++] = se->form_rep[f];
+    }
 }
 
-/* staged: the forms ranked by their fastest time so far (failed forms last, then in plan
- * order), into form_rank; called once, when stage 1 has timed every representative */
+/* staged: the forms ranked by their fastest time so far (failed and untimed forms last, then
+ * in plan order), into form_rank; called once, when stage 1 is done */
 static void staged_rank(searcher *se)
 {
     for (long f = 0; f < se->nform; f++) se->form_rank[f] = f;
@@ -463,33 +544,33 @@ static void staged_rank(searcher *se)
 }
 
 /* staged: the unasked member of form f nearest its fastest candidate (its representative
- * while none verified); -1 when the form is done */
+ * while none verified) by group_distance; -1 when the form is done */
 static long staged_next_in(const searcher *se, long f)
 {
     const long from = se->form_best[f] >= 0 ? se->form_best[f] : se->form_rep[f];
     long pick = -1;
-    int pd = NFEAT + 1;
-    for (long p = 0; p < se->n && pd > 1; p++) {
+    int pd = INT_MAX;
+    for (long p = 0; p < se->n && pd > NFEAT + 2; p++) { /* NFEAT + 2: one feature of one group */
         const long c = se->order[p];
         if (se->asked[c] || se->form[c] != f) continue;
-        const int d = feat_distance(se, from, c);
+        const int d = group_distance(se, from, c);
         if (d < pd) { pick = c; pd = d; }
     }
     return pick;
 }
 
-/* staged: stage 1 times every form's representative; stage 2 climbs, in turn, in the
- * STAGED_LEADERS fastest forms not yet done (each from its own best so far, one parameter
- * at a time where it can), the next form by stage-1 rank joining as one is exhausted, so
- * the whole space is asked in the end; stage 3, the head-to-head of the finalists at
- * run-length timings, is the tuner's (tune.c) */
+/* staged: stage 1 times its list (staged_plan); stage 2 climbs, in turn, in the
+ * STAGED_LEADERS fastest forms not yet done (each from its own best so far, one knob group
+ * at a time where it can), the next form by rank joining as one is exhausted, so the whole
+ * space is asked in the end; stage 3, the head-to-head of each leading form's best at
+ * run-length timings (searcher_finalists), is the tuner's (tune.c) */
 static long staged_ask(searcher *se)
 {
-    while (se->stage1 < se->nform) {
-        const long c = se->form_rep[se->stage1++];
+    while (se->stage1 < se->ncoarse) {
+        const long c = se->coarse[se->stage1++];
         if (!se->asked[c]) return c;
     }
-    if (se->stage1 == se->nform) {
+    if (se->stage1 == se->ncoarse) {
         staged_rank(se);
         se->stage1++;
     }
@@ -503,6 +584,21 @@ static long staged_ask(searcher *se)
         if (c >= 0) return c;
     }
     return -1;
+}
+
+long searcher_finalists(const searcher *se, long *out, long k)
+{
+    if (!se->staged) return 0;
+    long m = 0;
+    for (long f = 0; f < se->nform; f++) { /* the k fastest forms' bests, fastest first */
+        const long b = se->form_best[f];
+        if (b < 0 || isnan(se->last_us[b])) continue;
+        long j = m < k ? m++ : k;
+        for (; j > 0 && se->last_us[b] < se->last_us[out[j - 1]]; j--)
+            if (j < k) out[j] = out[j - 1];
+        if (j < k) out[j] = b;
+    }
+    return m;
 }
 
 long searcher_ask(searcher *se)
@@ -562,5 +658,8 @@ void searcher_free(searcher *se)
     free(se->form_rep);
     free(se->form_best);
     free(se->form_rank);
+    free(se->coarse);
+    free(se->form_plan);
+    free(se->seed_at);
     free(se);
 }

@@ -436,12 +436,13 @@ static int fallback_row(csv_table *e, const char *path, const rt_device *dev, co
 static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_opts *ao, double rematch_s, csv_table *explored,
                         const char *p_explored, const char *inflight, const char *strategy, long step,
                         const rt_device *dev, const char *cls, size_t first_row, const char *new_cfg,
-                        const char *recorded, const fallbacks *fb, const char *const *decl, long ndecl, int force,
-                        int quiet, char *best_cfg, size_t best_len, double *best_us, char *err, size_t errlen)
+                        const char *recorded, const fallbacks *fb, const char (*finalists)[KCONFIG_STR_MAX], int nfinal,
+                        const char *const *decl, long ndecl, int force, int quiet, char *best_cfg, size_t best_len,
+                        double *best_us, char *err, size_t errlen)
 {
     static const char *const src_name[] = {"this run's best", "an earlier run's row", "this run's", "tuning.csv's row",
                                            "the runtime's default", "run --tuned without the row:"};
-    enum { NCON = TUNE_REMATCH_TOP + 3 + TUNE_FALLBACKS };
+    enum { NCON = TUNE_REMATCH_TOP + 3 + TUNE_FALLBACKS + SEARCH_FINALISTS };
     const char *con[NCON], *top[TUNE_REMATCH_TOP], *earliest_best;
     int src[NCON], top_earlier[TUNE_REMATCH_TOP], ncon = 0, stale = 0;
     if (new_cfg[0] && in_declared(decl, ndecl, new_cfg)) contend(con, src, &ncon, new_cfg, 0, explored, dev, cls);
@@ -466,6 +467,14 @@ static int head_to_head(attn_runner *runner, const shape_t *s, dtype_t dt, attn_
     /* nothing from an earlier run (and this run's best declared): it meets the fallbacks
      * alone, its other candidates having been timed beside it in this run */
     if (!stale && !force) ncon = nfirst;
+    /* staged: each leading form's best meets the others at run length, always: short timings
+     * rank configurations within a few percent of each other differently from the runs that
+     * follow (docs/notes-staged-search.md) */
+    for (int k = 0; k < nfinal; k++) {
+        const int before = ncon;
+        if (in_declared(decl, ndecl, finalists[k])) contend(con, src, &ncon, finalists[k], 2, explored, dev, cls);
+        stale |= ncon > before;
+    }
     int fallback = -1; /* the contender that stands for what the run would take without the row */
     for (int f = 0; f < fb->n; f++) {
         const int before = ncon;
@@ -1037,10 +1046,15 @@ static void usage(FILE *f)
             "                      of them timed again twice as long, and so on until two or fewer\n"
             "                      are left (the faster wins);\n"
             "                      for ranking configurations closer than one short timing tells\n"
-            "                      apart), or staged (one candidate of each tile form (MMA kind,\n"
-            "                      BLOCK_M, BLOCK_N, NUM_WARPS), the nearest the default, then a\n"
-            "                      climb over the other parameters within the three fastest forms;\n"
-            "                      experimental: docs/notes-staged-search.md)\n"
+            "                      apart), or staged (stage 1: the default, the tuning.csv rows of\n"
+            "                      the class and its two nearest classes, what run --tuned takes\n"
+            "                      without a row (fallback.csv's rule or the regime's default),\n"
+            "                      then one candidate of each other tile form (MMA kind, BLOCK_M,\n"
+            "                      BLOCK_N, NUM_WARPS), tensor cores first, at most a third of\n"
+            "                      --candidates; stage 2: a\n"
+            "                      climb in the three fastest forms, one knob group at a time;\n"
+            "                      stage 3: each of those forms' best in the head-to-head;\n"
+            "                      docs/notes-staged-search.md)\n"
             "  --candidates N      at most N candidates timed per class (default: all; --budget, which\n"
             "                      is seconds of timing in run and vendors, is refused here)\n"
             "  --time S            at most S seconds per class (one with no verified candidate when\n"
@@ -1336,6 +1350,8 @@ typedef struct {
     size_t first_row; /* explored.csv's rows from here on are this run's */
     char **decl;      /* the configurations admissible in the head-to-head (NULL: no filter) */
     long ndecl;
+    char finalists[SEARCH_FINALISTS][KCONFIG_STR_MAX]; /* staged: each leading form's best */
+    int nfinal;
 } class_search;
 
 enum { CLASS_DONE, CLASS_FATAL, CLASS_RESTART, CLASS_STOPPED };
@@ -1436,7 +1452,9 @@ static int keep_declared(tune_run *t, const shape_t *s, dtype_t dt, const char *
 }
 
 /* The default configuration first; a local climb starts from its seeds (the class's
- * tuning.csv row and its nearest neighbours'), else from the default */
+ * tuning.csv row and its nearest neighbours'), else from the default; staged takes those
+ * and what `run --tuned` takes without a row (fallback.csv's rule, else the regime's
+ * default), so that a tune from an empty table still starts in the regime's known form */
 static void seed_search(tune_run *t, searcher *se, const shape_t *s, dtype_t dt, const char *key, const kconfig *cands, long n)
 {
     kconfig dc = {0};
@@ -1446,7 +1464,13 @@ static void seed_search(tune_run *t, searcher *se, const shape_t *s, dtype_t dt,
     kconfig_str(&dc, ds, sizeof ds);
     long i = cand_nearest(cands, n, ds, &dist);
     if (i >= 0 && dist == 0) searcher_first(se, i);
-    if (!strcmp(t->o.strategy, "local")) local_seeds(se, t->tuning, &t->dev, key, cands, n);
+    const int staged = !strcmp(t->o.strategy, "staged");
+    if (!strcmp(t->o.strategy, "local") || staged) local_seeds(se, t->tuning, &t->dev, key, cands, n);
+    if (staged) {
+        fallbacks fb;
+        class_fallbacks(t->have_rules ? &t->rules : NULL, &t->dev, s, dt, &fb);
+        if ((i = cand_nearest(cands, n, fb.cfg[0], &dist)) >= 0) searcher_seed(se, i);
+    }
 }
 
 /* Compiles what the searcher may ask for on all cores (into the disk cache), in the
@@ -1627,6 +1651,10 @@ static int search_class(tune_run *t, size_t ci, size_t nclass, const shape_t *s,
     attn_precompile_wait(pjob, 1);
     if (t->o.halving && !fatal && searcher_rung(se) > 0)
         halving_survivor(t, se, key, cands, first_row, &best, &best_us, best_cfg, &new_us, new_cfg);
+    long fin[SEARCH_FINALISTS];
+    const long nfin = searcher_finalists(se, fin, SEARCH_FINALISTS);
+    char fin_cfg[SEARCH_FINALISTS][KCONFIG_STR_MAX] = {{0}};
+    for (long k = 0; k < nfin; k++) kconfig_str(&cands[fin[k]], fin_cfg[k], sizeof fin_cfg[k]);
     searcher_free(se);
     /* the head-to-head's admissible configurations: this run's candidates without
      * --merge (already enumerated), the declared space's with it (enumerated above
@@ -1650,6 +1678,8 @@ static int search_class(tune_run *t, size_t ci, size_t nclass, const shape_t *s,
                 best >= 0 ? "" : "none verified", best >= 0 ? best_cfg : "", "");
     *out = (class_search){.best = best, .explored_n = explored_n, .before = before, .best_us = best_us,
                           .first_row = first_row, .decl = decl, .ndecl = ndecl};
+    memcpy(out->finalists, fin_cfg, sizeof fin_cfg);
+    out->nfinal = (int)nfin;
     snprintf(out->best_cfg, sizeof out->best_cfg, "%s", best_cfg);
     snprintf(out->new_cfg, sizeof out->new_cfg, "%s", new_cfg);
     return fatal ? CLASS_FATAL : restart ? CLASS_RESTART : CLASS_DONE;
@@ -1706,7 +1736,7 @@ static int settle_class(tune_run *t, const shape_t *s, dtype_t dt, const char *k
         class_fallbacks(t->have_rules ? &t->rules : NULL, &t->dev, s, dt, &fb);
         const int hh = head_to_head(t->runner, s, dt, &t->ao, t->o.rematch_budget, t->explored, t->p_explored, t->inflight, t->o.strategy,
                                     explored_n + 1, &t->dev, key, first_row, new_cfg, recorded, &fb,
-                                    (const char *const *)decl, ndecl, best_undeclared, t->o.quiet, best_cfg, sizeof c->best_cfg,
+                                    (const char (*)[KCONFIG_STR_MAX])c->finalists, c->nfinal, (const char *const *)decl, ndecl, best_undeclared, t->o.quiet, best_cfg, sizeof c->best_cfg,
                                     &best_us, err, sizeof err);
         if (hh < 0) {
             fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
