@@ -284,6 +284,17 @@ static void test_defaults_valid(void **state)
     assert_true(c.mma == MMA_WGMMA && c.wg_tma && c.wg_ws);
     fallback_default(&pre, DT_BF16, &a100, &c);
     assert_int_equal(c.mma, MMA_SYNC);
+    /* short prefill: the short-prefill probe's forms (fallback_default) */
+    shape_t sp64 = mk(4, 16, 16, 239, 239, 64, 1), sp128 = mk(3, 32, 1, 256, 6918, 128, 1), sp32 = mk(2, 16, 4, 171, 171, 32, 0);
+    assert_int_equal(fallback_regime(&sp64), FB_REG_SHORT);
+    fallback_default(&sp64, DT_BF16, &hop, &c);
+    assert_true(c.mma == MMA_WGMMA && c.block_m == 64 && c.wg_tma && !c.wg_ws);
+    fallback_default(&sp128, DT_BF16, &hop, &c);
+    assert_true(c.mma == MMA_WGMMA && c.block_m == 128 && c.wg_ws && c.wg_pingpong);
+    fallback_default(&sp32, DT_BF16, &hop, &c);
+    assert_true(c.mma == MMA_SYNC && c.block_m == 64 && c.block_n == 64 && c.num_warps == 4);
+    fallback_default(&sp128, DT_BF16, &a100, &c);
+    assert_true(c.mma == MMA_SYNC && c.block_m == 64 && c.block_n == 64);
     shape_t dec = mk(2, 32, 4, 4, 3000, 128, 1); /* 4 x 8 = 32 packed rows: two warps of 16 */
     fallback_default(&dec, DT_BF16, &hop, &c);
     assert_true(c.mma == MMA_SYNC && c.block_m == 32 && c.pack_gqa == 1);

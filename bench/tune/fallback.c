@@ -378,10 +378,18 @@ void fallback_default(const shape_t *s, dtype_t dt, const rt_device_info *dev, k
             snprintf(text, sizeof text, "MMA=mma;WARP_M=1;NUM_WARPS=%ld;BLOCK_M=%ld", w, 16 * w);
         }
     } else if (fallback_regime(s) == FB_REG_SHORT) {
-        if (mma) {
-            const int wide = s->sq > 128;
-            snprintf(text, sizeof text, "MMA=mma;NUM_WARPS=2;WARP_M=%d;BLOCK_M=%d;BLOCK_N=32;STAGES=2", wide ? 2 : 1, wide ? 64 : 32);
-        }
+        /* the forms that came closest to cuDNN on the H100's short-prefill probe (twelve
+         * generated shapes of a development seed, results/nvidia-h100-80gb-hbm3/short-prefill/:
+         * d = 64 one warpgroup of 64 rows, d = 128 two warp-specialised ping-pong warpgroups,
+         * any other head dim 64 x 64 mma.sync tiles, each ahead of the 32-key tiles this
+         * default was before on every shape of its head dim) */
+        if (tma && s->d == 64)
+            snprintf(text, sizeof text, "MMA=wgmma;BLOCK_M=64;NUM_WARPS=4;BLOCK_N=128;STAGES=2;WG_SWIZZLE=1;WG_TMA=1");
+        else if (tma && s->d == 128)
+            snprintf(text, sizeof text, "MMA=wgmma;BLOCK_M=128;NUM_WARPS=8;BLOCK_N=128;STAGES=2;WG_SWIZZLE=1;WG_TMA=1;WG_WS=1;"
+                                        "WG_PINGPONG=1");
+        else if (mma)
+            snprintf(text, sizeof text, "MMA=mma;NUM_WARPS=4;WARP_M=1;BLOCK_M=64;BLOCK_N=64;STAGES=2");
     } else if (fallback_regime(s) == FB_REG_LONG) {
         if (tma && s->d == 64)
             snprintf(text, sizeof text, "MMA=wgmma;BLOCK_M=128;NUM_WARPS=8;BLOCK_N=128;STAGES=2;WG_SWIZZLE=1;WG_TMA=1%s",
