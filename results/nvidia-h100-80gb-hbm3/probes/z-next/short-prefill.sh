@@ -28,12 +28,13 @@ cands=(
 pack() { tar czf "$OUT/short-prefill.tgz" "$W" build/short-prefill-*.log 2>/dev/null; }
 trap pack EXIT
 build/fabench vendors --device cuda:0 --shapes "$W/shapes.csv" --impl cudnn,torch-cudnn --out "$W/vendors.csv" \
-    >build/short-prefill-vendors.log 2>&1
+    --manifest "$W/manifest.csv" >build/short-prefill-vendors.log 2>&1
 echo "vendors rc=$? t=$SECONDS"
 for c in "${cands[@]}"; do
     name=${c%%:*} cfg=${c#*:}
     if [ -n "$cfg" ]; then set -- --config "$cfg"; else set -- --tuned; fi
-    build/fabench run --device cuda:0 --shapes "$W/shapes.csv" "$@" --out "$W/$name.csv" >"build/short-prefill-$name.log" 2>&1
+    build/fabench run --device cuda:0 --shapes "$W/shapes.csv" "$@" --out "$W/$name.csv" --manifest "$W/manifest.csv" \
+        >"build/short-prefill-$name.log" 2>&1
     echo "$name rc=$? t=$SECONDS"
 done
 python3 - "$W" "${cands[@]%%:*}" <<'PY' | tee "$OUT/summary.txt"

@@ -30,7 +30,7 @@ for t in committed "${strats[@]}"; do
     table=$W/$t/tuning.csv
     [ "$t" = committed ] && table=results/$slug/tuning.csv
     build/fabench run --device cuda:0 --shapes "$W/shapes.csv" --tuned --tuning "$table" --out "$W/run-$t.csv" \
-        >"build/staged-vs-bo-run-$t.log" 2>&1
+        --manifest "$W/manifest.csv" >"build/staged-vs-bo-run-$t.log" 2>&1
     echo "run $t rc=$? t=$SECONDS"
 done
 python3 - "$W" "${strats[@]}" <<'PY' | tee "$OUT/summary.txt"
