@@ -1736,8 +1736,8 @@ static int settle_class(tune_run *t, const shape_t *s, dtype_t dt, const char *k
         class_fallbacks(t->have_rules ? &t->rules : NULL, &t->dev, s, dt, &fb);
         const int hh = head_to_head(t->runner, s, dt, &t->ao, t->o.rematch_budget, t->explored, t->p_explored, t->inflight, t->o.strategy,
                                     explored_n + 1, &t->dev, key, first_row, new_cfg, recorded, &fb,
-                                    (const char (*)[KCONFIG_STR_MAX])c->finalists, c->nfinal, (const char *const *)decl, ndecl, best_undeclared, t->o.quiet, best_cfg, sizeof c->best_cfg,
-                                    &best_us, err, sizeof err);
+                                    (const char (*)[KCONFIG_STR_MAX])c->finalists, c->nfinal, (const char *const *)decl,
+                                    ndecl, best_undeclared, t->o.quiet, best_cfg, sizeof c->best_cfg, &best_us, err, sizeof err);
         if (hh < 0) {
             fprintf(stderr, "fabench tune: %s: %s\n", s->name, err);
             fatal = 1;
