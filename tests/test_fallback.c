@@ -499,6 +499,36 @@ static void test_decode_never_prefill(void **state)
     if (!any) SKIP_BECAUSE("neither committed GPU folder is in this checkout");
 }
 
+/* fallback-fill/: two decode classes won by the same unsplit one-warp form (split in two 12%
+ * slower), at B x Hkv = 2048 (listed first) and 512. Every fill up to about 4 work-groups per
+ * compute unit leaves both unsplit, so their times cannot choose among those; the rule takes
+ * the one nearest the fill its winners ran at (15.5 and 3.88), 4, not the lowest, 0.5, and
+ * a batch of 64 work-groups is then split eight ways to that occupancy. */
+static void test_fit_fill_nearest_winners(void **state)
+{
+    (void)state;
+    char dir[1200], shapes[1300], err[FB_ERRLEN] = "";
+    snprintf(dir, sizeof dir, "%s/tests/data/fallback-fill", root);
+    snprintf(shapes, sizeof shapes, "%s/shapes.csv", dir);
+    const char *files[] = {shapes};
+    fit_set *fs = NULL;
+    const int rc = fit_load(dir, NULL, "cuda", files, 1, &fs, err, sizeof err);
+    if (rc) print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    fb_rules r;
+    assert_int_equal(fit_rules(fs, &r), 0);
+    assert_int_equal(r.n, 1);
+    assert_true(r.v[0].regime == FB_REG_DECODE && r.v[0].within10 == 2);
+    assert_true(r.v[0].fill == 4);
+    const shape_t small_batch = mk(8, 32, 8, 1, 1024, 128, 1);
+    kconfig c;
+    char src[600];
+    assert_int_equal(fallback_pick(&r, "fallback.csv", &small_batch, DT_BF16, fit_device(fs), NULL, &c, src, sizeof src), 0);
+    assert_int_equal(c.split_kv, 8);
+    fallback_rules_free(&r);
+    fit_free(fs);
+}
+
 /* fit_loo on the fixture, by hand: leaving one decode class out, the other two of its fill
  * keep their rule, whose fill target gives the held-out class its own unsplit winner (1.0);
  * the nearest-class lookup takes a neighbour's row with SPLIT_KV derived again, 2, timed at
@@ -634,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_defaults_valid),
         cmocka_unit_test(test_fit_fixture),
         cmocka_unit_test(test_fit_roundtrip),
+        cmocka_unit_test(test_fit_fill_nearest_winners),
         cmocka_unit_test(test_decode_never_prefill),
         cmocka_unit_test(test_loo_fixture),
         cmocka_unit_test(test_lookup_chain),

@@ -30,6 +30,7 @@ typedef struct {
     double *us;
     size_t *order; /* rows fastest first */
     double best;
+    double own_fill; /* decode: its winner's work-groups x SPLIT_KV per compute unit (0: none) */
 } fclass;
 
 typedef struct {
@@ -388,6 +389,7 @@ static int class_lend(fit_set *fs, size_t i)
         size_t grid[3];
         kconfig_grid(&full, &c->s, grid);
         const double own = round_sig((double)grid[0] * grid[1] * grid[2] / (fs->dev.compute_units > 0 ? fs->dev.compute_units : 1), 3);
+        if (r == 0) c->own_fill = own;
         if (own > 0 && cand_add(fs, base, own, (int)i, ratio) != 0) return -1;
         for (size_t g = 0; g < NGRID; g++)
             if (cand_add(fs, base, fit_fill_grid[g], (int)i, ratio) != 0) return -1;
@@ -536,11 +538,34 @@ typedef struct {
     int *pos;
 } tree;
 
+/* the fill a node's winners ran at: the geometric mean of its decode classes' own (0: none) */
+static double node_fill(const tree *t, const int *S, size_t n)
+{
+    double logsum = 0;
+    int m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (t->fs->c[S[i]].own_fill > 0) logsum += log(t->fs->c[S[i]].own_fill), m++;
+    return m ? exp(logsum / m) : 0;
+}
+
+/* Of two candidates equally good on a node's classes, the one whose fill is nearer the
+ * fill its winners ran at. A split only changes work-groups below that fill, so the
+ * classes cannot tell 0.5 from 4 when all of them ran at 4 or more; the lower one would
+ * leave a smaller batch's compute units idle (a generated decode B=4, 32 heads, 669 keys
+ * ran unsplit at 0.58x cuDNN), the nearer one splits it to the occupancy the winners
+ * had. auto (0) keeps its place: it is the regime's own choice. */
+static int fill_nearer(double a, double b, double target)
+{
+    if (!(target > 0) || !(a > 0) || !(b > 0)) return 0;
+    return fabs(log(a / target)) < fabs(log(b / target)) - 1e-9;
+}
+
 static double node_best(const tree *t, const int *S, size_t n, long *best)
 {
     double bl = INFINITY;
     int bt = -1;
     *best = -1;
+    const double target = node_fill(t, S, n);
     for (size_t a = 0; a < t->ncand; a++) {
         const fcand *k = &t->fs->k[t->cands[a]];
         double l = 0;
@@ -549,7 +574,9 @@ static double node_best(const tree *t, const int *S, size_t n, long *best)
             l += k->cost[S[i]];
             timed += isfinite(k->ratio[S[i]]);
         }
-        if (l < bl - 1e-9 || (l <= bl + 1e-9 && timed > bt)) {
+        const int tie = l <= bl + 1e-9 && timed == bt;
+        if (l < bl - 1e-9 || (l <= bl + 1e-9 && timed > bt) ||
+            (tie && !strcmp(k->base, t->fs->k[*best].base) && fill_nearer(k->fill, t->fs->k[*best].fill, target))) {
             bl = l;
             bt = timed;
             *best = t->cands[a];
