@@ -6,11 +6,8 @@
 # device with .deps carried; $OUT gets bandwidth.tgz (bandwidth.csv, manifest.csv, the log and
 # `versus --bandwidth` over the folder) and remeasure.sh's archive.
 set -u
-source .deps/unpack-debs.sh
-export FABENCH_CACHE=$PWD/build/kcache
 export FABENCH_RUN_ID=${RUN_ID:-bandwidth-$(date -u +%Y%m%dT%H%M%SZ)}
-make -j16 all >/dev/null 2>&1 || { make all 2>&1 | tail -n 20; exit 1; }
-slug=$(build/fabench devices --list | awk -F'\t' '$1=="cuda:0"{print $3}' | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+source "$(dirname "$0")/device-prologue.sh"
 G=results/$slug; mkdir -p "$G" "${OUT:=/tmp/out}"
 L=build/bandwidth.log
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem,memory.total --format=csv >"$L" 2>&1

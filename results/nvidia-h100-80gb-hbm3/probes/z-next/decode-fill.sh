@@ -11,12 +11,9 @@
 set -u
 count=${1:-40}
 here=$(cd "$(dirname "$0")" && pwd)
-source .deps/unpack-debs.sh
-export FABENCH_CACHE=$PWD/build/kcache PYTHONUNBUFFERED=1
 export FABENCH_RUN_ID=${RUN_ID:-decode-fill-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "${OUT:=/tmp/out}"
-make -j16 all >/dev/null 2>&1 || { make all 2>&1 | tail -n 20; exit 1; }
-slug=$(build/fabench devices --list | awk -F'\t' '$1=="cuda:0"{print $3}' | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+source "$(dirname "$0")/device-prologue.sh"
 G=results/$slug W=$G/decode-fill
 mkdir -p "$W" build/fb-before
 [ -f "$here/decode-fill/fallback-before-$slug.csv" ] || { echo "no fallback-before-$slug.csv"; exit 2; }

@@ -12,12 +12,9 @@
 set -u
 part=${1:-1/6} secs=${2:-20}
 k=${part%/*} n=${part#*/}
-source .deps/unpack-debs.sh
-export FABENCH_CACHE=$PWD/build/kcache PYTHONUNBUFFERED=1
 export FABENCH_RUN_ID=${RUN_ID:-fa3-$(date -u +%Y%m%d)}
 mkdir -p "${OUT:=/tmp/out}"
-make -j16 all >/dev/null 2>&1 || { make all 2>&1 | tail -n 20; exit 1; }
-slug=$(build/fabench devices --list | awk -F'\t' '$1=="cuda:0"{print $3}' | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+source "$(dirname "$0")/device-prologue.sh"
 G=results/$slug; mkdir -p "$G"
 S=build/fa3-part.csv L=build/fa3-$k.log
 awk -v k="$k" -v n="$n" 'NR == 1 || (NR - 1 - k) % n == 0' bench/suites/fa3.csv >"$S"

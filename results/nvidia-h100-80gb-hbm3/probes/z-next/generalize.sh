@@ -8,12 +8,9 @@
 # generalize-SEED.tgz and versus.txt.
 set -u
 seed=${1:-20270101} count=${2:-30} impls=${3:-torch-flash,torch-efficient,torch-cudnn,flex,cudnn}
-source .deps/unpack-debs.sh
-export FABENCH_CACHE=$PWD/build/kcache PYTHONUNBUFFERED=1
 export FABENCH_RUN_ID=${RUN_ID:-generalize-$seed-$(date -u +%Y%m%d)}
 mkdir -p "${OUT:=/tmp/out}"
-make -j16 all >/dev/null 2>&1 || { make all 2>&1 | tail -n 20; exit 1; }
-slug=$(build/fabench devices --list | awk -F'\t' '$1=="cuda:0"{print $3}' | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+source "$(dirname "$0")/device-prologue.sh"
 G=results/$slug/generalize-$seed; mkdir -p "$G"
 python3 tools/gen-shapes.py --seed "$seed" --count "$count" --out "$G/shapes.csv" || exit 1
 L=build/generalize-$seed.log

@@ -9,11 +9,8 @@
 set -u
 suite=$1 part=${2:-1/1} impls=${3:-torch-flash,torch-efficient,torch-cudnn,flex,cudnn}
 k=${part%/*} n=${part#*/}
-source .deps/unpack-debs.sh
-export FABENCH_CACHE=$PWD/build/kcache PYTHONUNBUFFERED=1
 export FABENCH_RUN_ID=${RUN_ID:-$suite-$(date -u +%Y%m%d)}
-make -j16 all >/dev/null 2>&1 || { make all 2>&1 | tail -n 20; exit 1; }
-slug=$(build/fabench devices --list | awk -F'\t' '$1=="cuda:0"{print $3}' | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+source "$(dirname "$0")/device-prologue.sh"
 G=results/$slug; mkdir -p "$G" "${OUT:-/tmp/out}"
 S=build/part.csv
 awk -v k="$k" -v n="$n" 'NR == 1 || (NR - 1 - k) % n == 0' "bench/suites/$suite.csv" >"$S"

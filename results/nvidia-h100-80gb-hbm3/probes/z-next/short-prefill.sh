@@ -9,12 +9,9 @@
 # root on the device with .deps carried; $OUT gets short-prefill.tgz and summary.txt.
 set -u
 count=${1:-28}
-source .deps/unpack-debs.sh
-export FABENCH_CACHE=$PWD/build/kcache PYTHONUNBUFFERED=1
 export FABENCH_RUN_ID=${RUN_ID:-short-prefill-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "${OUT:=/tmp/out}"
-make -j16 all >/dev/null 2>&1 || { make all 2>&1 | tail -n 20; exit 1; }
-slug=$(build/fabench devices --list | awk -F'\t' '$1=="cuda:0"{print $3}' | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+source "$(dirname "$0")/device-prologue.sh"
 W=results/$slug/short-prefill; mkdir -p "$W"
 python3 tools/gen-shapes.py --seed 2 --count 400 --kinds prefill,chunked,cross 2>/dev/null |
     awk -F, 'NR == 1 || ($5 > 16 && $5 <= 256)' | head -n $((count + 1)) >"$W/shapes.csv"

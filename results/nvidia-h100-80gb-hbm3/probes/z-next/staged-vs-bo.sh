@@ -10,12 +10,9 @@
 # $OUT gets staged-vs-bo.tgz and summary.txt.
 set -u
 nshapes=${1:-4} secs=${2:-40} strategies=${3:-staged,bo}
-source .deps/unpack-debs.sh
-export FABENCH_CACHE=$PWD/build/kcache PYTHONUNBUFFERED=1
 export FABENCH_RUN_ID=${RUN_ID:-staged-vs-bo-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "${OUT:=/tmp/out}"
-make -j16 all >/dev/null 2>&1 || { make all 2>&1 | tail -n 20; exit 1; }
-slug=$(build/fabench devices --list | awk -F'\t' '$1=="cuda:0"{print $3}' | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+source "$(dirname "$0")/device-prologue.sh"
 W=results/$slug/staged-vs-bo; rm -rf "$W"; mkdir -p "$W"
 awk -F, -v n="$nshapes" 'NR == 1 || ((NR - 2) % 14 == 0 && c++ < n)' bench/suites/llm.csv >"$W/shapes.csv"
 pack() { tar czf "$OUT/staged-vs-bo.tgz" "$W" build/staged-vs-bo-*.log 2>/dev/null; }
