@@ -161,6 +161,31 @@ static void test_ragged(void **state)
  * split-KV and GQA packing over pages, tiles smaller than a page, ragged and mixed
  * batches over pages; a kernel that ignores the block table is caught; tiles wider than
  * a page are declined. */
+/* Paged shapes whose key tiles span whole pages (tensor cores load them page by page): each
+ * shape with every configuration whose tile is over 2 to 8 of its pages; a last tile cut by
+ * the sequence's end, split-KV, packed GQA, key warps, wgmma where the GPU has it. */
+static void paged_spanning_tiles(const shape_t *const *all, size_t n, int *bad)
+{
+    const char *cfgs[] = {"MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=64,STAGES=2,PACK_GQA=1,SPLIT_KV=3",
+                          "MMA=mma,NUM_WARPS=2,KV_WARPS=2,BLOCK_M=16,BLOCK_N=32,STAGES=2,PACK_GQA=1",
+                          "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=3",
+                          "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2,WG_SWIZZLE=1",
+                          "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2,WG_SWIZZLE=1,SPLIT_KV=2"};
+    int ran = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+            kconfig kc = {0};
+            char kerr[FB_ERRLEN];
+            assert_int_equal(kconfig_parse(cfgs[c], &kc, kerr, sizeof kerr), 0);
+            const int d = all[i]->d, tile_n = kc.block_n * kconfig_kv_warps(&kc);
+            const int wgmma_d = d == 64 || d == 80 || d == 96 || d == 128 || d == 256;
+            if (tile_n <= all[i]->page || (kc.mma == MMA_WGMMA && (!(dev.info.features & RT_FEAT_WGMMA) || !wgmma_d))) continue;
+            *bad += run_case(all[i], DT_BF16, cfgs[c]) != ST_OK;
+            ran++;
+        }
+    assert_true(ran >= 4);
+}
+
 static void test_paged(void **state)
 {
     (void)state;
@@ -179,19 +204,16 @@ static void test_paged(void **state)
                                "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=32,STAGES=3",
                                "MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=16,STAGES=3,PACK_GQA=1,SPLIT_KV=4"};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-            for (size_t c = 0; c < sizeof mcfgs / sizeof mcfgs[0]; c++) {
-                /* a key tile may not straddle pages: 32-key tiles skip the 16-key pages */
-                kconfig kc = {0};
-                char kerr[FB_ERRLEN];
-                assert_int_equal(kconfig_parse(mcfgs[c], &kc, kerr, sizeof kerr), 0);
-                if (all[i]->page % kc.block_n) continue;
-                bad += run_case(all[i], DT_BF16, mcfgs[c]) != ST_OK;
-            }
+            for (size_t c = 0; c < sizeof mcfgs / sizeof mcfgs[0]; c++) bad += run_case(all[i], DT_BF16, mcfgs[c]) != ST_OK;
+        paged_spanning_tiles(all, sizeof all / sizeof all[0], &bad);
     }
     assert_int_equal(bad, 0);
     /* 3 x 19 pages: a shuffle that leaves every sequence in order is not a real chance */
     assert_int_equal(run_case(&dec, DT_FP16, "MMA=fma,BLOCK_N=16,FAULT_LINEAR_PAGES=1"), ST_WRONG_RESULT);
-    assert_int_equal(run_case(&pre, DT_BF16, "BLOCK_N=128"), ST_UNSUPPORTED);
+    if (dev.info.features & RT_FEAT_MMA_SYNC) /* the page-by-page load reads the table too */
+        assert_int_equal(run_case(&dec, DT_FP16, "MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=64,FAULT_LINEAR_PAGES=1"), ST_WRONG_RESULT);
+    /* fma reads BLOCK_N contiguous rows: a tile must lie in one page */
+    assert_int_equal(run_case(&pre, DT_BF16, "MMA=fma,BLOCK_N=128"), ST_UNSUPPORTED);
     /* ragged and mixed batches over pages: each sequence's own key count, its own pages */
     shape_t rag = mk_ragged(5, 4, 2, 70, 300, 64, 1, "0.1;0.4;0.5;1.0;0.2"), mixp = mk_ragged(6, 8, 2, 100, 300, 128, 1, "1;0.5;0.2");
     char qerr[FB_ERRLEN];
@@ -206,7 +228,12 @@ static void test_paged(void **state)
     if (dev.info.features & RT_FEAT_MMA_SYNC) {
         bad += run_case(&rag, DT_BF16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=16,STAGES=2") != ST_OK;
         bad += run_case(&mixp, DT_FP16, "MMA=mma,NUM_WARPS=4,WARP_M=2,BLOCK_M=128,BLOCK_N=32,STAGES=3") != ST_OK;
+        /* key tiles over several of a sequence's pages */
+        bad += run_case(&rag, DT_BF16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=64,STAGES=2") != ST_OK;
+        bad += run_case(&mixp, DT_BF16, "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=2") != ST_OK;
     }
+    if (dev.info.features & RT_FEAT_WGMMA)
+        bad += run_case(&mixp, DT_BF16, "MMA=wgmma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=2,WG_SWIZZLE=1") != ST_OK;
     assert_int_equal(bad, 0);
     assert_int_equal(run_case(&mixp, DT_FP16, "MMA=fma,BLOCK_N=16,FAULT_LINEAR_PAGES=1"), ST_WRONG_RESULT);
 }

@@ -109,6 +109,34 @@ static const kcase kcases[] = {
     {"MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=16,STAGES=2,RED_SPLIT=1", 64, DT_FP16, 0, 1024},
 };
 
+/* The attention kernel compiled for arch with configuration cfg on shape s, as the harness
+ * would on a device with features; the binary freed, its attributes in *a */
+static void compile_case(const char *arch, const char *src, const shape_t *s, const char *cfg, dtype_t dt, unsigned features,
+                         kconfig *c, rt_kernel_attrs *a, char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN], const char **dp, int *nd)
+{
+    char err[FB_ERRLEN] = "", reason[FB_ERRLEN] = "";
+    *c = (kconfig){0};
+    assert_int_equal(kconfig_parse(cfg, c, err, sizeof err), 0);
+    rt_device_info dev = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
+                          .static_shared_bytes = 48 * 1024, .features = features};
+    kconfig_complete(c, &dev, s, dt);
+    if (kconfig_check(c, &dev, s, dt, reason, sizeof reason) != ST_OK) fail_msg("%s %s: %s", arch, cfg, reason);
+    *nd = attn_defines(s, dt, c, 1, defs);
+    for (int j = 0; j < *nd; j++) dp[j] = defs[j];
+    void *bin = NULL;
+    size_t len = 0;
+    char *log = NULL;
+    const int rc = cuda()->compile_offline(arch, src, dp, *nd, "attn_fwd", &bin, &len, a, &log, err, sizeof err);
+    if (rc != 0) fail_msg("%s %s: rc %d: %s\n%s", arch, cfg, rc, err, log ? log : "");
+    print_message("%s %-62s d=%3d %s: %ld registers, %ld spill bytes, %ld bytes cubin\n", arch, cfg, s->d, dtype_name(dt),
+                  a->registers, a->spill_bytes, (long)len);
+    assert_true(len > 0);
+    assert_true(a->registers > 0 && a->registers <= 255);
+    assert_true(a->spill_bytes >= 0); /* ptxas reported it */
+    free(bin);
+    free(log);
+}
+
 static void compile_kernel_for(const char *arch)
 {
     need_nvrtc();
@@ -118,31 +146,17 @@ static void compile_kernel_for(const char *arch)
     for (size_t i = 0; i < sizeof kcases / sizeof kcases[0]; i++) {
         const kcase *kc = &kcases[i];
         shape_t s = {.batch = 1, .hq = 8, .hkv = 2, .sq = kc->sq, .skv = 4096, .d = kc->d, .causal = kc->causal};
-        kconfig c = {0};
-        assert_int_equal(kconfig_parse(kc->cfg, &c, err, sizeof err), 0);
-        rt_device_info dev = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
-                              .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC};
-        kconfig_complete(&c, &dev, &s, kc->dt);
+        kconfig c;
         char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
         const char *dp[ATTN_MAX_DEFINES];
-        int nd = attn_defines(&s, kc->dt, &c, 1, defs);
-        for (int j = 0; j < nd; j++) dp[j] = defs[j];
-        void *bin = NULL;
-        size_t len = 0;
-        char *log = NULL;
+        int nd;
         rt_kernel_attrs a;
-        int rc = rt->compile_offline(arch, src, dp, nd, "attn_fwd", &bin, &len, &a, &log, err, sizeof err);
-        if (rc != 0) fail_msg("%s %s: rc %d: %s\n%s", arch, kc->cfg, rc, err, log ? log : "");
-        print_message("%s %-62s d=%3d %s: %ld registers, %ld spill bytes, %ld bytes cubin\n", arch, kc->cfg, kc->d,
-                      dtype_name(kc->dt), a.registers, a.spill_bytes, (long)len);
-        assert_true(len > 0);
-        assert_true(a.registers > 0 && a.registers <= 255);
-        assert_true(a.spill_bytes >= 0); /* ptxas reported it */
+        compile_case(arch, src, &s, kc->cfg, kc->dt, RT_FEAT_MMA_SYNC, &c, &a, defs, dp, &nd);
         if (i == 3) assert_int_equal(a.spill_bytes, 0); /* one warp tile per warp, d=128: fits in registers */
-        free(bin);
-        free(log);
         if (c.mma == MMA_SYNC) { /* the tensor-core path really issues tensor-core instructions */
-            char ptx_arch[16];
+            void *bin = NULL;
+            size_t len = 0;
+            char *log = NULL, ptx_arch[16];
             snprintf(ptx_arch, sizeof ptx_arch, "compute_%s", arch + 3);
             assert_int_equal(rt->compile_offline(ptx_arch, src, dp, nd, "attn_fwd", &bin, &len, NULL, &log, err, sizeof err), 0);
             char *ptx = malloc(len + 1);
@@ -155,6 +169,46 @@ static void compile_kernel_for(const char *arch)
             free(bin);
             free(log);
         }
+    }
+    free(src);
+}
+
+/* A paged cache's key tiles over several pages (mma, key warps, wgmma): the rule, and the
+ * page-by-page load compiled without spills; fma reads one page a tile, and no tile spans
+ * more than 8 pages */
+static void test_paged_spanning_tiles(void **state)
+{
+    (void)state;
+    need_nvrtc();
+    char *src = NULL, err[FB_ERRLEN] = "", reason[FB_ERRLEN];
+    assert_int_equal(attn_source("cuda", &src, err, sizeof err), 0);
+    shape_t dec = {.batch = 16, .hq = 32, .hkv = 8, .sq = 1, .skv = 4096, .d = 128, .causal = 1, .page = 16};
+    shape_t pre = dec;
+    pre.sq = 4096;
+    const struct { const char *arch, *cfg; const shape_t *s; } ok[] = {
+        {"sm_80", "MMA=mma,NUM_WARPS=1,BLOCK_M=16,BLOCK_N=64,STAGES=2", &dec},
+        {"sm_90", "MMA=mma,NUM_WARPS=2,KV_WARPS=2,BLOCK_M=16,BLOCK_N=32,STAGES=2", &dec},
+        {"sm_90", "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=128,STAGES=2", &pre},
+        {"sm_90", "MMA=wgmma,NUM_WARPS=8,BLOCK_M=128,BLOCK_N=128,STAGES=2", &pre},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        kconfig c;
+        char defs[ATTN_MAX_DEFINES][ATTN_DEFINE_LEN];
+        const char *dp[ATTN_MAX_DEFINES];
+        int nd;
+        rt_kernel_attrs a;
+        compile_case(ok[i].arch, src, ok[i].s, ok[i].cfg, DT_BF16, RT_FEAT_MMA_SYNC | RT_FEAT_WGMMA, &c, &a, defs, dp, &nd);
+        assert_int_equal(a.spill_bytes, 0);
+    }
+    const rt_device_info h100 = {.compute_units = 132, .max_group_size = 1024, .shared_bytes = 227 * 1024,
+                                 .static_shared_bytes = 48 * 1024, .features = RT_FEAT_MMA_SYNC | RT_FEAT_WGMMA};
+    const char *refused[] = {"MMA=fma,BLOCK_M=16,BLOCK_N=32,NUM_WARPS=2", "MMA=mma,NUM_WARPS=4,BLOCK_M=64,BLOCK_N=256,STAGES=1"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        kconfig c = {0};
+        assert_int_equal(kconfig_parse(refused[i], &c, err, sizeof err), 0);
+        kconfig_complete(&c, &h100, &dec, DT_BF16);
+        assert_int_equal(kconfig_check(&c, &h100, &dec, DT_BF16, reason, sizeof reason), ST_UNSUPPORTED);
+        assert_non_null(strstr(reason, "paged KV cache"));
     }
     free(src);
 }
@@ -931,6 +985,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unknown_arch),
         cmocka_unit_test(test_kernel_sm80),
         cmocka_unit_test(test_kernel_sm90),
+        cmocka_unit_test(test_paged_spanning_tiles),
         cmocka_unit_test(test_ref_kernel),
         cmocka_unit_test(test_stream_kernel),
         cmocka_unit_test(test_kernel_wgmma),

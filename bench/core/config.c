@@ -443,7 +443,15 @@ static void stripes_explain(const kconfig *c, const shape_t *s, char *out, size_
              c->pack_gqa, s->sq, c->block_m);
 }
 static int paged_mfma(const kconfig *c, const shape_t *s) { return shape_paged(s) && c->mma == MMA_MFMA; }
-static int paged_straddle(const kconfig *c, const shape_t *s) { return shape_paged(s) && s->page % c->block_n; }
+/* MMA=fma reads a tile of BLOCK_N contiguous rows; mma and wgmma load a key tile (BLOCK_N x
+ * KV_WARPS keys) page by page when it spans whole pages (kernels/common.k, KV_PAGES) */
+static int paged_straddle(const kconfig *c, const shape_t *s)
+{
+    if (!shape_paged(s)) return 0;
+    if (c->mma != MMA_SYNC && c->mma != MMA_WGMMA) return s->page % c->block_n != 0;
+    const int tile_n = c->block_n * kconfig_kv_warps(c);
+    return s->page % tile_n && (tile_n % s->page || tile_n / s->page > 8);
+}
 static int block_n_odd(const kconfig *c, const shape_t *s) { (void)s; return !is_pow2(c->block_n) && c->mma != MMA_WGMMA; }
 static void block_n_odd_explain(const kconfig *c, const shape_t *s, char *out, size_t len)
 {
@@ -507,7 +515,7 @@ static const kconfig_rule rules[] = {
     {ragged_pack, RAGGED_ONLY " (got PACK_GQA>0)", NULL, KNOB_PACK_GQA, 0},
     {stripes_misfit, NULL, stripes_explain, KNOB_COUNT, 0},
     {paged_mfma, "a paged KV cache needs MMA=fma, mma or wgmma (not mfma yet)", NULL, KNOB_COUNT, 0},
-    {paged_straddle, "a paged KV cache needs BLOCK_N dividing the page size", NULL, KNOB_COUNT, 0},
+    {paged_straddle, "a paged KV cache needs BLOCK_N dividing the page size (MMA=fma), or a key tile (BLOCK_N x KV_WARPS) in one page or over at most 8 whole pages", NULL, KNOB_COUNT, 0},
     {block_n_odd, NULL, block_n_odd_explain, KNOB_COUNT, 0},
     {knob_kind_broken, NULL, knob_kind_explain, KNOB_COUNT, 0},
     {fuse_unsplit, "SPLIT_FUSE=1 needs SPLIT_KV > 1 (it merges the splits' partial rows in the same launch)", NULL, KNOB_SPLIT_FUSE, 0},
@@ -632,10 +640,6 @@ status_t kconfig_check(const kconfig *c, const rt_device_info *dev, const shape_
         if (c->num_warps % kvw || c->block_m * kvw != 16 * c->warp_m * c->num_warps) {
             snprintf(reason, len, "MMA=mma needs BLOCK_M = 16 * WARP_M * NUM_WARPS / KV_WARPS (got %d, %d, %d, %d)", c->block_m,
                      c->warp_m, c->num_warps, kvw);
-            return ST_UNSUPPORTED;
-        }
-        if (kvw > 1 && shape_paged(s)) {
-            snprintf(reason, len, "KV_WARPS > 1 does not read a paged KV cache yet");
             return ST_UNSUPPORTED;
         }
         /* the warps' merge at the end: every warp's rows' maxima, sums and outputs in floats */

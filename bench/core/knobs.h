@@ -192,7 +192,7 @@
       "keeps the separate `attn_combine` launch")                                                                      \
     X(KV_WARPS, kv_warps, int, 1, 8, is_pow2, "1, 2, 4 or 8", KINDS_MMA, SHOW_ON, 1, FEAT_LOG2, 3, NULL,               \
       GROUP_WORK, "1, 2, 4, 8",                                                                                        \
-      "`mma`, no paged cache",                                                                                         \
+      "`mma`",                                                                                                         \
       "the warps come in groups of `KV_WARPS` that share one group of query rows (`BLOCK_M` = 16 `WARP_M` "            \
       "`NUM_WARPS` / `KV_WARPS`); each warp takes its own `BLOCK_N` of every `KV_WARPS` x `BLOCK_N` keys with its "    \
       "own running max and sum, and the group merges through shared memory at the end (cuDNN's decode form). "         \
