@@ -15,7 +15,7 @@ W=results/$slug/paged-tiles; mkdir -p "$W"
 pack() { tar czf "$OUT/paged-tiles.tgz" "$W" build/paged-tiles-*.log 2>/dev/null; }
 trap pack EXIT
 make -j16 build/tests/test_e2e >/dev/null 2>&1
-FABENCH_TEST_FILTER=test_paged build/tests/test_e2e >build/paged-tiles-e2e.log 2>&1
+FABENCH_TEST_DEVICE=cuda:0 FABENCH_TEST_FILTER=test_paged timeout 200 build/tests/test_e2e >build/paged-tiles-e2e.log 2>&1
 echo "test_paged rc=$? t=$SECONDS"
 build/fabench bandwidth --device cuda:0 --out "$W/bandwidth.csv" --manifest "$W/manifest.csv" >build/paged-tiles-bandwidth.log 2>&1
 awk -F, 'NR == 1 || $1 ~ /-decode-/' bench/suites/paged.csv >"$W/shapes.csv"
