@@ -6,3 +6,19 @@ source .deps/unpack-debs.sh
 export FABENCH_CACHE=$PWD/build/kcache PYTHONUNBUFFERED=1
 make -j16 all >/dev/null 2>&1 || { make all 2>&1 | tail -n 20; exit 1; }
 slug=$(build/fabench devices --list | awk -F'\t' '$1=="cuda:0"{print $3}' | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+
+# run_candidates TAG DIR NAME:CONFIG...: `fabench run` on DIR/shapes.csv once per candidate,
+# into DIR/NAME.csv with DIR/manifest.csv, its log build/TAG-NAME.log; an empty CONFIG runs
+# --tuned (the committed table), any other is given as --config
+run_candidates() {
+    local tag=$1 dir=$2 c name cfg
+    shift 2
+    for c in "$@"; do
+        name=${c%%:*} cfg=${c#*:}
+        local how=(--tuned)
+        [ -n "$cfg" ] && how=(--config "$cfg")
+        build/fabench run --device cuda:0 --shapes "$dir/shapes.csv" "${how[@]}" --out "$dir/$name.csv" \
+            --manifest "$dir/manifest.csv" >"build/$tag-$name.log" 2>&1
+        echo "$name rc=$? t=$SECONDS"
+    done
+}

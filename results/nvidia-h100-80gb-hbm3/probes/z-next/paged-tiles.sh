@@ -30,13 +30,7 @@ cands=(
 build/fabench vendors --device cuda:0 --shapes "$W/shapes.csv" --impl cudnn --out "$W/vendors.csv" \
     --manifest "$W/manifest.csv" >build/paged-tiles-vendors.log 2>&1
 echo "vendors rc=$? t=$SECONDS"
-for c in "${cands[@]}"; do
-    name=${c%%:*} cfg=${c#*:}
-    if [ -n "$cfg" ]; then set -- --config "$cfg"; else set -- --tuned; fi
-    build/fabench run --device cuda:0 --shapes "$W/shapes.csv" "$@" --out "$W/$name.csv" --manifest "$W/manifest.csv" \
-        >"build/paged-tiles-$name.log" 2>&1
-    echo "$name rc=$? t=$SECONDS"
-done
+run_candidates paged-tiles "$W" "${cands[@]}"
 python3 - "$W" "${cands[@]%%:*}" <<'PY' | tee "$OUT/summary.txt"
 import csv, math, sys
 w, names = sys.argv[1], sys.argv[2:]
