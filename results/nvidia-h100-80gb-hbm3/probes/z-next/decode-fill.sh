@@ -11,17 +11,14 @@
 set -u
 count=${1:-40}
 here=$(cd "$(dirname "$0")" && pwd)
-export FABENCH_RUN_ID=${RUN_ID:-decode-fill-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "${OUT:=/tmp/out}"
 source "$(dirname "$0")/device-prologue.sh"
-G=results/$slug W=$G/decode-fill
-mkdir -p "$W" build/fb-before
+probe_start decode-fill
+G=results/$slug
+mkdir -p build/fb-before
 [ -f "$here/decode-fill/fallback-before-$slug.csv" ] || { echo "no fallback-before-$slug.csv"; exit 2; }
 cp "$G/tuning.csv" build/fb-before/tuning.csv
 cp "$here/decode-fill/fallback-before-$slug.csv" build/fb-before/fallback.csv
 python3 tools/gen-shapes.py --seed 3 --count "$count" --kinds decode 2>/dev/null >"$W/shapes.csv"
-pack() { tar czf "$OUT/decode-fill.tgz" "$W" build/decode-fill-*.log 2>/dev/null; }
-trap pack EXIT
 run() { # NAME [--tuning FILE]
     local name=$1; shift
     build/fabench run --device cuda:0 --shapes "$W/shapes.csv" --tuned "$@" --out "$W/$name.csv" --manifest "$W/manifest.csv" \

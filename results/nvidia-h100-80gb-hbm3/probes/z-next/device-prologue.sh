@@ -22,3 +22,14 @@ run_candidates() {
         echo "$name rc=$? t=$SECONDS"
     done
 }
+
+# probe_start NAME: this probe's folder, W=results/$slug/NAME, and run id (FABENCH_RUN_ID:
+# RUN_ID, default NAME-<UTC time>); on exit, whole or cut short, $OUT/NAME.tgz packs the
+# folder and the logs build/NAME-*.log
+probe_start() {
+    probe=$1
+    export FABENCH_RUN_ID=${RUN_ID:-$probe-$(date -u +%Y%m%dT%H%M%SZ)}
+    W=results/$slug/$probe
+    mkdir -p "$W" "${OUT:=/tmp/out}"
+    trap 'tar czf "$OUT/$probe.tgz" "$W" build/"$probe"-*.log 2>/dev/null' EXIT
+}

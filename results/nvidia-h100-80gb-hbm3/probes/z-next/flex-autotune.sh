@@ -8,12 +8,8 @@
 # gets flex-autotune.tgz and versus.txt.
 set -u
 every=${1:-6}
-export FABENCH_RUN_ID=${RUN_ID:-flex-autotune-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "${OUT:=/tmp/out}"
 source "$(dirname "$0")/device-prologue.sh"
-W=results/$slug/flex-autotune; mkdir -p "$W"
-pack() { tar czf "$OUT/flex-autotune.tgz" "$W" build/flex-autotune-*.log 2>/dev/null; }
-trap pack EXIT
+probe_start flex-autotune
 { cat bench/suites/ref.csv; awk -v n="$every" 'NR > 1 && (NR - 2) % n == 0' bench/suites/llm.csv; } |
     awk -F, 'NR == 1 || !seen[$1]++' >"$W/shapes.csv"
 echo "flex-autotune: $(($(wc -l <"$W/shapes.csv") - 1)) shapes ($FABENCH_RUN_ID)"

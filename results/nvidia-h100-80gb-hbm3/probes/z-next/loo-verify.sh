@@ -10,12 +10,10 @@
 # gets loo-verify.tgz and summary.txt.
 set -u
 budget=${1:-420}
-export FABENCH_RUN_ID=${RUN_ID:-loo-verify-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "${OUT:=/tmp/out}"
 source "$(dirname "$0")/device-prologue.sh"
-G=results/$slug W=$G/loo-verify; mkdir -p "$W" build/loo
-pack() { tar czf "$OUT/loo-verify.tgz" "$W" build/loo-verify.log 2>/dev/null; }
-trap pack EXIT
+probe_start loo-verify
+G=results/$slug
+mkdir -p build/loo
 # one line per untimed pick: index, shape, winner, pick (the shape's row to build/loo/I.csv)
 python3 - "$G/fallback_loo.csv" <<'PY' >build/loo/list.tsv
 import csv, glob, sys
@@ -38,7 +36,7 @@ while IFS=$'\t' read -r i shape regime winner pick; do
     for side in winner pick; do
         cfg=$winner; [ "$side" = pick ] && cfg=$pick
         build/fabench run --device cuda:0 --shapes "build/loo/$i.csv" --config "$cfg" --out "$W/$side.csv" --append \
-            --manifest "$W/manifest.csv" --quiet >>build/loo-verify.log 2>&1
+            --manifest "$W/manifest.csv" --quiet >>build/loo-verify-runs.log 2>&1
     done
 done <build/loo/list.tsv
 echo "runs done t=$SECONDS"

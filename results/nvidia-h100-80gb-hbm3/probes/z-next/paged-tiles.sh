@@ -8,12 +8,8 @@
 # shape's bytes moved against `fabench bandwidth`'s copy. Run from the repo root on the
 # device with .deps carried; $OUT gets paged-tiles.tgz and summary.txt.
 set -u
-export FABENCH_RUN_ID=${RUN_ID:-paged-tiles-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "${OUT:=/tmp/out}"
 source "$(dirname "$0")/device-prologue.sh"
-W=results/$slug/paged-tiles; mkdir -p "$W"
-pack() { tar czf "$OUT/paged-tiles.tgz" "$W" build/paged-tiles-*.log 2>/dev/null; }
-trap pack EXIT
+probe_start paged-tiles
 make -j16 build/tests/test_e2e >/dev/null 2>&1
 FABENCH_TEST_DEVICE=cuda:0 FABENCH_TEST_FILTER=test_paged timeout 200 build/tests/test_e2e >build/paged-tiles-e2e.log 2>&1
 echo "test_paged rc=$? t=$SECONDS"

@@ -9,10 +9,8 @@
 # root on the device with .deps carried; $OUT gets short-prefill.tgz and summary.txt.
 set -u
 count=${1:-28}
-export FABENCH_RUN_ID=${RUN_ID:-short-prefill-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "${OUT:=/tmp/out}"
 source "$(dirname "$0")/device-prologue.sh"
-W=results/$slug/short-prefill; mkdir -p "$W"
+probe_start short-prefill
 python3 tools/gen-shapes.py --seed 2 --count 400 --kinds prefill,chunked,cross 2>/dev/null |
     awk -F, 'NR == 1 || ($5 > 16 && $5 <= 256)' | head -n $((count + 1)) >"$W/shapes.csv"
 cands=(
@@ -22,8 +20,6 @@ cands=(
     "wg128ws:MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=2,WG_SWIZZLE=1,WG_TMA=1,WG_WS=1,WG_PINGPONG=1"
     "mma64x64:MMA=mma,BLOCK_M=64,NUM_WARPS=4,WARP_M=1,BLOCK_N=64,STAGES=2"
 )
-pack() { tar czf "$OUT/short-prefill.tgz" "$W" build/short-prefill-*.log 2>/dev/null; }
-trap pack EXIT
 build/fabench vendors --device cuda:0 --shapes "$W/shapes.csv" --impl cudnn,torch-cudnn --out "$W/vendors.csv" \
     --manifest "$W/manifest.csv" >build/short-prefill-vendors.log 2>&1
 echo "vendors rc=$? t=$SECONDS"
