@@ -11,7 +11,7 @@ set -u
 source "$(dirname "$0")/device-prologue.sh"
 probe_start paged-tiles
 make -j16 build/tests/test_e2e >/dev/null 2>&1
-FABENCH_TEST_DEVICE=cuda:0 FABENCH_TEST_FILTER=test_paged timeout 200 build/tests/test_e2e >build/paged-tiles-e2e.log 2>&1
+FABENCH_TEST_DEVICE=cuda:0 FABENCH_TEST_FILTER=test_paged timeout 150 build/tests/test_e2e >build/paged-tiles-e2e.log 2>&1
 echo "test_paged rc=$? t=$SECONDS"
 build/fabench bandwidth --device cuda:0 --out "$W/bandwidth.csv" --manifest "$W/manifest.csv" >build/paged-tiles-bandwidth.log 2>&1
 awk -F, 'NR == 1 || $1 ~ /-decode-/' bench/suites/paged.csv >"$W/shapes.csv"
