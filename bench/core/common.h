@@ -126,11 +126,15 @@ int fb_distinct_files(const char *const *path, const char *const *name, int nout
 /* 0 when PATH can be written whole by a temp file and a rename: its folder exists and is
  * writable, and PATH, if it exists, is not a directory; else -1 with err saying why. */
 int fb_check_writable(const char *path, char *err, size_t errlen);
-/* Claims PATH for this process's writes until it exits: an exclusive lock on a file in
- * $TMPDIR (or /tmp) named after PATH's real folder and name. Two processes that rewrite
- * one results file whole would lose each other's rows; the second is refused. 0, or -1
- * with err naming PATH (another process holds it, or the lock could not be taken). */
+/* Claims PATH for this process's writes until it exits or releases its claims: an
+ * exclusive lock on a file in $TMPDIR (or /tmp) named after PATH's real folder and name.
+ * Two processes that rewrite one results file whole would lose each other's rows; the
+ * second is refused. 0, or -1 with err naming PATH (another process holds it, or the lock
+ * could not be taken). */
 int fb_claim_output(const char *path, char *err, size_t errlen);
+/* Gives up every claim of fb_claim_output (their locks closed): for a process that runs
+ * one command after another in itself, as the command-line fuzzer does, once each is done. */
+void fb_release_outputs(void);
 /* Lower-case, [a-z0-9-] only, runs of other characters collapsed to '-'. */
 void fb_slug(const char *in, char *out, size_t outlen);
 /* mkdir -p: PATH and any missing parents. 0 when PATH is a directory at the end, else -1

@@ -351,6 +351,14 @@ int fb_check_writable(const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* the outputs this process has claimed: the path's hash, and the locked file's descriptor */
+typedef struct {
+    uint64_t hash;
+    int fd;
+} output_claim;
+static output_claim *claims;
+static size_t nclaims, capclaims;
+
 int fb_claim_output(const char *path, char *err, size_t errlen)
 {
     char real[PATH_MAX + 256];
@@ -359,10 +367,8 @@ int fb_claim_output(const char *path, char *err, size_t errlen)
         return -1;
     }
     const uint64_t h = fb_fnv1a(0xcbf29ce484222325ull, real, strlen(real));
-    static uint64_t *held; /* claimed by this process already (a command run twice in one process) */
-    static size_t nheld, capheld;
-    for (size_t i = 0; i < nheld; i++)
-        if (held[i] == h) return 0;
+    for (size_t i = 0; i < nclaims; i++)
+        if (claims[i].hash == h) return 0;
     const char *tmp = getenv("TMPDIR");
     char lock[4200];
     struct stat st;
@@ -388,12 +394,18 @@ int fb_claim_output(const char *path, char *err, size_t errlen)
     char pid[32];
     const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
     if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) < 0) { /* the pid is only for the message */ }
-    if (nheld == capheld) {
-        uint64_t *g = realloc(held, (capheld ? 2 * capheld : 16) * sizeof *g);
-        if (g) { held = g; capheld = capheld ? 2 * capheld : 16; }
+    if (nclaims == capclaims) {
+        output_claim *g = realloc(claims, (capclaims ? 2 * capclaims : 16) * sizeof *g);
+        if (g) { claims = g; capclaims = capclaims ? 2 * capclaims : 16; }
     }
-    if (nheld < capheld) held[nheld++] = h;
-    return 0; /* fd stays open (not inherited by exec) until the process ends */
+    if (nclaims < capclaims) claims[nclaims++] = (output_claim){h, fd};
+    return 0; /* fd stays open (not inherited by exec) until the process ends or releases it */
+}
+
+void fb_release_outputs(void)
+{
+    for (size_t i = 0; i < nclaims; i++) close(claims[i].fd);
+    nclaims = 0;
 }
 
 int fb_mkdir_p(const char *path, char *err, size_t errlen)

@@ -23,9 +23,11 @@
 #define _GNU_SOURCE
 #include "fuzz_common.h"
 
+#include <dirent.h>
 #include <getopt.h>
 
 #include "codegen.h"
+#include "common.h"
 #include "rt.h"
 #include "tune.h"
 
@@ -44,8 +46,32 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     setenv("CUDA_VISIBLE_DEVICES", "", 1);
     setenv("HIP_VISIBLE_DEVICES", "", 1);
     setenv("FABENCH_TUNE_ISOLATE", "0", 1); /* tune in this process, not a re-executed child */
+    setenv("TMPDIR", fz_dir(), 1);             /* the output claims' lock files: removed with it */
     for (int i = 0; i < rt_count(); i++) (void)rt_status(i, NULL); /* load once, outside any input */
     return 0;
+}
+
+/* this process's open file descriptors: a command must close every one it opens (a leak
+ * shows as "Too many open files" only after a million inputs; counted, it shows at once).
+ * With names, what each one is, for the report. */
+static int open_fds(char *names, size_t len)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int n = 0;
+    size_t o = 0;
+    if (names && len) names[0] = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        n++;
+        char link[300], target[256] = "";
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        const ssize_t k = readlink(link, target, sizeof target - 1);
+        if (k > 0) target[k] = 0;
+        if (names && o < len) o += (size_t)snprintf(names + o, len - o, " %s=%s", e->d_name, target);
+    }
+    closedir(d);
+    return n;
 }
 
 static void getopt_reset(void)
@@ -87,12 +113,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     argv[argc] = NULL;
 
     getopt_reset();
+    char before[4096];
+    const int fds = open_fds(before, sizeof before);
     int rc;
     if (!strcmp(sub, "run")) rc = cmd_run(argc - 1, argv + 1);
     else if (!strcmp(sub, "tune")) rc = cmd_tune(argc - 1, argv + 1);
     else if (!strcmp(sub, "vendors")) rc = cmd_vendors(argc - 1, argv + 1);
     else rc = cmd_compile(argc - 1, argv + 1);
     if (rc != 0 && rc != 2) fz_fail("fabench %s returned %d: it went past device selection", sub, rc);
+    fb_release_outputs(); /* fabench holds an output's claim until it exits: one command a process */
+    char after[4096];
+    if (fds >= 0 && open_fds(after, sizeof after) > fds)
+        fz_fail("fabench %s left a file descriptor open: before:%s; after:%s", sub, before, after);
 
     for (int k = 0; k < nw; k++) free(words[k]);
     return 0;
