@@ -27,9 +27,7 @@ run() { # NAME [--tuning FILE]
 }
 run after
 run before --tuning build/fb-before/tuning.csv
-build/fabench vendors --device cuda:0 --shapes "$W/shapes.csv" --impl cudnn --out "$W/vendors.csv" \
-    --manifest "$W/manifest.csv" >build/decode-fill-vendors.log 2>&1
-echo "vendors rc=$? t=$SECONDS"
+run_vendors decode-fill "$W" cudnn
 python3 - "$W" <<'PY' | tee "$OUT/summary.txt"
 import csv, math, sys
 w = sys.argv[1]

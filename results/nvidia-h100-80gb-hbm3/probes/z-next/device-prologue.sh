@@ -7,6 +7,14 @@ export FABENCH_CACHE=$PWD/build/kcache PYTHONUNBUFFERED=1
 make -j16 all >/dev/null 2>&1 || { make all 2>&1 | tail -n 20; exit 1; }
 slug=$(build/fabench devices --list | awk -F'\t' '$1=="cuda:0"{print $3}' | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
 
+# run_vendors TAG DIR IMPLS: `fabench vendors --impl IMPLS` on DIR/shapes.csv into
+# DIR/vendors.csv with DIR/manifest.csv, its log build/TAG-vendors.log
+run_vendors() {
+    build/fabench vendors --device cuda:0 --shapes "$2/shapes.csv" --impl "$3" --out "$2/vendors.csv" \
+        --manifest "$2/manifest.csv" >"build/$1-vendors.log" 2>&1
+    echo "vendors rc=$? t=$SECONDS"
+}
+
 # run_candidates TAG DIR NAME:CONFIG...: `fabench run` on DIR/shapes.csv once per candidate,
 # into DIR/NAME.csv with DIR/manifest.csv, its log build/TAG-NAME.log; an empty CONFIG runs
 # --tuned (the committed table), any other is given as --config

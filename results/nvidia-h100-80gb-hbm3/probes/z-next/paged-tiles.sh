@@ -23,9 +23,7 @@ cands=(
     "kvw4x16:MMA=mma,BLOCK_M=16,NUM_WARPS=4,KV_WARPS=4,BLOCK_N=16,STAGES=2,PACK_GQA=1"
     "kvw4x32:MMA=mma,BLOCK_M=16,NUM_WARPS=4,KV_WARPS=4,BLOCK_N=32,STAGES=2,PACK_GQA=1"
 )
-build/fabench vendors --device cuda:0 --shapes "$W/shapes.csv" --impl cudnn --out "$W/vendors.csv" \
-    --manifest "$W/manifest.csv" >build/paged-tiles-vendors.log 2>&1
-echo "vendors rc=$? t=$SECONDS"
+run_vendors paged-tiles "$W" cudnn
 run_candidates paged-tiles "$W" "${cands[@]}"
 python3 - "$W" "${cands[@]%%:*}" <<'PY' | tee "$OUT/summary.txt"
 import csv, math, sys

@@ -20,9 +20,7 @@ cands=(
     "wg128ws:MMA=wgmma,BLOCK_M=128,NUM_WARPS=8,BLOCK_N=128,STAGES=2,WG_SWIZZLE=1,WG_TMA=1,WG_WS=1,WG_PINGPONG=1"
     "mma64x64:MMA=mma,BLOCK_M=64,NUM_WARPS=4,WARP_M=1,BLOCK_N=64,STAGES=2"
 )
-build/fabench vendors --device cuda:0 --shapes "$W/shapes.csv" --impl cudnn,torch-cudnn --out "$W/vendors.csv" \
-    --manifest "$W/manifest.csv" >build/short-prefill-vendors.log 2>&1
-echo "vendors rc=$? t=$SECONDS"
+run_vendors short-prefill "$W" cudnn,torch-cudnn
 run_candidates short-prefill "$W" "${cands[@]}"
 python3 - "$W" "${cands[@]%%:*}" <<'PY' | tee "$OUT/summary.txt"
 import csv, math, sys
